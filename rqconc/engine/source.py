@@ -1,0 +1,110 @@
+"""The seam between the engine and whatever produces work.
+
+The engine knows nothing of Redis: a child asks its source for an item, performs it, and
+the supervisor tells the source what happened to items it could not see finish (a child
+that died, an overrun, a cold shutdown). The Redis queue is one source; `FakeSource` is
+another.
+
+Every take carries a *claim*: a string the engine makes up before the take
+(`<supervisor uid>.<child index>.<take sequence>`) and writes into the child's slot, so the
+supervisor can name an item even when the child died between receiving it and reporting
+it. Sources use the claim as their fencing token.
+
+One source object serves the supervisor and all its children. Process backends hand each
+child a copy (by fork or by pickling), and every child calls `child_started()` first, so
+a source must not carry sockets across that boundary: open connections lazily.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+
+@dataclass
+class WorkItem:
+    """One unit of work as the engine sees it."""
+
+    claim: str
+    item_id: str
+    # Wall-clock (time.time()) moment by which the item must have ended; None: no limit.
+    deadline: Optional[float] = None
+    payload: Any = field(default=None, repr=False)
+
+
+@dataclass
+class SupervisorInfo:
+    """What a source may want to publish about the supervisor it serves."""
+
+    name: str
+    uid: str
+    pid: int
+    host: str
+    backend: str
+    size: int
+    state: str
+    busy: int
+    idle: int
+    current_items: Sequence[str]
+    suspended: bool = False
+
+
+class WorkSource(ABC):
+    """Where children get their work from, and where the supervisor reports on it."""
+
+    # ---- child side: runs in the child (process, thread or greenlet) ----
+    def child_started(self, child_index: int) -> None:
+        """Called once in each new child before its first take (post-fork set-up)."""
+
+    @abstractmethod
+    def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
+        """Wait up to `timeout` seconds for one item; None when there is none."""
+
+    @abstractmethod
+    def perform(self, item: WorkItem) -> None:
+        """Run the item and record its outcome. Exceptions of the work itself are the
+        source's to record; anything escaping ends the child (and the item is lost)."""
+
+    @abstractmethod
+    def give_back(self, item: WorkItem) -> None:
+        """The child received the item but may not start it: return it untouched."""
+
+    def child_stopping(self) -> None:
+        """Called in a child that ends normally, to release what it opened."""
+
+    # ---- supervisor side: runs in the supervisor ----
+    def supervisor_started(self, info: SupervisorInfo) -> None:
+        """The supervisor is up (register it, start maintenance)."""
+
+    def supervisor_stopped(self, info: SupervisorInfo) -> None:
+        """The supervisor is about to exit."""
+
+    def renew(self, claims: Sequence[str]) -> None:
+        """Keep the leases of items being performed (called every `renew_interval`)."""
+
+    def tick(self, info: SupervisorInfo) -> None:
+        """Periodic duties of a supervisor: heartbeat, recovery; about once a second."""
+
+    def interrupted(self, claims: Sequence[str]) -> None:
+        """A cold shutdown ended the children holding these claims: put their items back
+        at the front, without counting an attempt. Unknown claims are ignored."""
+
+    def lost(self, claim: str, reason: str) -> None:
+        """The child holding this claim died mid-item: a failed attempt."""
+
+    def timed_out(self, claim: str, seconds: float) -> None:
+        """The item overran its deadline; the supervisor has ended (or abandoned) its child."""
+
+    def is_suspended(self) -> bool:
+        """Whether children should stop taking new items for now."""
+        return False
+
+    def stop_requested(self, claims: Sequence[str]) -> Sequence[str]:
+        """Of these running claims, the ones whose items must be stopped now (cancel)."""
+        return ()
+
+    def canceled(self, claim: str) -> None:
+        """The supervisor stopped the child running this claim because it was canceled."""
+
+    def renew_interval(self) -> float:
+        return 5.0

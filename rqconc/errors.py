@@ -1,0 +1,55 @@
+"""Exception types users see. The CLI turns each into one line and an exit code."""
+from __future__ import annotations
+
+import builtins
+from typing import Optional
+
+
+class RQConcError(Exception):
+    """Base of every rqconc error."""
+
+
+class ConnectionError(RQConcError, builtins.ConnectionError):  # noqa: A001 - public name by SPEC
+    """Redis cannot be reached. The message names the URL without its password."""
+
+
+class NoSuchJob(RQConcError, KeyError):
+    """No job with that id exists (any more)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else "no such job"
+
+
+class JobFailed(RQConcError):
+    """The job ended in failure; carries the remote exception's type, message and traceback."""
+
+    def __init__(self, job_id: str, exc_type: str, exc_message: str, traceback: str) -> None:
+        super().__init__(f"job {job_id} failed: {exc_type}: {exc_message}")
+        self.job_id = job_id
+        self.exc_type = exc_type
+        self.exc_message = exc_message
+        self.traceback = traceback
+
+
+class JobTimeout(RQConcError):
+    """The job ran past its timeout and was stopped."""
+
+
+class WorkerLost(RQConcError):
+    """The child running the job died mid-job."""
+
+
+class JobCanceled(RQConcError):
+    """The job was canceled."""
+
+
+class NotAllowed(RQConcError):
+    """The worker's allow-list does not include the job's module."""
+
+
+class BootError(RQConcError):
+    """A child failed while starting (bad import, bad configuration)."""
+
+    def __init__(self, message: str, detail: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.detail = detail

@@ -1,0 +1,55 @@
+import os
+
+import pytest
+
+from tests.support.redis_server import RedisServer, bundled_redis_binary, system_redis_binary
+
+# Never fall back on a shared Redis (127.0.0.1:6379) by accident.
+os.environ.pop("REDIS_URL", None)
+
+
+def _binaries():
+    found = {}
+    if system_redis_binary():
+        found["redis-system"] = system_redis_binary()
+    if bundled_redis_binary():
+        found["redis-6.2"] = bundled_redis_binary()
+    return found
+
+
+REDIS_BINARIES = _binaries()
+
+
+@pytest.fixture(scope="session")
+def redis_binary():
+    """One redis-server binary for tests that need any Redis."""
+    return next(iter(REDIS_BINARIES.values()))
+
+
+@pytest.fixture(scope="session", params=sorted(REDIS_BINARIES))
+def redis_versions_server(request):
+    """A session-wide server per available Redis binary: queue tests run on each."""
+    server = RedisServer(REDIS_BINARIES[request.param]).start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def redis_server(redis_binary):
+    """A fresh private server for one test (may be killed or restarted by it)."""
+    server = RedisServer(redis_binary).start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def redis_url(redis_versions_server):
+    """URL of a flushed shared server, once per Redis version."""
+    redis_versions_server.client().flushall()
+    return redis_versions_server.url
+
+
+@pytest.fixture(autouse=True)
+def _rqconc_home(tmp_path, monkeypatch):
+    """Keep every test's embedded server and files under its own temporary home."""
+    monkeypatch.setenv("RQCONC_HOME", str(tmp_path / "rqconc-home"))
