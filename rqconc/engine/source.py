@@ -47,6 +47,11 @@ class SupervisorInfo:
     idle: int
     current_items: Sequence[str]
     suspended: bool = False
+    # Latest moment any child's take loop ran: liveness means "the loop ticks", not "the
+    # process exists".
+    loop_tick: float = 0.0
+    # Per child: (index, state, item id or "", pid or 0).
+    children: Sequence[Any] = ()
 
 
 class WorkSource(ABC):
@@ -94,6 +99,10 @@ class WorkSource(ABC):
 
     def timed_out(self, claim: str, seconds: float) -> None:
         """The item overran its deadline; the supervisor has ended (or abandoned) its child."""
+
+    def is_drained(self) -> bool:
+        """Whether no work is waiting (burst mode ends once drained and all children idle)."""
+        return False
 
     def is_suspended(self) -> bool:
         """Whether children should stop taking new items for now."""

@@ -1,0 +1,66 @@
+"""The `rqconc` command line. Every failure a user can cause ends in one line and an exit code:
+2 for misuse, 1 when Redis cannot be reached."""
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional, Sequence
+
+import click
+
+from rqconc import errors
+from rqconc.worker_command import check_backend_and_size, run_worker, worker_options
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """rqconc: a Redis job queue whose worker supervises concurrent children."""
+
+
+@cli.command()
+@click.option("-b", "--backend", default="forking", show_default=True,
+              help="forking, multiprocessing, threading or gevent.")
+@click.option("-n", "--size", type=int, default=1, show_default=True,
+              help="How many children run jobs at once.")
+@worker_options
+def worker(backend: str, size: int, **options: Any) -> None:
+    """Run a worker (the same as `python main.py BACKEND SIZE`)."""
+    check_backend_and_size(backend, size)
+    sys.exit(run_worker(backend, size, options))
+
+
+@click.command(name="main.py", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("backend")
+@click.argument("size", type=int)
+@worker_options
+def main_py(backend: str, size: int, **options: Any) -> None:
+    """python main.py BACKEND SIZE [options]: run a worker."""
+    check_backend_and_size(backend, size)
+    sys.exit(run_worker(backend, size, options))
+
+
+def _invoke(command: click.Command, args: Optional[Sequence[str]], prog: str) -> None:
+    try:
+        code = command.main(args=args, prog_name=prog, standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(1)
+    except click.UsageError as exc:
+        click.echo(f"{prog}: error: {exc.format_message()}", err=True)
+        sys.exit(2)
+    except click.ClickException as exc:
+        click.echo(f"{prog}: error: {exc.format_message()}", err=True)
+        sys.exit(exc.exit_code)
+    except errors.ConnectionError as exc:
+        click.echo(f"{prog}: error: {exc}", err=True)
+        sys.exit(1)
+    except errors.RQConcError as exc:
+        click.echo(f"{prog}: error: {exc}", err=True)
+        sys.exit(1)
+    sys.exit(code or 0)
+
+
+def main(args: Optional[Sequence[str]] = None) -> None:
+    _invoke(cli, args, "rqconc")
+
+
+def run_main_py(args: Optional[Sequence[str]] = None) -> None:
+    _invoke(main_py, args, "main.py")

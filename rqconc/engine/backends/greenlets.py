@@ -1,0 +1,88 @@
+"""Children as greenlets in one gevent-patched process.
+
+gevent must patch the standard library before anything else imports it, so this backend
+refuses to run in a process that was not patched: `python main.py gevent N` and
+`rqconc worker -b gevent` patch first thing. A greenlet can be killed at its next yield
+(I/O, sleep); one that holds the CPU blocks its siblings and the supervisor until it yields.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Optional
+
+from rqconc.engine.child import ChildContext, run_child
+from rqconc.engine.pool import Pool
+from rqconc.engine.slots import SlotTable
+
+log = logging.getLogger("rqconc.engine")
+
+NOT_PATCHED = ("the gevent backend needs gevent's monkey-patching before anything else is "
+               "imported: run 'python main.py gevent N' or 'rqconc worker -b gevent', or call "
+               "gevent.monkey.patch_all() first thing in your program")
+
+
+class _CooperativeLock:
+    """Greenlets switch only at I/O, and no slot operation does I/O: nothing to lock."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+def _greenlet_main(ctx: ChildContext) -> int:
+    import gevent
+
+    try:
+        return run_child(ctx)
+    except gevent.GreenletExit:
+        raise
+    except BaseException as exc:
+        log.error("child %d died: %s: %s", ctx.index, exc.__class__.__name__, exc)
+        return 1
+
+
+class GreenletPool(Pool):
+    name = "gevent"
+
+    def __init__(self, capacity: int) -> None:
+        from gevent import monkey
+
+        if not (monkey.is_module_patched("socket") and monkey.is_module_patched("threading")):
+            raise RuntimeError(NOT_PATCHED)
+        super().__init__(capacity)
+
+    def _make_semaphore(self, capacity: int) -> Any:
+        from gevent.lock import BoundedSemaphore
+
+        return BoundedSemaphore(capacity)
+
+    def make_slots(self) -> SlotTable:
+        return SlotTable(self.capacity, _CooperativeLock())
+
+    def _start(self, ctx: ChildContext) -> Any:
+        import gevent
+
+        return gevent.spawn(_greenlet_main, ctx)
+
+    def _exitcode(self, handle: Any) -> Optional[int]:
+        if not handle.dead:
+            return None
+        return handle.value if isinstance(handle.value, int) else 1
+
+    def end(self, index: int) -> None:
+        greenlet = self._children.get(index)
+        if greenlet is not None:
+            greenlet.kill(block=True, timeout=1)
+        self._forget(index)
+
+    def install_signal(self, signum: int, handler: Callable[[int], None]) -> Any:
+        import gevent
+
+        # gevent runs this in its own greenlet as soon as the hub sees the signal; a plain
+        # signal.signal handler could wait for the hub's next wake-up.
+        return gevent.signal_handler(signum, handler, signum)
+
+    def restore_signal(self, signum: int, previous: Any) -> None:
+        previous.cancel()

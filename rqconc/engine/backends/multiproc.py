@@ -1,0 +1,52 @@
+"""Children started by `multiprocessing` with the spawn method: a fresh interpreter each,
+nothing inherited from the supervisor but what is pickled (the slot table and the source)."""
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from typing import Any, Optional
+
+from rqconc.engine.child import ChildContext, prepare_process_child, run_child
+from rqconc.engine.process_pool import ProcessPool
+from rqconc.engine.slots import SlotTable
+
+
+def _child_main(ctx: ChildContext) -> None:
+    prepare_process_child(ctx.supervisor_pid)
+    sys.exit(run_child(ctx))
+
+
+class MultiprocessingPool(ProcessPool):
+    name = "multiprocessing"
+
+    def __init__(self, capacity: int) -> None:
+        self._mp = multiprocessing.get_context("spawn")
+        super().__init__(capacity)
+
+    def make_slots(self) -> SlotTable:
+        return SlotTable(self.capacity, self._mp.Lock(), self._mp.RawArray)
+
+    def _start(self, ctx: ChildContext) -> Any:
+        process = self._mp.Process(target=_child_main, args=(ctx,),
+                                   name=f"rqconc-child-{ctx.index}", daemon=False)
+        process.start()
+        return process
+
+    def _exitcode(self, handle: Any) -> Optional[int]:
+        code = handle.exitcode  # polls waitpid(WNOHANG)
+        if code is not None:
+            handle.close()
+        return code
+
+    def end(self, index: int) -> None:
+        process = self._children.get(index)
+        if process is None:
+            return
+        process.kill()
+        process.join()
+        process.close()
+        self._forget(index)
+
+    def pid(self, index: int) -> Optional[int]:
+        process = self._children.get(index)
+        return process.pid if process is not None else None

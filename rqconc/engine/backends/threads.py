@@ -1,0 +1,51 @@
+"""Children as threads of the supervisor's process.
+
+A thread cannot be killed. A child that overruns its item's deadline is *abandoned*: its
+slot gets a new generation (so nothing it writes counts), its item is reported to the source
+(whose fencing rejects whatever the thread tries to record later), and a new thread takes
+its place. The abandoned thread ends by itself when its work returns.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Optional
+
+from rqconc.engine.child import ChildContext, run_child
+from rqconc.engine.pool import Pool
+from rqconc.engine.slots import SlotTable
+
+log = logging.getLogger("rqconc.engine")
+
+
+def _thread_main(ctx: ChildContext, outcome: dict) -> None:
+    try:
+        outcome["code"] = run_child(ctx)
+    except BaseException as exc:  # a child that dies must not take the process with it
+        outcome["code"] = 1
+        log.error("child %d died: %s: %s", ctx.index, exc.__class__.__name__, exc)
+
+
+class ThreadPool(Pool):
+    name = "threading"
+    can_kill_one = False
+
+    def make_slots(self) -> SlotTable:
+        return SlotTable(self.capacity, threading.Lock())
+
+    def _start(self, ctx: ChildContext) -> Any:
+        outcome: dict = {}
+        thread = threading.Thread(target=_thread_main, args=(ctx, outcome),
+                                  name=f"rqconc-child-{ctx.index}", daemon=True)
+        thread.start()
+        return thread, outcome
+
+    def _exitcode(self, handle: Any) -> Optional[int]:
+        thread, outcome = handle
+        if thread.is_alive():
+            return None
+        return outcome.get("code", 1)
+
+    def end(self, index: int) -> None:
+        # Abandon: the thread runs on, but the slot and the pool place are free again.
+        self._forget(index)

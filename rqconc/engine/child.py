@@ -1,0 +1,112 @@
+"""What every child does, whatever runs it: wait for an item (idle), perform it (busy), repeat.
+
+The same loop runs in a forked process, a multiprocessing process, a thread or a greenlet;
+the backend only decides how it is started and how it can be ended.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import signal
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+from rqconc.engine.slots import SlotTable
+from rqconc.engine.source import WorkSource
+
+log = logging.getLogger("rqconc.engine.child")
+
+PR_SET_PDEATHSIG = 1
+BOOT_FAILURE_EXIT = 3
+
+
+@dataclass
+class ChildContext:
+    """Everything a child needs; picklable for the multiprocessing backend."""
+
+    index: int
+    generation: int
+    slots: SlotTable
+    source: WorkSource
+    uid: str
+    supervisor_pid: int
+    take_timeout: float = 0.25
+    max_jobs: Optional[int] = None
+    preload: Sequence[str] = field(default_factory=tuple)
+    in_process: bool = False  # a separate OS process (must watch for an orphaned state)
+
+
+def run_child(ctx: ChildContext) -> int:
+    """The child's whole life; returns its exit code."""
+    pid = os.getpid()
+    try:
+        for module in ctx.preload:
+            importlib.import_module(module)
+        ctx.source.child_started(ctx.index)
+    except Exception as exc:  # any failure to start is a boot error, reported by the slot
+        message = f"{exc.__class__.__name__}: {exc}"
+        ctx.slots.boot_failed(ctx.index, ctx.generation, message)
+        log.debug("child %d failed to start:\n%s", ctx.index, traceback.format_exc())
+        return BOOT_FAILURE_EXIT
+    if not ctx.slots.child_ready(ctx.index, ctx.generation, pid):
+        return 0
+    try:
+        _loop(ctx)
+    finally:
+        ctx.slots.child_exiting(ctx.index, ctx.generation)
+    ctx.source.child_stopping()
+    return 0
+
+
+def _loop(ctx: ChildContext) -> None:
+    slots, source = ctx.slots, ctx.source
+    done = 0
+    while True:
+        if ctx.in_process and os.getppid() != ctx.supervisor_pid:
+            return  # orphaned: the supervisor is gone, take nothing more
+        claim = slots.begin_take(ctx.index, ctx.generation, ctx.uid)
+        if claim is None:
+            return
+        if claim == "":  # paused (suspended): look again shortly
+            time.sleep(min(ctx.take_timeout, 0.1))
+            continue
+        item = source.take(claim, ctx.take_timeout)
+        if item is None:
+            continue
+        if not slots.mark_busy(ctx.index, ctx.generation, item.item_id, item.deadline):
+            source.give_back(item)
+            return
+        source.perform(item)
+        done += 1
+        if not slots.mark_idle(ctx.index, ctx.generation):
+            return
+        if ctx.max_jobs and done >= ctx.max_jobs:
+            return
+
+
+def _libc_prctl(option: int, value: int) -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: the orphan check in the loop still holds
+        pass
+
+
+def prepare_process_child(supervisor_pid: int) -> None:
+    """Signal dispositions and parent-death handling for a child that is a process."""
+    # Ctrl+C signals the whole process group, and systemd sends SIGTERM to every process of
+    # the unit: only the supervisor decides what they mean (it ends children with SIGKILL).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # These are the supervisor's controls; in a child they would stop it or do nothing useful.
+    for signum in (signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU, signal.SIGUSR1):
+        signal.signal(signum, signal.SIG_IGN)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _libc_prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != supervisor_pid:  # the supervisor died before prctl took effect
+        os._exit(0)

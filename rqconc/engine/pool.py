@@ -1,0 +1,112 @@
+"""The pool interface: how a backend starts, watches and ends children.
+
+One implementation per backend (`rqconc/engine/backends/`). The supervisor drives the
+pool; the pool never decides anything itself.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Set
+
+from rqconc.engine.child import ChildContext
+from rqconc.engine.slots import SlotTable
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A child that is gone by itself (not through `end`)."""
+
+    index: int
+    generation: int
+    exitcode: Optional[int]
+    description: str
+
+
+class Pool(ABC):
+    """Children of one backend. `spawn` blocks while all `capacity` places are taken."""
+
+    name: ClassVar[str]
+    # A busy child can be ended alone (a process or a greenlet); a thread can only be abandoned.
+    can_kill_one: ClassVar[bool] = True
+    # Children are OS processes of their own: they have pids and an RSS to watch.
+    children_are_processes: ClassVar[bool] = False
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._room = self._make_semaphore(capacity)
+        self._children: Dict[int, Any] = {}
+        self._generations: Dict[int, int] = {}
+
+    def _make_semaphore(self, capacity: int) -> Any:
+        return threading.BoundedSemaphore(capacity)
+
+    @abstractmethod
+    def make_slots(self) -> SlotTable:
+        """The idle/busy table, in memory the children can write."""
+
+    def spawn(self, ctx: ChildContext) -> None:
+        """Start a child for `ctx.index`; blocks while the pool is full."""
+        self._room.acquire()
+        try:
+            self._children[ctx.index] = self._start(ctx)
+        except BaseException:
+            self._room.release()
+            raise
+        self._generations[ctx.index] = ctx.generation
+
+    @abstractmethod
+    def _start(self, ctx: ChildContext) -> Any:
+        """Start one child and return its handle."""
+
+    @abstractmethod
+    def _exitcode(self, handle: Any) -> Optional[int]:
+        """None while the child lives; its exit code (0 for threads) once gone."""
+
+    def _forget(self, index: int) -> None:
+        if self._children.pop(index, None) is not None:
+            self._room.release()
+
+    def reap(self) -> List[Ended]:
+        """Children that ended since the last call."""
+        ended = []
+        for index, handle in list(self._children.items()):
+            code = self._exitcode(handle)
+            if code is not None:
+                ended.append(Ended(index, self._generations[index], code, self._describe(code)))
+                self._forget(index)
+        return ended
+
+    def _describe(self, code: int) -> str:
+        if code < 0:
+            return f"killed by {signal.Signals(-code).name}"
+        return f"exit code {code}"
+
+    @abstractmethod
+    def end(self, index: int) -> None:
+        """End the child in `index` now, whatever it does; it is forgotten, not reaped."""
+
+    def end_all(self) -> None:
+        for index in list(self._children):
+            self.end(index)
+
+    def live(self) -> Set[int]:
+        return set(self._children)
+
+    def pid(self, index: int) -> Optional[int]:
+        return None
+
+    def install_signal(self, signum: int, handler: Callable[[int], None]) -> Any:
+        return signal.signal(signum, lambda sig, frame: handler(sig))
+
+    def restore_signal(self, signum: int, previous: Any) -> None:
+        signal.signal(signum, previous)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def close(self) -> None:
+        """Release what the pool holds once every child is gone."""

@@ -1,0 +1,91 @@
+"""The worker command: `python main.py BACKEND SIZE` and `rqconc worker -b BACKEND -n SIZE`."""
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any, Callable, Dict, Optional, Sequence
+
+import click
+
+from rqconc.engine.backends import backend_names
+from rqconc.engine.source import WorkSource
+from rqconc.engine.supervisor import Supervisor
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def worker_options(command: Callable) -> Callable:
+    """The options both worker commands accept (SPEC section 1)."""
+    options = [
+        click.option("-q", "--queues", default="default", show_default=True,
+                     help="Comma list of queues to listen on."),
+        click.option("--url", default=None, help="Redis URL (default: REDIS_URL, else the "
+                     "embedded server)."),
+        click.option("--burst", is_flag=True, help="Exit 0 once every queue is empty and "
+                     "every child idle."),
+        click.option("--strategy", type=click.Choice(["ordered", "round-robin"]),
+                     default="ordered", show_default=True),
+        click.option("--shutdown-timeout", type=click.FloatRange(min=0), default=None,
+                     help="Seconds a warm shutdown may last before it turns cold."),
+        click.option("--max-jobs-per-child", type=click.IntRange(min=1), default=None),
+        click.option("--max-memory-per-child", type=click.FloatRange(min=1), default=None,
+                     metavar="MB"),
+        click.option("--allow", multiple=True, help="Module prefix whose functions may run "
+                     "(repeatable; '*' allows all)."),
+        click.option("--name", default=None, help="The worker's name in the registry."),
+        click.option("--preload", multiple=True, help="Module each child imports at start."),
+        click.option("--source", "source_kind", type=click.Choice(["redis", "fake"]),
+                     default="fake", show_default=True, help="Where work comes from."),
+        click.option("--fake-spool", default=None, help="fake source: directory of items."),
+        click.option("--fake-log", default=None, help="fake source: event log file."),
+        click.option("--demo", type=click.IntRange(min=1), default=None, metavar="N",
+                     help="Fill the queue with N demo jobs, show progress, exit."),
+        click.option("--log-level", default="INFO", show_default=True,
+                     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"],
+                                       case_sensitive=False)),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def build_source(options: Dict[str, Any]) -> WorkSource:
+    from rqconc.engine.fake_source import FakeSource
+
+    return FakeSource(spool=options["fake_spool"], log=options["fake_log"])
+
+
+def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
+    """Build the supervisor that the options describe and run it in the foreground."""
+    logging.basicConfig(level=options["log_level"].upper(), format=LOG_FORMAT,
+                        stream=sys.stderr)
+    if options["demo"]:
+        from rqconc.demo import run_demo
+
+        return run_demo(backend, size, options)
+    supervisor = Supervisor(
+        backend, size, build_source(options), name=options["name"],
+        shutdown_timeout=options["shutdown_timeout"],
+        max_jobs_per_child=options["max_jobs_per_child"],
+        max_memory_per_child=options["max_memory_per_child"],
+        preload=options["preload"], burst=options["burst"])
+    return supervisor.run()
+
+
+def check_backend_and_size(backend: str, size: int) -> None:
+    if backend not in backend_names():
+        raise click.UsageError(
+            f"unknown backend {backend!r}: choose one of {', '.join(backend_names())}")
+    if size < 1:
+        raise click.UsageError(f"size must be at least 1, not {size}")
+
+
+def split_queues(text: str) -> Sequence[str]:
+    queues = [q.strip() for q in text.split(",") if q.strip()]
+    if not queues:
+        raise click.UsageError("--queues needs at least one queue name")
+    return queues
+
+
+def exit_with(code: Optional[int]) -> None:
+    sys.exit(code or 0)
