@@ -41,6 +41,10 @@ class Pool(ABC):
         self._children: Dict[int, Any] = {}
         self._generations: Dict[int, int] = {}
 
+    @classmethod
+    def check_usable(cls) -> None:
+        """Raise a clear error if this backend cannot run in this process."""
+
     def _make_semaphore(self, capacity: int) -> Any:
         return threading.BoundedSemaphore(capacity)
 

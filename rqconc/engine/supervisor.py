@@ -55,6 +55,7 @@ class Supervisor:
         self._pool_class = pool_class(backend) if isinstance(backend, str) else backend
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"size must be an integer >= 1, not {size!r}")
+        self._pool_class.check_usable()
         if source is None:
             from rqconc.engine.fake_source import FakeSource
 

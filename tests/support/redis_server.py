@@ -55,7 +55,7 @@ class RedisServer:
     def client(self) -> redis.Redis:
         return redis.Redis.from_url(self.url)
 
-    def start(self) -> "RedisServer":
+    def start(self) -> RedisServer:
         args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
                 "--dir", self.dir, "--save", "", "--daemonize", "no",
                 "--appendonly", "yes" if self.appendonly else "no",

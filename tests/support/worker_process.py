@@ -103,7 +103,8 @@ class Worker:
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"worker still running {timeout}s later:\n{self.output()}")
+            raise AssertionError(
+                f"worker still running {timeout}s later:\n{self.output()}") from None
 
     def close(self) -> None:
         if self.process.poll() is None:

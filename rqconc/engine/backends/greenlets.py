@@ -46,12 +46,12 @@ def _greenlet_main(ctx: ChildContext) -> int:
 class GreenletPool(Pool):
     name = "gevent"
 
-    def __init__(self, capacity: int) -> None:
+    @classmethod
+    def check_usable(cls) -> None:
         from gevent import monkey
 
         if not (monkey.is_module_patched("socket") and monkey.is_module_patched("threading")):
             raise RuntimeError(NOT_PATCHED)
-        super().__init__(capacity)
 
     def _make_semaphore(self, capacity: int) -> Any:
         from gevent.lock import BoundedSemaphore
