@@ -22,6 +22,7 @@ from typing import Any, Dict, Optional, Sequence
 from rqconc.engine.source import SupervisorInfo, WorkItem, WorkSource
 
 POLL_INTERVAL = 0.01
+_HOARD: list = []
 
 
 class ChildCrash(BaseException):
@@ -106,6 +107,9 @@ class FakeSource(WorkSource):
             time.sleep(float(spec["sleep"]))
         if spec.get("cpu"):
             _burn(float(spec["cpu"]))
+        if spec.get("allocate_mb"):
+            # Held on purpose: the child grows, as a leaky job would make it.
+            _HOARD.append(bytearray(int(spec["allocate_mb"]) * 2**20))
         if spec.get("raise"):
             self.record("failed", item=item.item_id, claim=item.claim, error=spec["raise"])
         elif self.spool is None or self._settle(item.claim, "done"):

@@ -148,3 +148,28 @@ def test_burst_exits_0_once_everything_is_done(backend, spool, start_worker):
     worker = start_worker(backend, 3, "--burst")
     assert worker.wait_exit(15) == 0
     assert sorted(spool.items("done")) == items
+
+
+@pytest.mark.parametrize("backend", PROCESS_BACKENDS)
+def test_max_memory_per_child_recycles_a_grown_child_after_its_job(
+        backend, spool, start_worker):
+    worker = start_worker(backend, 1, "--max-memory-per-child", "150")
+    wait_idle(spool, 1)
+    first_pid = worker.child_pids()[0]
+    item = spool.add(allocate_mb=200, sleep=1.5)
+    wait_for(lambda: item in spool.items("done"), message="the big item finished")
+    wait_for(lambda: len(spool.events("child_started")) == 2, message="child recycled")
+    wait_for(lambda: first_pid not in worker.child_pids(), message="grown child gone")
+    assert not spool.events("lost")
+    worker.signal(signal.SIGTERM)
+    assert worker.wait_exit(5) == 0
+
+
+@pytest.mark.parametrize("backend", ["threading", "gevent"])
+def test_max_memory_per_child_is_declared_unsupported_by_in_process_backends(
+        backend, spool, start_worker):
+    worker = start_worker(backend, 1, "--max-memory-per-child", "150")
+    wait_for(lambda: "applies to process backends only" in worker.output(),
+             message="the warning")
+    worker.signal(signal.SIGTERM)
+    assert worker.wait_exit(5) == 0
