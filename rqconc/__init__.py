@@ -11,7 +11,12 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Supervisor": "rqconc.engine.supervisor",
+    "Supervisor": "rqconc.supervisor",
+    "Queue": "rqconc.queue",
+    "Job": "rqconc.job",
+    "JobStatus": "rqconc.job",
+    "Priority": "rqconc.queue",
+    "Retry": "rqconc.retry",
     "WorkSource": "rqconc.engine.source",
     "WorkItem": "rqconc.engine.source",
     "ConnectionError": "rqconc.errors",

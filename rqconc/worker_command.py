@@ -9,7 +9,6 @@ import click
 
 from rqconc.engine.backends import backend_names
 from rqconc.engine.source import WorkSource
-from rqconc.engine.supervisor import Supervisor
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -34,8 +33,12 @@ def worker_options(command: Callable) -> Callable:
                      "(repeatable; '*' allows all)."),
         click.option("--name", default=None, help="The worker's name in the registry."),
         click.option("--preload", multiple=True, help="Module each child imports at start."),
+        click.option("--lease-seconds", type=click.FloatRange(min=0.5), default=15,
+                     show_default=True, help="How long a job's lease lasts unrenewed: a "
+                     "vanished worker's jobs are back in their queue after it."),
         click.option("--source", "source_kind", type=click.Choice(["redis", "fake"]),
-                     default="fake", show_default=True, help="Where work comes from."),
+                     default="redis", show_default=True,
+                     help="Where work comes from ('fake': the engine alone, no Redis)."),
         click.option("--fake-spool", default=None, help="fake source: directory of items."),
         click.option("--fake-log", default=None, help="fake source: event log file."),
         click.option("--demo", type=click.IntRange(min=1), default=None, metavar="N",
@@ -49,7 +52,10 @@ def worker_options(command: Callable) -> Callable:
     return command
 
 
-def build_source(options: Dict[str, Any]) -> WorkSource:
+def build_source(options: Dict[str, Any]) -> Optional[WorkSource]:
+    """The fake source when asked for; None lets the Supervisor build the Redis one."""
+    if options["source_kind"] != "fake":
+        return None
     from rqconc.engine.fake_source import FakeSource
 
     return FakeSource(spool=options["fake_spool"], log=options["fake_log"])
@@ -63,8 +69,13 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         from rqconc.demo import run_demo
 
         return run_demo(backend, size, options)
+    from rqconc.supervisor import Supervisor
+
     supervisor = Supervisor(
-        backend, size, build_source(options), name=options["name"],
+        backend, size, split_queues(options["queues"]), connection=options["url"],
+        strategy=options["strategy"], allow=options["allow"],
+        lease_seconds=options["lease_seconds"], source=build_source(options),
+        name=options["name"],
         shutdown_timeout=options["shutdown_timeout"],
         max_jobs_per_child=options["max_jobs_per_child"],
         max_memory_per_child=options["max_memory_per_child"],

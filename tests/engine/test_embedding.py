@@ -49,7 +49,7 @@ def test_embedded_gevent_supervisor_in_a_patched_program(tmp_path):
     program = textwrap.dedent("""
         from gevent import monkey; monkey.patch_all()
         import time
-        from rqconc import Supervisor
+        from rqconc.engine import Supervisor
         sup = Supervisor(backend="gevent", size=10).start()
         deadline = time.monotonic() + 10
         while len(sup.children) < 10 and time.monotonic() < deadline:
@@ -64,7 +64,7 @@ def test_embedded_gevent_supervisor_in_a_patched_program(tmp_path):
 
 
 def test_gevent_in_an_unpatched_process_raises_a_clear_error():
-    program = "from rqconc import Supervisor; Supervisor(backend='gevent', size=2)"
+    program = "from rqconc.engine import Supervisor; Supervisor(backend='gevent', size=2)"
     result = subprocess.run([sys.executable, "-c", program], cwd=ROOT, capture_output=True,
                             text=True, timeout=30)
     assert result.returncode != 0

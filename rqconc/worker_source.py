@@ -1,0 +1,386 @@
+"""`RedisSource`: the WorkSource that takes jobs from Redis queues.
+
+Children call `take` and `perform`; the supervisor calls the rest. Every step about a job
+presents the claim of its take (the fencing token), so a worker that lost its lease can no
+longer record anything about that job.
+
+Redis going away never ends a child: `take` logs one line and backs off (capped), and the
+bookkeeping of a job that ran is retried until Redis is back (the fence makes a repeated
+completion safe: it either lands once or is refused as stale).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
+from urllib.parse import quote
+
+import redis
+
+from rqconc import errors
+from rqconc.connection import connect, describe
+from rqconc.engine.source import SupervisorInfo, WorkItem, WorkSource
+from rqconc.keys import KeySpace, check_queue_name
+from rqconc.registry import DEFAULT_TTL, WorkerRegistry
+from rqconc.retry import Backoff, policy_of
+from rqconc.scripts import Steps, now_ms, text
+from rqconc.serialization import (
+    get_serializer,
+    is_allowed,
+    mro_names,
+    resolve_function,
+    split_function_name,
+    type_name,
+)
+
+log = logging.getLogger("rqconc.worker")
+
+# Transient: the server is away, restarting (LOADING is a ConnectionError) or, during a
+# failover, a replica that does not take writes yet.
+REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+              redis.exceptions.ReadOnlyError)
+STRATEGIES = ("ordered", "round-robin")
+MAX_BLOCK = 0.25  # longest BZPOPMIN: a stop request is seen at least this often
+T = TypeVar("T")
+
+
+def _number(value: Any, default: float) -> float:
+    """A stored number, or `default` when the field is missing or corrupt."""
+    try:
+        return float(text(value))
+    except (TypeError, ValueError):
+        return default
+
+
+def url_of(client: redis.Redis) -> str:
+    """A URL reaching the same server as `client`, for processes that cannot inherit it.
+    (TLS certificate options are not carried over: pass a URL for those.)"""
+    kwargs = client.connection_pool.connection_kwargs
+    user, password = kwargs.get("username"), kwargs.get("password")
+    auth = ""
+    if password:
+        auth = f"{quote(user or '', safe='')}:{quote(password, safe='')}@"
+    if kwargs.get("path"):
+        query = f"db={kwargs.get('db', 0)}" + (f"&password={quote(password, safe='')}"
+                                               if password else "")
+        return f"unix://{kwargs['path']}?{query}"
+    scheme = "rediss" if issubclass(client.connection_pool.connection_class,
+                                    redis.SSLConnection) else "redis"
+    return (f"{scheme}://{auth}{kwargs.get('host', 'localhost')}:{kwargs.get('port', 6379)}"
+            f"/{kwargs.get('db', 0)}")
+
+
+@dataclass
+class Outcome:
+    """What running a job produced: a serialized result, or a failure to record."""
+
+    result: Optional[str] = None
+    serializer: str = "json"
+    exc: Optional[Tuple[str, str, str]] = None  # type name, message, traceback
+    exc_mro: Tuple[str, ...] = ()
+    retryable: bool = False
+
+
+class Refused(Exception):
+    """The job cannot even be started (corrupt, not allowed, unimportable): a final failure."""
+
+    def __init__(self, exc_type: str, message: str) -> None:
+        super().__init__(message)
+        self.exc_type = exc_type
+
+
+class RedisSource(WorkSource):
+    """Takes jobs from `queues` in a Redis namespace (see docs/architecture.md)."""
+
+    def __init__(self, url: Union[str, redis.Redis, None] = None,
+                 queues: Sequence[str] = ("default",),
+                 strategy: str = "ordered", allow: Sequence[str] = (),
+                 lease_seconds: float = 15, max_lost: int = 3, namespace: str = "rqconc",
+                 name: Optional[str] = None, registry_ttl: float = DEFAULT_TTL,
+                 maintenance_interval: float = 1.0) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+        if not queues:
+            raise ValueError("a worker needs at least one queue")
+        self._client: Optional[redis.Redis] = None
+        self._client_pid = 0
+        if isinstance(url, redis.Redis):  # used as is here; other processes get its URL
+            self._client, self._client_pid = url, os.getpid()
+            url = url_of(url)
+        self.url = url
+        self.queues = [check_queue_name(q) for q in queues]
+        self.strategy = strategy
+        self.allow = list(allow)
+        self.lease_seconds = lease_seconds
+        self.max_lost = max_lost
+        self.keys = KeySpace(namespace)
+        self.name = name or f"{socket.gethostname()}.{os.getpid()}"
+        self.registry_ttl = registry_ttl
+        self.maintenance_interval = maintenance_interval
+        self._rotation = 0
+        self._backoff = Backoff()
+        self._orphans: List[str] = []  # claims whose take reply was lost on the way
+        self._recover_not_before = 0.0
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # No socket crosses a process boundary: each process opens its own client.
+        state = self.__dict__.copy()
+        state["_client"], state["_client_pid"] = None, 0
+        return state
+
+    @property
+    def client(self) -> redis.Redis:
+        if self._client is None or self._client_pid != os.getpid():
+            self._client = connect(self.url)
+            self._client_pid = os.getpid()
+        return self._client
+
+    @property
+    def steps(self) -> Steps:
+        return Steps(self.client, self.keys)
+
+    def _redis_down(self, exc: Exception, doing: str, delay: Optional[float] = None) -> None:
+        retry = f"; retrying in {delay:.1f} s" if delay is not None else ""
+        where = describe(self._client) if self._client is not None else "Redis"
+        log.warning("cannot reach Redis at %s while %s (%s)%s", where, doing,
+                    exc.__class__.__name__, retry)
+
+    # ---- child side ----
+    def child_started(self, child_index: int) -> None:
+        if self._client_pid != os.getpid():  # forked: drop the parent's client and state
+            self._client, self._client_pid = None, 0
+            self._orphans = []
+            self._backoff = Backoff()
+
+    def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
+        wait = self._backoff.remaining()
+        if wait > 0:
+            time.sleep(min(wait, max(timeout, 0.0)))
+            return None
+        try:
+            self._requeue_orphans()
+            item = self._take(claim, timeout)
+        except REDIS_DOWN as exc:
+            # The take may have run with its reply lost: put that job back once Redis is up.
+            self._orphans.append(claim)
+            delay = self._backoff.failed()
+            if delay is not None:
+                self._redis_down(exc, "taking a job", delay)
+            return None
+        except redis.exceptions.ResponseError as exc:  # e.g. OOM: never end the child for it
+            delay = self._backoff.failed()
+            if delay is not None:
+                log.error("Redis refused a take (%s); retrying in %.1f s",
+                          str(exc).splitlines()[0], delay)
+            return None
+        if self._backoff.reset():
+            log.info("Redis at %s is reachable again", describe(self.client))
+        return item
+
+    def _take(self, claim: str, timeout: float) -> Optional[WorkItem]:
+        order = self.queues
+        if self.strategy == "round-robin":
+            shift = self._rotation % len(order)
+            self._rotation += 1
+            order = order[shift:] + order[:shift]
+        lease_ms = int(self.lease_seconds * 1000)
+        taken = self.steps.take(claim, order, lease_ms, self.name)
+        if isinstance(taken, int):
+            # Nothing waits: block on the queues' markers (enqueue and take set them), but no
+            # longer than until the earliest scheduled job is due.
+            wait = min(timeout, MAX_BLOCK)
+            if taken >= 0:
+                wait = min(wait, max(0.0, (taken - now_ms()) / 1000))
+            woken = None
+            if round(wait, 3) > 0:
+                woken = self.client.bzpopmin([self.keys.marker(q) for q in order], round(wait, 3))
+            if woken is None and not 0 <= taken <= now_ms():
+                return None
+            taken = self.steps.take(claim, order, lease_ms, self.name)
+            if isinstance(taken, int):
+                return None
+        job_id, fields = taken
+        deadline = time.time() + _number(fields.get("timeout"), 180.0)
+        return WorkItem(claim, job_id, deadline=deadline, payload=fields)
+
+    def _requeue_orphans(self) -> None:
+        while self._orphans:
+            claim = self._orphans[0]
+            found = self.steps.claimed_job(claim)
+            if found is not None:
+                job_id, fields = found
+                self.steps.requeue_front(claim, job_id, text(fields.get("queue", b"")))
+            self._orphans.pop(0)
+
+    def perform(self, item: WorkItem) -> None:
+        fields = {name: text(value) for name, value in item.payload.items()}
+        outcome = self._execute(fields)
+        self._until_recorded(lambda: self._record(item, fields, outcome))
+
+    def _execute(self, fields: Dict[str, str]) -> Outcome:
+        try:
+            func, args, kwargs, serializer = self._prepare(fields)
+        except Refused as refused:
+            return Outcome(exc=(refused.exc_type, str(refused), ""))
+        try:
+            result = func(*args, **kwargs)
+        except Exception as exc:  # the job's own failure; BaseException ends the child
+            return Outcome(exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
+                           exc_mro=tuple(mro_names(type(exc))), retryable=True)
+        try:
+            return Outcome(result=serializer.dumps(result, "return value"),
+                           serializer=serializer.name)
+        except TypeError as exc:  # deterministic: retrying would fail the same way
+            return Outcome(exc=("TypeError", str(exc), traceback.format_exc()))
+
+    def _prepare(self, fields: Dict[str, str]) -> Tuple[Callable[..., Any], list, dict, Any]:
+        name = fields.get("func", "")
+        try:
+            module, _ = split_function_name(name)
+        except ValueError as exc:
+            raise Refused("ValueError", f"corrupt job data: {exc}") from None
+        if not is_allowed(module, self.allow):
+            allowed = ", ".join(self.allow) or "none besides rqconc.demo"
+            raise Refused(type_name(errors.NotAllowed),
+                          f"function {name} is not allowed on this worker: module {module!r} "
+                          f"matches none of its allowed prefixes ({allowed}); start the worker "
+                          f"with --allow {module.split('.')[0]} to run it")
+        try:
+            serializer = get_serializer(fields.get("serializer", "json"))
+            args = serializer.loads(fields.get("args", "[]"))
+            kwargs = serializer.loads(fields.get("kwargs", "{}"))
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise ValueError("arguments are not a list and a dict")
+        except Exception as exc:
+            raise Refused("ValueError", f"corrupt job data: cannot decode the arguments of "
+                                        f"{name}: {exc}") from None
+        try:
+            func = resolve_function(name)
+        except Exception as exc:
+            raise Refused(type_name(type(exc)), f"cannot import {name}: {exc}") from None
+        return func, args, kwargs, serializer
+
+    def _record(self, item: WorkItem, fields: Dict[str, str], outcome: Outcome) -> None:
+        queue = fields.get("queue", "")
+        if outcome.exc is None:
+            recorded = self.steps.complete(item.claim, item.item_id, queue, outcome.result,
+                                           outcome.serializer)
+        else:
+            retry_at = None
+            if outcome.retryable:
+                attempts = int(_number(fields.get("attempts"), 0)) + 1
+                delay = policy_of(fields.get("retry")).next_delay(outcome.exc_mro, attempts)
+                retry_at = None if delay is None else now_ms() + int(delay * 1000)
+            recorded = self.steps.fail(item.claim, item.item_id, queue, outcome.exc,
+                                       retry_at) != -1
+        if not recorded:
+            log.warning("job %s: its lease was lost (claim %s is stale), so its outcome is "
+                        "dropped; the job runs again elsewhere", item.item_id, item.claim)
+
+    def _until_recorded(self, record: Callable[[], None]) -> None:
+        """Retry a job's bookkeeping until Redis takes it: a job that ran is never lost."""
+        backoff = Backoff(first=0.1, cap=5.0)
+        while True:
+            try:
+                record()
+                return
+            except REDIS_DOWN as exc:
+                delay = backoff.failed() or backoff.remaining()
+                self._redis_down(exc, "recording a job's outcome", delay)
+                time.sleep(delay)
+
+    def give_back(self, item: WorkItem) -> None:
+        queue = text(item.payload.get("queue", b""))
+        self._until_recorded(lambda: self.steps.requeue_front(item.claim, item.item_id, queue))
+
+    # ---- supervisor side: never raises because Redis is away (leases cover the gap) ----
+    def _guarded(self, doing: str, action: Callable[[], T]) -> Optional[T]:
+        try:
+            return action()
+        except REDIS_DOWN as exc:
+            # After an outage, let live workers renew before their leases count as lost.
+            self._recover_not_before = time.monotonic() + self.lease_seconds
+            self._redis_down(exc, doing)
+            return None
+
+    def supervisor_started(self, info: SupervisorInfo) -> None:
+        registry = WorkerRegistry(self.client, self.keys, self.registry_ttl)
+        self._guarded("registering the worker", lambda: registry.register(info, self.queues))
+
+    def supervisor_stopped(self, info: SupervisorInfo) -> None:
+        registry = WorkerRegistry(self.client, self.keys, self.registry_ttl)
+        self._guarded("unregistering the worker", lambda: registry.unregister(info.name))
+
+    def renew(self, claims: Sequence[str]) -> None:
+        lease_ms = int(self.lease_seconds * 1000)
+        self._guarded("renewing leases", lambda: self.steps.renew(list(claims), lease_ms))
+
+    def renew_interval(self) -> float:
+        return self.lease_seconds / 3
+
+    def tick(self, info: SupervisorInfo) -> None:
+        registry = WorkerRegistry(self.client, self.keys, self.registry_ttl)
+        self._guarded("heartbeating", lambda: registry.heartbeat(info, self.queues))
+        if time.monotonic() >= self._recover_not_before:
+            self._guarded("recovering expired leases", self.maintain)
+
+    def maintain(self) -> Tuple[int, int]:
+        """Recover expired leases, at most once per interval across all supervisors."""
+        gate = self.client.set(self.keys.maintenance, self.name, nx=True,
+                               px=max(1, int(self.maintenance_interval * 1000)))
+        if not gate:
+            return 0, 0
+        requeued, dead = self.steps.recover(self.max_lost)
+        if requeued or dead:
+            log.warning("recovered jobs whose worker vanished: %d requeued, %d dead-lettered "
+                        "after %d lost leases", requeued, dead, self.max_lost)
+        return requeued, dead
+
+    def is_drained(self) -> bool:
+        """No job waits in the listened queues and none of their scheduled jobs is due
+        (burst mode does not wait for jobs scheduled later)."""
+        def check() -> bool:
+            pipe = self.client.pipeline(transaction=False)
+            for queue in self.queues:
+                pipe.zcard(self.keys.queue(queue))
+                pipe.zcount(self.keys.scheduled(queue), "-inf", now_ms())
+            return not any(pipe.execute())
+        return bool(self._guarded("checking whether the queues are empty", check))
+
+    def interrupted(self, claims: Sequence[str]) -> None:
+        for claim in claims:
+            self._guarded("requeueing an interrupted job", lambda c=claim: self._requeue(c))
+
+    def _requeue(self, claim: str) -> bool:
+        found = self.steps.claimed_job(claim)
+        if found is None:
+            return False
+        job_id, fields = found
+        return self.steps.requeue_front(claim, job_id, text(fields.get("queue", b"")))
+
+    def lost(self, claim: str, reason: str) -> None:
+        message = f"the worker child running this job died: {reason}"
+        self._guarded("failing a lost job",
+                      lambda: self._fail_claim(claim, errors.WorkerLost, message))
+
+    def timed_out(self, claim: str, seconds: float) -> None:
+        message = f"the job ran past its timeout of {seconds:g} s and was stopped"
+        self._guarded("failing a timed-out job",
+                      lambda: self._fail_claim(claim, errors.JobTimeout, message))
+
+    def _fail_claim(self, claim: str, cls: type, message: str) -> int:
+        """Fail the job a claim holds, as if it had raised `cls`; -1 if the claim is stale."""
+        found = self.steps.claimed_job(claim)
+        if found is None:
+            return -1
+        job_id, raw = found
+        fields = {name: text(value) for name, value in raw.items()}
+        attempts = int(_number(fields.get("attempts"), 0)) + 1
+        delay = policy_of(fields.get("retry")).next_delay(mro_names(cls), attempts)
+        retry_at = None if delay is None else now_ms() + int(delay * 1000)
+        return self.steps.fail(claim, job_id, fields.get("queue", ""),
+                               (type_name(cls), message, ""), retry_at)

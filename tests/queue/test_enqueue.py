@@ -1,0 +1,180 @@
+"""SPEC sections 3, 4 and 7: enqueueing, its options, and what bad input gets."""
+import datetime as dt
+import time
+
+import pytest
+
+from rqconc.errors import ConnectionError as RQConnectionError
+from rqconc.errors import NoSuchJob
+from rqconc.job import Job, JobStatus
+from rqconc.keys import KeySpace
+from rqconc.queue import Priority, Queue
+from rqconc.retry import Retry
+from tests.queue import tasks
+from tests.queue.helpers import CountingConnection, counting_client
+from tests.support.redis_server import free_port
+
+
+def evalsha_calls(client):
+    return client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+
+
+def test_enqueue_returns_a_job_with_a_string_id_and_the_stored_call(queue):
+    job = queue.enqueue(tasks.add, 1, b=2, priority=Priority.HIGH, timeout=30,
+                        description="adding", meta={"who": "me"})
+    assert isinstance(job.id, str)
+    fetched = Job.fetch(job.id, connection=queue.connection)
+    assert fetched.func_name == "tests.queue.tasks:add"
+    assert (fetched.args, fetched.kwargs) == ([1], {"b": 2})
+    assert (fetched.priority, fetched.timeout, fetched.queue_name) == (2, 30, "default")
+    assert (fetched.description, fetched.meta) == ("adding", {"who": "me"})
+    assert fetched.status is JobStatus.QUEUED and fetched.status == "queued"
+    assert fetched.attempts == 0 and fetched.return_value is None
+
+
+def test_defaults_are_priority_1_timeout_180_result_ttl_500(queue):
+    job = Job.fetch(queue.enqueue(tasks.add, 1, 2).id, connection=queue.connection)
+    assert (job.priority, job.timeout, job.result_ttl, job.retry) == (1, 180, 500, None)
+
+
+def test_options_for_later_issues_are_stored_as_fields(queue):
+    parent = queue.enqueue(tasks.add, 1, 2)
+    job = queue.enqueue(tasks.add, 1, 2, depends_on=parent, on_success=tasks.echo,
+                        on_failure="tests.queue.tasks:boom", success_url="http://x/ok",
+                        failure_url="http://x/ko", retry=Retry(max=2, on=[ValueError]))
+    job.refresh()
+    assert job.depends_on == [parent.id]
+    assert job.field("on_success") == "tests.queue.tasks:echo"
+    assert job.field("on_failure") == "tests.queue.tasks:boom"
+    assert (job.field("success_url"), job.field("failure_url")) == ("http://x/ok", "http://x/ko")
+    assert job.retry == Retry(max=2, on=[ValueError])
+
+
+def test_a_classmethod_and_a_string_reference_are_accepted(queue):
+    assert queue.enqueue(tasks.Task.run, 2).func_name == "tests.queue.tasks:Task.run"
+    assert queue.enqueue("tests.queue.tasks:add", 1, 2).func_name == "tests.queue.tasks:add"
+
+
+def test_fetching_an_unknown_job_raises_no_such_job(queue):
+    with pytest.raises(NoSuchJob):
+        Job.fetch("nope", connection=queue.connection)
+
+
+def test_enqueue_many_is_one_round_trip_and_returns_jobs_in_order(redis_url):
+    client = counting_client(redis_url)
+    queue = Queue("batch", connection=client)
+    queue.enqueue(tasks.add, 0, 0)  # the script is loaded once per server
+    calls = [(tasks.add, (n, 1)) for n in range(100)] + [(tasks.echo, (1,), {"k": "v"})]
+    before_evalsha, before_sent = evalsha_calls(client), CountingConnection.sent
+    jobs = queue.enqueue_many(calls, priority=5)
+    assert CountingConnection.sent - before_sent == 1
+    assert evalsha_calls(client) - before_evalsha == 1
+    assert [j.args for j in jobs[:3]] == [[0, 1], [1, 1], [2, 1]]
+    assert jobs[-1].kwargs == {"k": "v"}
+    assert queue.job_ids[:-1] == [j.id for j in jobs]  # the warm-up job has priority 1
+    assert all(Job.fetch(j.id, connection=client).priority == 5 for j in jobs[:3])
+
+
+def test_enqueue_at_and_enqueue_in_schedule_the_job(queue, client, keys):
+    naive = dt.datetime.utcnow() + dt.timedelta(seconds=100)  # naive means UTC
+    at = queue.enqueue_at(naive, tasks.add, 1, 2)
+    in_seconds = queue.enqueue_in(100.0, tasks.add, 1, 2)
+    in_delta = queue.enqueue_in(dt.timedelta(seconds=100), tasks.add, 1, 2)
+    stamp = queue.enqueue_at(time.time() + 100, tasks.add, 1, 2)
+    for job in (at, in_seconds, in_delta, stamp):
+        assert job.status is JobStatus.SCHEDULED
+        due = client.zscore(keys.scheduled("default"), job.id) / 1000
+        assert abs(due - (time.time() + 100)) < 5
+    assert len(queue) == 0
+
+
+def test_a_scheduled_job_runs_when_due(queue, source):
+    job = queue.enqueue_in(0.3, tasks.add, 1, 2)
+    start = time.monotonic()
+    item = None
+    while item is None and time.monotonic() - start < 3:
+        item = source.take("claim", 0.25)
+    assert item is not None and item.item_id == job.id
+    assert 0.25 <= time.monotonic() - start < 1.3
+    source.perform(item)
+    assert job.get(timeout=1) == 3
+
+
+def test_a_non_json_argument_raises_type_error_naming_it_and_writes_nothing(queue, client):
+    culprit = tasks.Opaque()
+    with pytest.raises(TypeError, match=r"Opaque object at .* of type Opaque"):
+        queue.enqueue(tasks.echo, 1, culprit)
+    with pytest.raises(TypeError, match="Opaque"):
+        queue.enqueue(tasks.echo, x={"nested": [culprit]})
+    with pytest.raises(TypeError, match="Opaque"):
+        queue.enqueue_many([(tasks.add, (1, 2)), (tasks.echo, (culprit,))])
+    assert client.dbsize() == 0
+
+
+@pytest.mark.parametrize("func", [lambda: None, "nested"], ids=["lambda", "nested"])
+def test_a_lambda_or_nested_function_raises_value_error(queue, client, func):
+    def nested():
+        return None
+
+    with pytest.raises(ValueError, match="lambdas and nested functions"):
+        queue.enqueue(nested if func == "nested" else func)
+    assert client.dbsize() == 0
+
+
+def test_a_bound_method_or_a_callable_object_raises_value_error(queue):
+    with pytest.raises(ValueError):
+        queue.enqueue(object().__str__)
+    with pytest.raises(ValueError, match="module:qualname"):
+        queue.enqueue("no_colon_here")
+
+
+@pytest.mark.parametrize("priority", [-1, 101, 1.5, True, "high", None])
+def test_a_bad_priority_raises_value_error(queue, client, priority):
+    with pytest.raises(ValueError, match="priority"):
+        queue.enqueue(tasks.add, 1, 2, priority=priority)
+    assert client.dbsize() == 0
+
+
+@pytest.mark.parametrize("option,value", [("timeout", 0), ("timeout", "x"), ("result_ttl", -2),
+                                          ("failure_ttl", 0), ("retry", 3), ("meta", [1])])
+def test_other_bad_options_raise_value_error(queue, option, value):
+    with pytest.raises(ValueError, match=option):
+        queue.enqueue(tasks.add, 1, 2, **{option: value})
+
+
+def test_pickle_is_an_explicit_per_queue_opt_in(redis_url, make_source):
+    queue = Queue("pickled", connection=redis_url, serializer="pickle")
+    job = queue.enqueue(tasks.echo, {1, 2}, when=dt.date(2024, 1, 2))
+    source = make_source(["pickled"])
+    source.perform(source.take("claim", 1))
+    assert job.get(timeout=1) == {"args": [{1, 2}], "kwargs": {"when": dt.date(2024, 1, 2)}}
+    with pytest.raises(ValueError, match="serializer"):
+        Queue("x", serializer="yaml")
+
+
+def test_empty_deletes_waiting_jobs(queue, client, keys):
+    jobs = queue.enqueue_many([(tasks.add, (n, 1)) for n in range(5)])
+    assert queue.count == len(queue) == 5
+    assert queue.empty() == 5
+    assert len(queue) == 0 and not client.exists(*[keys.job(j.id) for j in jobs])
+
+
+def test_client_calls_on_unreachable_redis_raise_rqconc_connection_error():
+    url = f"redis://:secret@127.0.0.1:{free_port()}/0"
+    queue = Queue("default", connection=url)
+    with pytest.raises(RQConnectionError) as caught:
+        queue.enqueue(tasks.add, 1, 2)
+    assert "127.0.0.1" in str(caught.value) and "secret" not in str(caught.value)
+    with pytest.raises(RQConnectionError):
+        len(queue)
+    with pytest.raises(RQConnectionError):
+        Job.fetch("x", connection=url)
+
+
+def test_every_key_shares_the_namespace_hash_tag(queue, client):
+    queue.enqueue(tasks.add, 1, 2)
+    names = [k.decode() for k in client.keys("*")]
+    assert names and all(n.startswith("{rqconc}:") for n in names)
+    other = Queue("default", connection=client, namespace="other")
+    other.enqueue(tasks.add, 1, 2)
+    assert client.exists(KeySpace("other").queue("default"))

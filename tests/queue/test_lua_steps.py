@@ -1,0 +1,225 @@
+"""Each Lua step on its own, against a real Redis (docs/architecture.md, 'Lua steps')."""
+import time
+
+from rqconc.job import JobStatus
+from rqconc.scripts import script
+
+LEASE_MS = 15_000
+
+
+def fields_of(client, keys, job_id):
+    return {k.decode(): v.decode() for k, v in client.hgetall(keys.job(job_id)).items()}
+
+
+def take(steps, claim, queues=("default",), lease_ms=LEASE_MS):
+    return steps.take(claim, list(queues), lease_ms, "worker-1")
+
+
+def test_every_script_file_has_a_header_listing_keys_argv_and_returns():
+    for name in ("enqueue", "take", "renew", "complete", "fail", "requeue_front", "recover"):
+        header = script(name).source.split("]]")[0]
+        assert "KEYS[1]" in header and "ARGV[1]" in header and "Returns" in header, name
+
+
+def test_enqueue_stores_jobs_in_one_queue_with_markers(queue, client, keys):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    assert job.status is JobStatus.QUEUED
+    assert client.zscore(keys.queue("default"), job.id) is not None
+    assert client.zcard(keys.marker("default")) == 1
+    assert client.sismember(keys.queues, "default")
+    stored = fields_of(client, keys, job.id)
+    assert stored["func"] == "tests.queue.tasks:add" and stored["args"] == "[1,2]"
+
+
+def test_enqueue_refuses_an_existing_job_id_and_writes_nothing(queue, client):
+    queue.enqueue("tests.queue.tasks:add", 1, 2, job_id="fixed")
+    before = client.dbsize()
+    try:
+        queue.enqueue("tests.queue.tasks:add", 3, 4, job_id="fixed")
+    except ValueError as exc:
+        assert "fixed" in str(exc)
+    else:
+        raise AssertionError("a duplicate job id was accepted")
+    assert client.dbsize() == before and len(queue) == 1
+
+
+def test_enqueue_in_puts_the_job_in_the_scheduled_zset(queue, client, keys):
+    job = queue.enqueue_in(60, "tests.queue.tasks:add", 1, 2)
+    assert job.status is JobStatus.SCHEDULED
+    due = client.zscore(keys.scheduled("default"), job.id)
+    assert abs(due / 1000 - (time.time() + 60)) < 5
+    assert len(queue) == 0
+
+
+def test_take_leases_the_job_with_its_claim_as_fencing_token(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    job_id, fields = take(steps, "claim-1")
+    assert job_id == job.id and fields["status"] == b"started" and fields["token"] == b"claim-1"
+    assert client.hget(keys.claims, "claim-1") == job.id.encode()
+    deadline = client.zscore(keys.active, job.id) / 1000
+    assert abs(deadline - (time.time() + LEASE_MS / 1000)) < 5
+    assert client.zscore(keys.started("default"), job.id) is not None
+    stored = fields_of(client, keys, job.id)
+    assert stored["worker"] == "worker-1" and "started_at" in stored
+
+
+def test_take_returns_minus_one_when_nothing_waits(steps):
+    assert take(steps, "claim-1") == -1
+
+
+def test_take_rearms_the_marker_while_jobs_remain(queue, steps, client, keys):
+    queue.enqueue_many([("tests.queue.tasks:add", (1, 2)), ("tests.queue.tasks:add", (3, 4))])
+    client.delete(keys.marker("default"))  # as if a blocked worker had popped it
+    take(steps, "claim-1")
+    assert client.zcard(keys.marker("default")) == 1
+    client.delete(keys.marker("default"))
+    take(steps, "claim-2")
+    assert client.zcard(keys.marker("default")) == 0
+
+
+def test_take_promotes_due_scheduled_jobs_before_popping(queue, steps, client, keys):
+    due = queue.enqueue_at(time.time() - 1, "tests.queue.tasks:add", 1, 2)
+    later = queue.enqueue_in(3600, "tests.queue.tasks:add", 3, 4)
+    job_id, _ = take(steps, "claim-1")
+    assert job_id == due.id
+    assert client.zscore(keys.scheduled("default"), later.id) is not None
+    assert later.status is JobStatus.SCHEDULED
+    # with nothing waiting, take tells when the next scheduled job is due
+    next_due = take(steps, "claim-2")
+    assert next_due == int(client.zscore(keys.scheduled("default"), later.id))
+
+
+def test_take_skips_ids_whose_job_was_deleted(queue, steps, client, keys):
+    gone = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    kept = queue.enqueue("tests.queue.tasks:add", 3, 4)
+    client.delete(keys.job(gone.id))
+    assert take(steps, "claim-1")[0] == kept.id
+    assert len(queue) == 0
+
+
+def test_renew_extends_the_leases_of_current_claims(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    take(steps, "claim-1", lease_ms=1000)
+    before = client.zscore(keys.active, job.id)
+    assert steps.renew(["claim-1"], 60_000) == 1
+    assert client.zscore(keys.active, job.id) > before + 50_000
+
+
+def test_renew_ignores_unknown_and_stale_claims(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    take(steps, "claim-1", lease_ms=1000)
+    before = client.zscore(keys.active, job.id)
+    assert steps.renew(["no-such-claim"], 60_000) == 0
+    steps.requeue_front("claim-1", job.id, "default")
+    take(steps, "claim-2", lease_ms=1000)
+    assert steps.renew(["claim-1"], 60_000) == 0  # the earlier claim is stale now
+    assert client.zscore(keys.active, job.id) < before + 50_000
+
+
+def test_complete_records_the_result_and_wakes_waiters(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    take(steps, "claim-1")
+    assert steps.complete("claim-1", job.id, "default", "3", "json") is True
+    stored = fields_of(client, keys, job.id)
+    assert stored["status"] == "finished" and stored["result"] == "3"
+    assert stored["attempts"] == "1" and "token" not in stored
+    assert client.hget(keys.claims, "claim-1") is None
+    assert client.zscore(keys.active, job.id) is None
+    assert client.zscore(keys.started("default"), job.id) is None
+    assert client.zscore(keys.finished("default"), job.id) is not None
+    assert client.lrange(keys.done(job.id), 0, -1) == [b"finished:json:3"]
+    assert 0 < client.ttl(keys.job(job.id)) <= 500
+    assert job.get(timeout=1) == 3
+
+
+def test_complete_with_a_stale_claim_writes_nothing(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    take(steps, "claim-1")
+    steps.requeue_front("claim-1", job.id, "default")
+    take(steps, "claim-2")
+    before = fields_of(client, keys, job.id)
+    assert steps.complete("claim-1", job.id, "default", "3", "json") is False
+    assert fields_of(client, keys, job.id) == before
+    assert client.exists(keys.done(job.id)) == 0
+    assert client.hget(keys.claims, "claim-2") == job.id.encode()
+
+
+def test_fail_with_a_retry_time_schedules_the_job(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:boom")
+    take(steps, "claim-1")
+    due = int(time.time() * 1000) + 60_000
+    assert steps.fail("claim-1", job.id, "default", ("ValueError", "no", "tb"), due) == 2
+    assert job.status is JobStatus.SCHEDULED and job.attempts == 1
+    assert client.zscore(keys.scheduled("default"), job.id) == due
+    assert client.zscore(keys.failed("default"), job.id) is None
+    assert client.exists(keys.done(job.id)) == 0  # not final: waiters keep waiting
+    assert client.zscore(keys.active, job.id) is None
+
+
+def test_fail_without_retry_moves_the_job_to_the_dead_letters(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:boom", failure_ttl=100)
+    take(steps, "claim-1")
+    assert steps.fail("claim-1", job.id, "default", ("ValueError", "no", "tb")) == 1
+    assert job.status is JobStatus.FAILED and job.exc_info == ("ValueError", "no", "tb")
+    assert client.zscore(keys.failed("default"), job.id) is not None
+    assert 0 < client.ttl(keys.job(job.id)) <= 100
+    assert client.llen(keys.done(job.id)) == 1
+
+
+def test_fail_with_a_stale_claim_writes_nothing(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:boom")
+    take(steps, "claim-1")
+    before = fields_of(client, keys, job.id)
+    assert steps.fail("other-claim", job.id, "default", ("ValueError", "no", "tb")) == -1
+    assert fields_of(client, keys, job.id) == before
+    assert client.zcard(keys.failed("default")) == 0
+
+
+def test_requeue_front_puts_the_job_first_without_counting_an_attempt(queue, steps, client,
+                                                                       keys):
+    first = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    waiting = queue.enqueue("tests.queue.tasks:add", 3, 4)
+    take(steps, "claim-1")
+    assert steps.requeue_front("claim-1", first.id, "default") is True
+    assert queue.job_ids == [first.id, waiting.id]
+    assert first.status is JobStatus.QUEUED and first.attempts == 0
+    assert client.hget(keys.claims, "claim-1") is None
+    assert client.zscore(keys.active, first.id) is None
+
+
+def test_requeue_front_with_an_unknown_or_stale_claim_is_a_no_op(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    take(steps, "claim-1")
+    assert steps.requeue_front("nobody", job.id, "default") is False
+    assert steps.requeue_front("nobody", "no-such-job", "default") is False
+    assert job.status is JobStatus.STARTED and len(queue) == 0
+
+
+def test_recover_requeues_jobs_whose_lease_expired_at_the_front(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    take(steps, "claim-1", lease_ms=0)  # the lease ends at once, as if the worker vanished
+    waiting = queue.enqueue("tests.queue.tasks:add", 3, 4)
+    assert steps.recover(max_lost=3) == (1, 0)
+    assert queue.job_ids == [job.id, waiting.id]
+    assert job.status is JobStatus.QUEUED and job.lost == 1
+    assert client.hget(keys.claims, "claim-1") is None
+    assert steps.complete("claim-1", job.id, "default", "3", "json") is False
+
+
+def test_recover_leaves_live_leases_alone(queue, steps):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    take(steps, "claim-1")
+    assert steps.recover(max_lost=3) == (0, 0)
+    assert job.status is JobStatus.STARTED
+
+
+def test_recover_dead_letters_a_poison_pill_after_three_lost_leases(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    for n in range(3):
+        assert take(steps, f"claim-{n}", lease_ms=0)[0] == job.id
+        assert steps.recover(max_lost=3) == ((1, 0) if n < 2 else (0, 1))
+    assert job.status is JobStatus.FAILED and job.lost == 3
+    exc_type, message, _ = job.exc_info
+    assert exc_type == "rqconc.errors.WorkerLost" and "poison pill" in message
+    assert client.zscore(keys.failed("default"), job.id) is not None
+    assert len(queue) == 0

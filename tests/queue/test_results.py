@@ -1,0 +1,117 @@
+"""SPEC sections 3 and 7, Results: job.get, return_value, result_ttl."""
+import threading
+import time
+
+import pytest
+
+from rqconc.errors import JobFailed, NoSuchJob
+from rqconc.job import Job, JobStatus
+from rqconc.queue import Queue
+from tests.queue import tasks
+from tests.queue.helpers import CountingConnection, counting_client, take_and_run, wait_for
+
+
+def run_later(source, delay):
+    """Perform the next job from another thread after `delay` seconds."""
+    def run():
+        time.sleep(delay)
+        take_and_run(source, "later")
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_get_returns_the_return_value(queue, source):
+    job = queue.enqueue(tasks.echo, 1, k="v")
+    take_and_run(source)
+    assert job.get(timeout=1) == {"args": [1], "kwargs": {"k": "v"}}
+    assert job.return_value == {"args": [1], "kwargs": {"k": "v"}}
+    assert job.status is JobStatus.FINISHED and job.attempts == 1
+
+
+def test_get_blocks_until_the_job_ends_without_polling(redis_url, source):
+    client = counting_client(redis_url)
+    job = Queue("default", connection=client).enqueue(tasks.add, 1, 2)
+    thread = run_later(source, 0.8)
+    before = CountingConnection.sent
+    start = time.monotonic()
+    assert job.get(timeout=5) == 3
+    waited = time.monotonic() - start
+    assert 0.7 < waited < 1.5
+    assert CountingConnection.sent - before <= 2  # one status check, one blocking wait
+    thread.join(5)
+
+
+def test_every_waiter_sees_the_outcome(queue, source):
+    job = queue.enqueue(tasks.add, 2, 3)
+    results = []
+    waiters = [threading.Thread(target=lambda: results.append(
+        Job(job.id, queue.connection).get(timeout=5))) for _ in range(5)]
+    for waiter in waiters:
+        waiter.start()
+    take_and_run(source)
+    for waiter in waiters:
+        waiter.join(5)
+    assert results == [5] * 5
+    assert job.get(timeout=0) == 5  # and later callers too
+
+
+def test_get_raises_job_failed_with_type_message_and_traceback(queue, source):
+    job = queue.enqueue(tasks.boom, "it broke")
+    take_and_run(source)
+    with pytest.raises(JobFailed) as caught:
+        job.get(timeout=1)
+    failure = caught.value
+    assert failure.job_id == job.id
+    assert (failure.exc_type, failure.exc_message) == ("ValueError", "it broke")
+    assert "Traceback" in failure.traceback and "tasks.py" in failure.traceback
+    assert job.return_value is None and job.status is JobStatus.FAILED
+
+
+def test_get_raises_timeout_error_when_the_wait_times_out(queue):
+    job = queue.enqueue(tasks.add, 1, 2)
+    start = time.monotonic()
+    with pytest.raises(TimeoutError):
+        job.get(timeout=0.3)
+    assert 0.25 < time.monotonic() - start < 1.0
+    with pytest.raises(TimeoutError):
+        job.get(timeout=0)
+
+
+def test_return_value_does_not_block(queue):
+    job = queue.enqueue(tasks.add, 1, 2)
+    start = time.monotonic()
+    assert job.return_value is None
+    assert time.monotonic() - start < 0.5
+
+
+def test_result_ttl_expiry_deletes_the_job_and_its_result(queue, source, client, keys):
+    job = queue.enqueue(tasks.add, 1, 2, result_ttl=1)
+    take_and_run(source)
+    assert job.get(timeout=1) == 3
+    wait_for(lambda: not client.exists(keys.job(job.id), keys.done(job.id)), timeout=5,
+             message="the job and its result to expire")
+    with pytest.raises(NoSuchJob):
+        Job.fetch(job.id, connection=client)
+    assert job.return_value is None
+    assert client.zscore(keys.finished("default"), job.id) is not None  # trimmed lazily
+    queue.enqueue(tasks.add, 1, 1)
+    take_and_run(source, "next")
+    assert client.zscore(keys.finished("default"), job.id) is None
+
+
+def test_result_ttl_zero_keeps_nothing_but_current_waiters_get_the_value(queue, source, client,
+                                                                          keys):
+    job = queue.enqueue(tasks.add, 1, 2, result_ttl=0)
+    thread = run_later(source, 0.3)
+    assert job.get(timeout=5) == 3
+    thread.join(5)
+    assert not client.exists(keys.job(job.id))
+    assert client.zcard(keys.finished("default")) == 0
+
+
+def test_result_ttl_minus_one_keeps_the_result_forever(queue, source, client, keys):
+    job = queue.enqueue(tasks.add, 1, 2, result_ttl=-1)
+    take_and_run(source)
+    assert client.ttl(keys.job(job.id)) == -1 and client.ttl(keys.done(job.id)) == -1
+    assert job.return_value == 3
