@@ -1,19 +1,7 @@
 """Helpers shared by the queue tests (fixtures live in conftest.py)."""
-import time
-
 import redis
 
-
-def wait_for(predicate, timeout=5.0, interval=0.02, message="condition"):
-    """Poll `predicate` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {message}")
-        time.sleep(interval)
+from tests.support.waiting import wait_for  # noqa: F401 - shared with the queue tests
 
 
 def take_and_run(source, claim="claim", timeout=1.0):

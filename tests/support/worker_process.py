@@ -8,26 +8,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import psutil
+
+from tests.support.waiting import wait_for  # noqa: F401 - re-exported for the tests
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ["forking", "multiprocessing", "threading", "gevent"]
 PROCESS_BACKENDS = ["forking", "multiprocessing"]
-
-
-def wait_for(condition: Callable[[], object], timeout: float = 10.0, interval: float = 0.02,
-             message: str = "condition") -> object:
-    """Poll `condition` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
-        time.sleep(interval)
 
 
 class Spool:
