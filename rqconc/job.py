@@ -247,9 +247,11 @@ class Job:
         done = self._keys.done(self.id)
         while True:
             left = chunk if deadline is None else min(chunk, deadline - time.monotonic())
-            left = round(left, 3)  # Redis reads 0 as "forever": never send it by accident
             if left <= 0:
                 raise TimeoutError(f"job {self.id} did not end within {timeout} s")
+            # Redis truncates the timeout to whole milliseconds and reads 0 as "forever":
+            # never block for less than 10 ms (overshooting the deadline by that is harmless).
+            left = max(round(left, 2), 0.01)
             pushed = self.connection.blmove(done, done, left, "RIGHT", "LEFT")
             if pushed is not None:
                 return text(pushed)

@@ -45,6 +45,7 @@ REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
               redis.exceptions.ReadOnlyError)
 STRATEGIES = ("ordered", "round-robin")
 MAX_BLOCK = 0.25  # longest BZPOPMIN: a stop request is seen at least this often
+MIN_BLOCK = 0.01  # shortest BZPOPMIN whose timeout cannot truncate to 0 ("forever")
 T = TypeVar("T")
 
 
@@ -196,8 +197,10 @@ class RedisSource(WorkSource):
             if taken >= 0:
                 wait = min(wait, max(0.0, (taken - now_ms()) / 1000))
             woken = None
-            if round(wait, 3) > 0:
-                woken = self.client.bzpopmin([self.keys.marker(q) for q in order], round(wait, 3))
+            # Redis turns the timeout into whole milliseconds by truncation, and 0 means
+            # "block forever": a wait of about 1 ms could hang the child. Below 10 ms, retake.
+            if wait >= MIN_BLOCK:
+                woken = self.client.bzpopmin([self.keys.marker(q) for q in order], round(wait, 2))
             if woken is None and not 0 <= taken <= now_ms():
                 return None
             taken = self.steps.take(claim, order, lease_ms, self.name)

@@ -178,3 +178,18 @@ def test_every_key_shares_the_namespace_hash_tag(queue, client):
     other = Queue("default", connection=client, namespace="other")
     other.enqueue(tasks.add, 1, 2)
     assert client.exists(KeySpace("other").queue("default"))
+
+
+@pytest.mark.timeout(30)
+def test_takes_just_before_a_scheduled_job_is_due_never_block_forever(queue, source):
+    # The take blocks until the earliest due time; a wait of ~1 ms used to truncate to
+    # Redis's "block forever". Many near-due takes cross that window.
+    for n in range(40):
+        job = queue.enqueue_in(0.003 + n * 0.0005, tasks.add, n, 0)
+        item = None
+        began = time.monotonic()
+        while item is None:
+            assert time.monotonic() - began < 2, "take hung near the due time"
+            item = source.take(f"claim-{n}", 0.25)
+        assert item.item_id == job.id
+        source.perform(item)

@@ -115,3 +115,11 @@ def test_result_ttl_minus_one_keeps_the_result_forever(queue, source, client, ke
     take_and_run(source)
     assert client.ttl(keys.job(job.id)) == -1 and client.ttl(keys.done(job.id)) == -1
     assert job.return_value == 3
+
+
+def test_a_wait_that_ends_a_hair_before_its_deadline_never_blocks_forever(queue):
+    # Redis truncates blocking timeouts to whole ms and reads 0 as "forever".
+    job = queue.enqueue(tasks.add, 1, 2)
+    for timeout in (0.0004, 0.0009, 0.001, 0.0015, 0.011):
+        with pytest.raises(TimeoutError):
+            job.get(timeout=timeout)
