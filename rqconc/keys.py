@@ -59,6 +59,11 @@ class KeySpace:
         return self.prefix + "workers"
 
     @property
+    def suspended(self) -> str:
+        """Present while every worker of the namespace is suspended (may carry a TTL)."""
+        return f"{self.prefix}suspended"
+
+    @property
     def maintenance(self) -> str:
         return self.prefix + "maintenance"
 

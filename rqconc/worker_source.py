@@ -126,6 +126,7 @@ class RedisSource(WorkSource):
         self._backoff = Backoff()
         self._orphans: List[str] = []  # claims whose take reply was lost on the way
         self._recover_not_before = 0.0
+        self._suspended = False
 
     def __getstate__(self) -> Dict[str, Any]:
         # No socket crosses a process boundary: each process opens its own client.
@@ -324,6 +325,14 @@ class RedisSource(WorkSource):
 
     def renew_interval(self) -> float:
         return self.lease_seconds / 3
+
+    def is_suspended(self) -> bool:
+        # While Redis is away, keep the last answer rather than guess.
+        found = self._guarded("reading the suspend flag",
+                              lambda: self.client.exists(self.keys.suspended))
+        if found is not None:
+            self._suspended = bool(found)
+        return self._suspended
 
     def tick(self, info: SupervisorInfo) -> None:
         registry = WorkerRegistry(self.client, self.keys, self.registry_ttl)

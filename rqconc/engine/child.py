@@ -76,6 +76,9 @@ def _loop(ctx: ChildContext) -> None:
         item = source.take(claim, ctx.take_timeout)
         if item is None:
             continue
+        if slots.paused():  # paused while this take was waiting: the item is not ours to run
+            source.give_back(item)
+            continue
         if not slots.mark_busy(ctx.index, ctx.generation, item.item_id, item.deadline):
             source.give_back(item)
             return

@@ -139,6 +139,9 @@ class SlotTable:
     def set_paused(self, paused: bool) -> None:
         self._header[0].paused = int(paused)
 
+    def paused(self) -> bool:
+        return bool(self._header[0].paused)
+
     # ---- child side: each call names the child's generation ----
     def child_ready(self, index: int, generation: int, pid: int) -> bool:
         with self.lock:
