@@ -64,3 +64,7 @@ def main(args: Optional[Sequence[str]] = None) -> None:
 
 def run_main_py(args: Optional[Sequence[str]] = None) -> None:
     _invoke(main_py, args, "main.py")
+
+from rqconc.commands import register  # noqa: E402
+
+register(cli)

@@ -1,0 +1,27 @@
+"""`rqconc suspend [--duration S]` and `rqconc resume`: stop / start taking new jobs."""
+from __future__ import annotations
+
+from typing import Optional
+
+import click
+
+from rqconc import control
+from rqconc.commands.common import client_for, url_option
+
+
+@click.command()
+@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+              metavar="SECONDS", help="Resume by themselves after this many seconds.")
+@url_option
+def suspend(duration: Optional[float], url: Optional[str]) -> None:
+    """Make every worker stop taking new jobs (busy children finish theirs)."""
+    control.suspend(client_for(url), duration)
+    click.echo("workers suspended" + (f" for {duration:g} s" if duration else ""))
+
+
+@click.command()
+@url_option
+def resume(url: Optional[str]) -> None:
+    """Let every worker take jobs again."""
+    control.resume(client_for(url))
+    click.echo("workers resumed")

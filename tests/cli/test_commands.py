@@ -1,0 +1,228 @@
+"""The `rqconc` inspection commands as users run them: real subprocesses on real Redis."""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from rqconc.job import Job
+from rqconc.queue import Queue
+from tests.support.redis_server import free_port
+from tests.support.waiting import wait_for
+from tests.support.worker_process import ROOT
+from tests.worker.conftest import RedisWorker
+
+ENTRY = "from rqconc.gevent_first import console_main; console_main()"
+JOB_ID = re.compile(r"^[0-9a-f]{32}\n$")
+COUNTS = ["name", "queued", "started", "scheduled", "deferred", "failed", "finished"]
+WORKER_FIELDS = ["name", "host", "pid", "backend", "size", "busy", "idle", "state", "queues",
+                 "current_jobs", "last_heartbeat"]
+
+
+def rqconc(*args, timeout=20):
+    """Run `rqconc ARGS...`; the completed process (text output)."""
+    env = dict(os.environ)
+    env.pop("REDIS_URL", None)
+    return subprocess.run([sys.executable, "-c", ENTRY, *map(str, args)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def rqconc_all(commands, timeout=20):
+    """Run several `rqconc` command lines at once; their completed processes, in order."""
+    env = dict(os.environ)
+    env.pop("REDIS_URL", None)
+    running = [subprocess.Popen([sys.executable, "-c", ENTRY, *map(str, args)], cwd=ROOT,
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True) for args in commands]
+    results = []
+    for args, process in zip(commands, running):
+        out, err = process.communicate(timeout=timeout)
+        results.append(subprocess.CompletedProcess(args, process.returncode, out, err))
+    return results
+
+
+def ok(*args):
+    done = rqconc(*args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def assert_one_line_error(done, code):
+    assert done.returncode == code, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith("rqconc: error: ")
+
+
+@pytest.fixture
+def worker(tmp_path):
+    started = []
+
+    def start(url, *extra):
+        process = RedisWorker("threading", 2, url, tmp_path, *extra)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.close()
+
+
+def test_info_counts_each_queue_in_text_and_json(redis_url):
+    Queue("high", redis_url).enqueue("tests.worker.jobs:add", 1, 2)
+    Queue("high", redis_url).enqueue("tests.worker.jobs:add", 3, 4)
+    Queue("low", redis_url).enqueue_in(60, "tests.worker.jobs:add", 1, 2)
+
+    report = json.loads(ok("info", "--json", "--url", redis_url))
+    assert list(report) == ["queues"]
+    assert [list(q) for q in report["queues"]] == [COUNTS, COUNTS]
+    high, low = report["queues"]
+    assert high == {"name": "high", "queued": 2, "started": 0, "scheduled": 0, "deferred": 0,
+                    "failed": 0, "finished": 0}
+    assert (low["name"], low["queued"], low["scheduled"]) == ("low", 0, 1)
+
+    lines = ok("info", "--url", redis_url).splitlines()
+    assert lines[0].split() == ["queue"] + COUNTS[1:]
+    assert lines[1].split() == ["high", "2", "0", "0", "0", "0", "0"]
+    assert lines[2].split() == ["low", "0", "0", "1", "0", "0", "0"]
+    assert len({len(line) for line in lines}) == 1  # aligned columns
+
+    assert json.loads(ok("info", "-W", "--json", "--url", redis_url))["workers"] == []
+
+
+def test_info_ping_and_job_with_a_running_worker(redis_server, worker):
+    url = redis_server.url
+    process = worker(url, "-q", "cli", "--name", "cli-worker")
+
+    def listed():
+        report = json.loads(ok("info", "-W", "--json", "--url", url))
+        return report["workers"] or None
+
+    (entry,) = wait_for(listed, timeout=15, interval=0.1, message="worker in info -W")
+    assert list(entry) == WORKER_FIELDS
+    assert (entry["name"], entry["pid"], entry["backend"], entry["size"]) == (
+        "cli-worker", process.pid, "threading", 2)
+    assert entry["queues"] == ["cli"] and isinstance(entry["last_heartbeat"], float)
+    text = ok("info", "-W", "--url", url)
+    assert "cli-worker" in text and "threading" in text and "last_heartbeat" in text
+    assert "PONG" in ok("ping", "--worker", "cli-worker", "--url", url)
+
+    job_id = ok("enqueue", "-q", "cli", "--url", url, "tests.worker.jobs:add", 2, 3).strip()
+    shown = wait_for(lambda: (lambda r: r if r["status"] == "finished" else None)(
+        json.loads(ok("job", job_id, "--json", "--url", url))), timeout=10, interval=0.1,
+        message="job finished")
+    assert (shown["result"], shown["attempts"], shown["queue"]) == (5, 1, "cli")
+    assert shown["ended_at"] and shown["started_at"]
+    assert "finished" in ok("job", job_id, "--url", url)
+    finished = json.loads(ok("info", "--json", "--url", url))["queues"][0]
+    assert (finished["queued"], finished["started"]) == (0, 0)
+
+    process.signal(signal.SIGTERM)
+    assert process.wait_exit(15) == 0
+    done = rqconc("ping", "--worker", "cli-worker", "--url", url)
+    assert_one_line_error(done, 1)
+    assert "cli-worker" in done.stderr
+    assert json.loads(ok("info", "-W", "--json", "--url", url))["workers"] == []
+
+
+def test_enqueue_prints_the_id_alone_and_stores_the_call(redis_url):
+    out = ok("enqueue", "-q", "mail", "--priority", 7, "--url", redis_url,
+             "tests.worker.jobs:record", '"u"', 1.5, '{"k": [1, null]}')
+    assert JOB_ID.match(out), repr(out)
+    job = Job.fetch(out.strip(), redis_url)
+    assert job.args == ["u", 1.5, {"k": [1, None]}] and job.kwargs == {}
+    assert (job.priority, job.queue_name, job.status) == (7, "mail", "queued")
+    assert job.func_name == "tests.worker.jobs:record"
+
+
+def test_enqueue_in_and_at_schedule_the_job(redis_server):
+    redis_url = redis_server.url
+    later = ok("enqueue", "-q", "mail", "--in", 60, "--url", redis_url, "m:f").strip()
+    at = ok("enqueue", "-q", "mail", "--at", "2100-01-01T00:00:00", "--url", redis_url,
+            "m:f").strip()
+    assert Job.fetch(later, redis_url).status == "scheduled"
+    assert Job.fetch(at, redis_url).status == "scheduled"
+    assert set(Queue("mail", redis_url).scheduled_job_ids) == {later, at}
+    assert Queue("mail", redis_url).count == 0
+
+
+def test_job_and_ping(redis_server):
+    redis_url = redis_server.url
+    out = ok("ping", "--url", redis_url)
+    assert out.startswith(f"PONG redis://127.0.0.1:{redis_server.port}/0 (Redis ")
+    job = Queue("q1", redis_url).enqueue("tests.worker.jobs:add", 1, 2, priority=3)
+    text = ok("job", job.id, "--url", redis_url)
+    assert re.search(r"^status\s+queued$", text, re.M)
+    assert re.search(r"^function\s+tests\.worker\.jobs:add$", text, re.M)
+    assert re.search(r"^priority\s+3$", text, re.M)
+    report = json.loads(ok("job", job.id, "--json", "--url", redis_url))
+    assert (report["id"], report["queue"], report["attempts"]) == (job.id, "q1", 0)
+    assert report["args"] == [1, 2] and report["enqueued_at"]
+
+    done = rqconc("job", "0123abc", "--url", redis_url)
+    assert_one_line_error(done, 1)
+    assert "no such job 0123abc" in done.stderr
+
+
+def test_server_status_and_stop_manage_the_embedded_server(request):
+    home = os.environ["RQCONC_HOME"]
+    status = json.loads(ok("server", "status", "--json"))
+    assert status["running"] is False and status["socket"].startswith(home)
+    assert "no embedded" in ok("server", "stop")
+
+    request.addfinalizer(lambda: rqconc("server", "stop"))
+    assert ok("ping").startswith("PONG unix://")  # first use starts the embedded server
+    status = ok("server", "status")
+    assert re.search(r"^running\s+yes$", status, re.M)
+    assert re.search(r"^pid\s+[0-9]+$", status, re.M) and re.search(r"^version\s+\d", status, re.M)
+    assert "stopped" in ok("server", "stop")
+    assert json.loads(ok("server", "status", "--json"))["running"] is False
+
+
+UNREACHABLE = [["info", "-W", "--json"], ["enqueue", "-q", "a", "m:f", "1"], ["job", "abc"],
+               ["ping", "--worker", "w"]]
+
+MISUSE = [
+    (["enqueue", "-q", "a", "m:f", "1", "{oops"], "{oops"),
+    (["enqueue", "-q", "a", "--in", "5", "--at", "2100-01-01", "m:f"], "--in"),
+    (["enqueue", "-q", "a", "--at", "tomorrow", "m:f"], "tomorrow"),
+    (["enqueue", "-q", "a", "--priority", "500", "m:f"], "priority"),
+    (["enqueue", "-q", "a", "not-a-function"], "not-a-function"),
+    (["enqueue", "m:f"], "-q"),
+    (["info", "--url", "http://example"], "redis://"),
+]
+
+
+def test_unreachable_redis_is_one_line_without_the_password():
+    port = free_port()
+    url = f"redis://:s3cretpw@127.0.0.1:{port}/0"
+    for done in rqconc_all([[*args, "--url", url] for args in UNREACHABLE]):
+        assert_one_line_error(done, 1)
+        assert f"127.0.0.1:{port}" in done.stderr, done.args
+        assert "pw" not in done.stderr + done.stdout
+
+
+def test_misuse_is_one_line_and_exit_2():
+    # Nothing listens at the URL: misuse must be reported before Redis is ever needed.
+    url = f"redis://127.0.0.1:{free_port()}"
+    commands = [args if "--url" in args else [*args, "--url", url] for args, _ in MISUSE]
+    for done, (_, named) in zip(rqconc_all(commands), MISUSE):
+        assert_one_line_error(done, 2)
+        assert named in done.stderr and done.stdout == "", (done.args, done.stderr)
+
+
+def test_suspend_and_resume_set_and_clear_the_flag_every_worker_reads(redis_url):
+    from rqconc.control import is_suspended
+
+    result = rqconc("suspend", "--url", redis_url)
+    assert result.returncode == 0 and is_suspended(redis_url)
+    result = rqconc("resume", "--url", redis_url)
+    assert result.returncode == 0 and not is_suspended(redis_url)
+    result = rqconc("suspend", "--duration", "30", "--url", redis_url)
+    assert result.returncode == 0 and "30 s" in result.stdout
+    assert 0 < Queue(connection=redis_url).connection.pttl("{rqconc}:suspended") <= 30000
+    bad = rqconc("suspend", "--duration", "0", "--url", redis_url)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
