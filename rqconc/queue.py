@@ -9,7 +9,18 @@ import json
 import uuid
 from datetime import datetime, timedelta, timezone
 from enum import IntEnum
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
 
 import redis
 
@@ -101,6 +112,10 @@ def due_ms_in(delay: Union[timedelta, int, float]) -> int:
     return now_ms() + int(seconds * 1000)
 
 
+if TYPE_CHECKING:
+    from rqconc.dead_letters import DeadLetters
+
+
 class Queue:
     """A named queue of jobs. `connection`: a URL, a `redis.Redis`, or None (SPEC section 6)."""
 
@@ -121,6 +136,14 @@ class Queue:
         if self._client is None:
             self._client = connect(self._connection_arg)
         return self._client
+
+    @property
+    def failed(self) -> DeadLetters:
+        """The dead letters of this queue: `len`, `job_ids`, `requeue(id)`, `requeue_all()`,
+        `purge()`."""
+        from rqconc.dead_letters import DeadLetters
+
+        return DeadLetters(self)
 
     # ---- enqueueing ----
     def enqueue(self, func: Func, *args: Any, **kwargs: Any) -> Job:

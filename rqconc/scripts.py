@@ -93,6 +93,19 @@ class Steps:
         fields = {text(reply[i]): reply[i + 1] for i in range(1, len(reply), 2)}
         return text(reply[0]), fields
 
+    def requeue_failed(self, queue: str, job_id: str) -> bool:
+        """Move a dead letter back into its queue; False if it is not one."""
+        k = self.keys
+        keys = [k.seq, k.failed(queue), k.queue(queue), k.marker(queue), k.job(job_id),
+                k.done(job_id)]
+        return script("requeue_failed")(self.client, keys, [job_id, now_ms()]) == 1
+
+    def purge_failed(self, queue: str, job_ids: Sequence[str]) -> int:
+        keys = [self.keys.failed(queue)]
+        for job_id in job_ids:
+            keys += [self.keys.job(job_id), self.keys.done(job_id)]
+        return int(script("purge_failed")(self.client, keys, list(job_ids)))
+
     def renew(self, claims: Sequence[str], lease_ms: int) -> int:
         if not claims:
             return 0

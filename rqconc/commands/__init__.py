@@ -1,11 +1,12 @@
 """The `rqconc` inspection and management commands: info, enqueue, job, ping, server,
-suspend, resume."""
+suspend, resume, failed, requeue."""
 from __future__ import annotations
 
 import click
 
 from rqconc.commands.control import resume, suspend
 from rqconc.commands.enqueue import enqueue
+from rqconc.commands.failed import failed, requeue
 from rqconc.commands.info import info
 from rqconc.commands.job import job
 from rqconc.commands.ping import ping
@@ -14,5 +15,6 @@ from rqconc.commands.server import server
 
 def register(group: click.Group) -> None:
     """Add every command of this package to `group` (the `rqconc` click group)."""
-    for command in (info, enqueue, job, ping, server, suspend, resume):
+    for command in (info, enqueue, job, ping, server, suspend, resume, failed,
+                    requeue):
         group.add_command(command)

@@ -1,0 +1,51 @@
+"""`rqconc failed list|show|purge` and `rqconc requeue --all | ID ...` on real Redis."""
+import json
+
+from rqconc.job import JobStatus
+from rqconc.queue import Queue
+from rqconc.worker_source import RedisSource
+from tests.cli.test_commands import rqconc
+from tests.queue import tasks
+from tests.queue.helpers import take_and_run
+
+
+def dead_letters(url, count):
+    queue = Queue("mail", connection=url)
+    source = RedisSource(url, queues=["mail"], allow=["tests"])
+    jobs = [queue.enqueue(tasks.boom, f"bad address {n}") for n in range(count)]
+    for _ in jobs:
+        take_and_run(source)
+    assert all(job.status == JobStatus.FAILED for job in jobs)
+    return queue, jobs
+
+
+def test_failed_list_and_show_name_each_dead_letter_and_its_error(redis_url):
+    _, jobs = dead_letters(redis_url, 2)
+    listed = rqconc("failed", "list", "--url", redis_url)
+    assert listed.returncode == 0
+    assert all(job.id in listed.stdout for job in jobs) and "bad address 1" in listed.stdout
+    rows = json.loads(rqconc("failed", "list", "--json", "--url", redis_url).stdout)
+    assert [row["id"] for row in rows] == [job.id for job in jobs]
+    assert rows[0]["queue"] == "mail" and rows[0]["attempts"] == 1
+    shown = rqconc("failed", "show", jobs[0].id, "--url", redis_url)
+    assert shown.returncode == 0 and "Traceback" in shown.stdout
+    missing = rqconc("failed", "show", "nope", "--url", redis_url)
+    assert missing.returncode == 1 and len(missing.stderr.strip().splitlines()) == 1
+
+
+def test_requeue_by_id_and_all_then_purge(redis_url):
+    queue, jobs = dead_letters(redis_url, 3)
+    assert rqconc("requeue", jobs[0].id, "--url", redis_url).returncode == 0
+    assert queue.job_ids == [jobs[0].id] and jobs[0].attempts == 0
+    assert rqconc("requeue", "--all", "--url", redis_url).stdout.strip() == "requeued 2 jobs"
+    assert queue.job_ids == [j.id for j in jobs] and len(queue.failed) == 0
+    queue.empty()
+    dead_letters(redis_url, 2)
+    assert rqconc("failed", "purge", "--url", redis_url).stdout.strip() == "purged 2 dead letters"
+    assert len(queue.failed) == 0
+
+
+def test_requeue_misuse_is_one_line_and_exit_2(redis_url):
+    for args in (["requeue"], ["requeue", "--all", "some-id"]):
+        result = rqconc(*args, "--url", redis_url)
+        assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1

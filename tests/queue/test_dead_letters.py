@@ -1,0 +1,48 @@
+"""SPEC section 3, dead letters: failed-for-good jobs are listed in q.failed with their
+traceback; requeue(id), requeue_all() and purge() (requeueing resets attempts, keeps the id)."""
+import pytest
+
+from rqconc.errors import JobFailed
+from rqconc.job import JobStatus
+from tests.queue import tasks
+from tests.queue.helpers import take_and_run
+
+
+def fail_for_good(queue, source, count=1):
+    jobs = [queue.enqueue(tasks.boom, f"boom {n}") for n in range(count)]
+    for job in jobs:
+        take_and_run(source)
+        assert job.status == JobStatus.FAILED
+    return jobs
+
+
+def test_a_job_that_failed_for_good_is_listed_with_its_traceback(queue, source):
+    (job,) = fail_for_good(queue, source)
+    assert queue.failed.job_ids == [job.id] and len(queue.failed) == 1 and job.id in queue.failed
+    exc_type, message, traceback = queue.failed.jobs()[0].exc_info
+    assert message == "boom 0" and "tasks.py" in traceback and job.attempts == 1
+
+
+def test_requeue_runs_it_again_with_the_same_id_and_attempts_reset(queue, source):
+    (job,) = fail_for_good(queue, source)
+    assert queue.failed.requeue(job.id) is True
+    assert job.status == JobStatus.QUEUED and job.attempts == 0 and job.exc_info is None
+    assert queue.job_ids == [job.id] and len(queue.failed) == 0
+    take_and_run(source)  # fails again: a new outcome, not the old one
+    with pytest.raises(JobFailed):
+        job.get(timeout=2)
+    assert job.attempts == 1 and job.id in queue.failed
+
+
+def test_requeue_all_puts_every_dead_letter_back_in_failure_order(queue, source):
+    jobs = fail_for_good(queue, source, 3)
+    assert queue.failed.requeue_all() == 3
+    assert queue.job_ids == [j.id for j in jobs]
+    assert queue.failed.requeue("not-a-dead-letter") is False
+
+
+def test_purge_deletes_the_dead_letters_and_their_data(queue, source, client, keys):
+    jobs = fail_for_good(queue, source, 2)
+    assert queue.failed.purge() == 2
+    assert len(queue.failed) == 0
+    assert not any(client.exists(keys.job(j.id), keys.done(j.id)) for j in jobs)
