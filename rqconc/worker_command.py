@@ -97,6 +97,3 @@ def split_queues(text: str) -> Sequence[str]:
         raise click.UsageError("--queues needs at least one queue name")
     return queues
 
-
-def exit_with(code: Optional[int]) -> None:
-    sys.exit(code or 0)

@@ -281,7 +281,7 @@ class Supervisor:
             self.boot_error = view.error
             log.error("child %d failed while starting: %s; stopping the worker",
                       view.index, view.error)
-            if self.state is not SupervisorState.STOPPING or not self._cold:
+            if not self._cold:
                 self.handle_cold()
         elif view.state is ChildState.BUSY:
             reason = f"child {view.index} died mid-job ({ended.description})"

@@ -1,15 +1,11 @@
 """SPEC section 2: dead children, orphaned children, timeouts, resizing and recycling."""
+import os
 import signal
 import time
 
 import pytest
 
 from tests.support.worker_process import BACKENDS, PROCESS_BACKENDS, pid_alive, wait_for
-
-
-def wait_idle(spool, size, timeout=15):
-    return wait_for(lambda: spool.status().get("idle") == size and spool.status(),
-                    timeout, message=f"{size} idle children")
 
 
 def live_children(spool):
@@ -24,7 +20,7 @@ DEATHS = [(b, "crash") for b in BACKENDS] + [(b, how) for b in PROCESS_BACKENDS
 def test_a_child_dying_mid_item_is_replaced_alone_and_its_item_reported(
         backend, how, spool, start_worker):
     worker = start_worker(backend, 3)
-    wait_idle(spool, 3)
+    spool.wait_idle(3)
     others = [spool.add(sleep=2.0), spool.add(sleep=2.0)]
     wait_for(lambda: len(spool.events("started")) == 2, message="2 items started")
     spec = {"crash": {"crash": True}, "exit": {"exit": 7}, "sigkill": {"sleep": 30}}[how]
@@ -35,7 +31,6 @@ def test_a_child_dying_mid_item_is_replaced_alone_and_its_item_reported(
         worker_pids = worker.child_pids()
         assert started["pid"] in worker_pids
         signal_time = time.time()
-        import os
         os.kill(started["pid"], signal.SIGKILL)
     else:
         signal_time = started["t"]
@@ -53,7 +48,7 @@ def test_a_child_dying_mid_item_is_replaced_alone_and_its_item_reported(
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sigkill_of_the_supervisor_leaves_no_child_alive_after_1s(backend, spool, start_worker):
     worker = start_worker(backend, 3)
-    wait_idle(spool, 3)
+    spool.wait_idle(3)
     spool.add(sleep=30)
     wait_for(lambda: spool.events("started"), message="item started")
     children = worker.child_pids()
@@ -72,7 +67,7 @@ def test_sigkill_of_the_supervisor_leaves_no_child_alive_after_1s(backend, spool
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_item_past_its_deadline_is_ended_and_the_slot_refilled(backend, spool, start_worker):
     worker = start_worker(backend, 1)
-    wait_idle(spool, 1)
+    spool.wait_idle(1)
     stuck = spool.add(sleep=30, timeout=1)
     started = wait_for(lambda: spool.events("started"), message="item started")[0]
     timed_out = wait_for(lambda: spool.events("timed_out"), timeout=5,
@@ -89,7 +84,7 @@ def test_an_item_past_its_deadline_is_ended_and_the_slot_refilled(backend, spool
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sigttin_and_sigttou_add_and_remove_a_child(backend, spool, start_worker):
     worker = start_worker(backend, 2)
-    wait_idle(spool, 2)
+    spool.wait_idle(2)
     worker.signal(signal.SIGTTIN)
     wait_for(lambda: spool.status().get("idle") == 3, message="3 children")
     worker.signal(signal.SIGTTOU)
@@ -105,7 +100,7 @@ def test_sigttin_and_sigttou_add_and_remove_a_child(backend, spool, start_worker
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_max_jobs_per_child_recycles_a_child_after_its_job(backend, spool, start_worker):
     worker = start_worker(backend, 1, "--max-jobs-per-child", "2")
-    wait_idle(spool, 1)
+    spool.wait_idle(1)
     items = [spool.add(sleep=0.01) for _ in range(5)]
     wait_for(lambda: sorted(spool.items("done")) == items, message="all items done")
     starts = spool.events("child_started")
@@ -121,13 +116,13 @@ def test_max_jobs_per_child_recycles_a_child_after_its_job(backend, spool, start
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sighup_replaces_every_child_gracefully(backend, spool, start_worker):
     worker = start_worker(backend, 2)
-    wait_idle(spool, 2)
+    spool.wait_idle(2)
     busy = spool.add(sleep=1.0)
     wait_for(lambda: spool.events("started"), message="item started")
     worker.signal(signal.SIGHUP)
     wait_for(lambda: len(spool.events("child_started")) == 4, message="two new children")
     assert spool.items("done") == [busy]  # the busy child finished before it was replaced
-    wait_idle(spool, 2)
+    spool.wait_idle(2)
     worker.signal(signal.SIGTERM)
     assert worker.wait_exit(5) == 0
 
@@ -154,7 +149,7 @@ def test_burst_exits_0_once_everything_is_done(backend, spool, start_worker):
 def test_max_memory_per_child_recycles_a_grown_child_after_its_job(
         backend, spool, start_worker):
     worker = start_worker(backend, 1, "--max-memory-per-child", "150")
-    wait_idle(spool, 1)
+    spool.wait_idle(1)
     first_pid = worker.child_pids()[0]
     item = spool.add(allocate_mb=200, sleep=1.5)
     wait_for(lambda: item in spool.items("done"), message="the big item finished")

@@ -9,14 +9,9 @@ from tests.support.worker_process import BACKENDS, PROCESS_BACKENDS, pid_alive, 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 
-def wait_idle(spool, size, timeout=15):
-    return wait_for(lambda: spool.status().get("idle") == size and spool.status(),
-                    timeout, message=f"{size} idle children")
-
-
 def test_all_children_exist_and_are_idle_right_after_start(backend, spool, start_worker):
     worker = start_worker(backend, 3)
-    status = wait_idle(spool, 3)
+    status = spool.wait_idle(3)
     assert status["busy"] == 0
     assert [c[1] for c in status["children"]] == ["idle"] * 3
     assert len(spool.events("child_started")) == 3
@@ -26,7 +21,7 @@ def test_all_children_exist_and_are_idle_right_after_start(backend, spool, start
 
 def test_warm_shutdown_lets_busy_children_finish(backend, spool, start_worker):
     worker = start_worker(backend, 4)
-    wait_idle(spool, 4)
+    spool.wait_idle(4)
     busy = [spool.add(sleep=1.5), spool.add(sleep=1.5)]
     wait_for(lambda: len(spool.events("started")) == 2, message="2 items started")
     pids_before = set(worker.child_pids())
@@ -42,7 +37,7 @@ def test_warm_shutdown_lets_busy_children_finish(backend, spool, start_worker):
 
 def test_warm_shutdown_with_every_child_idle_is_gone_within_1s(backend, spool, start_worker):
     worker = start_worker(backend, 3)
-    wait_idle(spool, 3)
+    spool.wait_idle(3)
     children = worker.child_pids()
     began = time.monotonic()
     worker.signal(signal.SIGTERM)
@@ -53,7 +48,7 @@ def test_warm_shutdown_with_every_child_idle_is_gone_within_1s(backend, spool, s
 
 def test_second_signal_is_cold_and_gives_interrupted_items_back(backend, spool, start_worker):
     worker = start_worker(backend, 3)
-    wait_idle(spool, 3)
+    spool.wait_idle(3)
     items = [spool.add(sleep=30), spool.add(sleep=30)]
     wait_for(lambda: len(spool.events("started")) == 2, message="2 items started")
     worker.signal(signal.SIGTERM)
@@ -68,7 +63,7 @@ def test_second_signal_is_cold_and_gives_interrupted_items_back(backend, spool, 
 
 def test_shutdown_timeout_turns_a_warm_shutdown_cold(backend, spool, start_worker):
     worker = start_worker(backend, 2, "--shutdown-timeout", "0.5")
-    wait_idle(spool, 2)
+    spool.wait_idle(2)
     item = spool.add(sleep=30)
     wait_for(lambda: spool.events("started"), message="item started")
     worker.signal(signal.SIGTERM)
@@ -79,7 +74,7 @@ def test_shutdown_timeout_turns_a_warm_shutdown_cold(backend, spool, start_worke
 def test_ctrl_c_to_the_process_group_is_handled_by_the_supervisor_alone(
         backend, spool, start_worker):
     worker = start_worker(backend, 2)
-    wait_idle(spool, 2)
+    spool.wait_idle(2)
     item = spool.add(sleep=1.5)
     wait_for(lambda: spool.events("started"), message="item started")
     worker.signal_group(signal.SIGINT)  # what a terminal does on Ctrl+C

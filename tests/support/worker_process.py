@@ -52,6 +52,11 @@ class Spool:
         except (FileNotFoundError, json.JSONDecodeError):
             return {}
 
+    def wait_idle(self, size: int, timeout: float = 15) -> Dict:
+        """Wait until the supervisor reports `size` idle children; its status then."""
+        return wait_for(lambda: self.status().get("idle") == size and self.status(),
+                        timeout, message=f"{size} idle children")
+
     def waiting(self) -> List[str]:
         return sorted(p.stem for p in self.dir.glob("*.json"))
 

@@ -1,4 +1,5 @@
 """SPEC sections 2-3 end to end: a real worker (`python main.py ...`) on a real Redis."""
+import os
 import random
 import signal
 import time
@@ -72,7 +73,6 @@ def test_a_child_killed_mid_job_is_a_failed_attempt_and_the_job_runs_again(
     job = q.enqueue("tests.worker.jobs:record", redis_server.url, "victim", 3)
     pid = int(wait_for(lambda: redis_server.client().lindex("pids:victim", 0),
                        message="job running"))
-    import os
     os.kill(pid, signal.SIGKILL)
     # WorkerLost is retried by the default policy (after a 1-2 s backoff).
     wait_for(lambda: job.status == JobStatus.FINISHED, timeout=20, message="job finished")
