@@ -12,10 +12,11 @@ import signal
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
+from rqconc.engine import titles
 from rqconc.engine.slots import SlotTable
-from rqconc.engine.source import WorkSource
+from rqconc.engine.source import WorkItem, WorkSource
 
 log = logging.getLogger("rqconc.engine.child")
 
@@ -43,8 +44,11 @@ def run_child(ctx: ChildContext) -> int:
     """The child's whole life; returns its exit code."""
     pid = os.getpid()
     try:
-        for module in ctx.preload:
-            importlib.import_module(module)
+        for entry in ctx.preload:  # "module", or "module:function" to call once imported
+            module, _, function = entry.partition(":")
+            loaded = importlib.import_module(module)
+            if function:
+                getattr(loaded, function)()
         ctx.source.child_started(ctx.index)
     except Exception as exc:  # any failure to start is a boot error, reported by the slot
         message = f"{exc.__class__.__name__}: {exc}"
@@ -53,6 +57,7 @@ def run_child(ctx: ChildContext) -> int:
         return BOOT_FAILURE_EXIT
     if not ctx.slots.child_ready(ctx.index, ctx.generation, pid):
         return 0
+    _show(ctx)
     try:
         _loop(ctx)
     finally:
@@ -62,7 +67,7 @@ def run_child(ctx: ChildContext) -> int:
 
 
 def _loop(ctx: ChildContext) -> None:
-    slots, source = ctx.slots, ctx.source
+    slots = ctx.slots
     done = 0
     while True:
         if ctx.in_process and os.getppid() != ctx.supervisor_pid:
@@ -71,23 +76,56 @@ def _loop(ctx: ChildContext) -> None:
         if claim is None:
             return
         if claim == "":  # paused (suspended): look again shortly
+            _show(ctx)
             time.sleep(min(ctx.take_timeout, 0.1))
             continue
-        item = source.take(claim, ctx.take_timeout)
+        item = ctx.source.take(claim, ctx.take_timeout)
         if item is None:
+            # Idle for a whole take by now: only an idleness that lasts is worth a title
+            # (a child between two items would write two titles per item).
+            _show(ctx)
             continue
         if slots.paused():  # paused while this take was waiting: the item is not ours to run
-            source.give_back(item)
+            ctx.source.give_back(item)
             continue
         if not slots.mark_busy(ctx.index, ctx.generation, item.item_id, item.deadline):
-            source.give_back(item)
+            ctx.source.give_back(item)
             return
-        source.perform(item)
+        done, carry_on = _run_chain(ctx, item, done)
+        if not carry_on:
+            return
+
+
+def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]:
+    """Perform items while each completion also takes the next one; (items done, whether
+    the child goes on taking)."""
+    slots, source = ctx.slots, ctx.source
+    index, generation, uid, max_jobs = ctx.index, ctx.generation, ctx.uid, ctx.max_jobs
+
+    def next_claim() -> Optional[str]:  # asked once the item ran: retiring or paused by now?
+        return slots.begin_chain(index, generation, uid)
+    while True:
+        # Per item, not throttled: the id in `ps` must be the one running now, and a long
+        # item may follow a short one at any moment.
+        _show(ctx, item.item_id)
+        last = bool(max_jobs) and done + 1 >= max_jobs
+        following = source.perform(item, None if last else next_claim)
         done += 1
-        if not slots.mark_idle(ctx.index, ctx.generation):
-            return
-        if ctx.max_jobs and done >= ctx.max_jobs:
-            return
+        if following is None:
+            break
+        if not slots.chain_busy(index, generation, following.item_id, following.deadline):
+            source.give_back(following)  # suspended or retiring meanwhile: not ours to run
+            break
+        item = following
+    # No idle title here: the next take shows it if nothing comes (see _loop).
+    if not slots.mark_idle(index, generation):
+        return done, False
+    return done, not (max_jobs and done >= max_jobs)
+
+
+def _show(ctx: ChildContext, item_id: Optional[str] = None) -> None:
+    if ctx.in_process:  # a thread or greenlet shares its supervisor's title
+        titles.show_child(ctx.index, item_id)
 
 
 def _libc_prctl(option: int, value: int) -> None:

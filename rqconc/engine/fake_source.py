@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence
 
-from rqconc.engine.source import SupervisorInfo, WorkItem, WorkSource
+from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 
 POLL_INTERVAL = 0.01
 _HOARD: list = []
@@ -96,7 +96,8 @@ class FakeSource(WorkSource):
             return WorkItem(claim, path.stem, deadline, spec)
         return None
 
-    def perform(self, item: WorkItem) -> None:
+    def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None
+                ) -> Optional[WorkItem]:
         spec: Dict[str, Any] = item.payload
         self.record("started", item=item.item_id, claim=item.claim)
         if spec.get("exit") is not None:
@@ -114,6 +115,7 @@ class FakeSource(WorkSource):
             self.record("failed", item=item.item_id, claim=item.claim, error=spec["raise"])
         elif self.spool is None or self._settle(item.claim, "done"):
             self.record("done", item=item.item_id, claim=item.claim)
+        return None  # no chained take: the child takes its next item itself
 
     def is_drained(self) -> bool:
         if self.spool is None:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import List, Optional
+from typing import List, Optional, Set
 
 from rqconc.engine.pool import Ended, Pool
 
@@ -13,7 +13,7 @@ class ProcessPool(Pool):
     def reap(self) -> List[Ended]:
         ended = super().reap()
         if os.getpid() == 1:
-            _reap_orphans()
+            _reap_orphans({self.pid(index) for index in self._children})
         return ended
 
     def rss_bytes(self, index: int) -> Optional[int]:
@@ -28,13 +28,19 @@ class ProcessPool(Pool):
             return None
 
 
-def _reap_orphans() -> None:
+def _reap_orphans(own: Set[Optional[int]]) -> None:
     """As PID 1 every orphan of the container becomes ours: collect them so none stays a
-    zombie. Our own children are waited for by pid before this runs."""
+    zombie. A child of the pool must keep its exit status for the pool (multiprocessing
+    would otherwise wait for it forever), so each candidate is looked at first (WNOWAIT) and
+    only a stranger is collected; one of ours that just ended waits for the next `reap`."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            found = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             return
-        if pid == 0:
+        if found is None or found.si_pid in own:
+            return
+        try:
+            os.waitpid(found.si_pid, os.WNOHANG)
+        except ChildProcessError:
             return

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 
 @dataclass
@@ -30,6 +30,9 @@ class WorkItem:
     # Wall-clock (time.time()) moment by which the item must have ended; None: no limit.
     deadline: Optional[float] = None
     payload: Any = field(default=None, repr=False)
+
+
+NextClaim = Callable[[], Optional[str]]
 
 
 @dataclass
@@ -66,9 +69,15 @@ class WorkSource(ABC):
         """Wait up to `timeout` seconds for one item; None when there is none."""
 
     @abstractmethod
-    def perform(self, item: WorkItem) -> None:
+    def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None
+                ) -> Optional[WorkItem]:
         """Run the item and record its outcome. Exceptions of the work itself are the
-        source's to record; anything escaping ends the child (and the item is lost)."""
+        source's to record; anything escaping ends the child (and the item is lost).
+        A source may take the child's next item in the same step that records this one
+        (saving a round trip per item): it then calls `next_claim()` once the item has run,
+        just before recording, and, if that gives a claim (None: the child may not take
+        more now), takes under it and returns what it took. Returning None sends the child
+        back to `take`."""
 
     @abstractmethod
     def give_back(self, item: WorkItem) -> None:

@@ -15,6 +15,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable, List, Optional, Sequence, Union
 
+from rqconc.engine import titles
 from rqconc.engine.backends import pool_class
 from rqconc.engine.child import ChildContext
 from rqconc.engine.pool import Ended, Pool
@@ -27,6 +28,9 @@ log = logging.getLogger("rqconc.engine")
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU)
 LOOP_INTERVAL = 0.05
 TICK_INTERVAL = 1.0
+# The process title is refreshed at most this often (counting the slots is cheap, but a
+# title that changes 20 times a second helps nobody).
+TITLE_INTERVAL = 0.25
 EXIT_WARM, EXIT_COLD, EXIT_BOOT_FAILURE = 0, 1, 3
 WARM, COLD = "warm", "cold"
 
@@ -44,6 +48,9 @@ class ChildSnapshot:
 
 class Supervisor:
     """Runs `size` children of one backend that take work from `source`."""
+
+    # Shown in the process title; a source-aware subclass names its queues here.
+    queues: Sequence[str] = ()
 
     def __init__(self, backend: Union[str, type] = "forking", size: int = 1,
                  source: Optional[WorkSource] = None, *, name: Optional[str] = None,
@@ -120,8 +127,10 @@ class Supervisor:
         if self._pool is None:
             return []
         snapshots = []
+        # Read without the slots' locks: this may run in any thread, while the loop frees
+        # the lock of a slot whose child died (see SlotTable.prepare).
         for index in sorted(self._pool.live()):
-            view = self._slots.view(index)
+            view = self._slots.peek(index)
             snapshots.append(ChildSnapshot(index, view.state.label, view.item_id or None,
                                            view.pid or self._pool.pid(index), view.jobs_done))
         return snapshots
@@ -152,7 +161,7 @@ class Supervisor:
         return self.exit_code
 
     def _loop(self) -> None:
-        next_tick = next_renew = 0.0
+        next_tick = next_renew = next_title = 0.0
         while True:
             self._dispatch_requests()
             self._reap()
@@ -160,6 +169,9 @@ class Supervisor:
                 self._fill()
             self._enforce_deadlines()
             now = time.monotonic()
+            if now >= next_title:
+                next_title = now + TITLE_INTERVAL
+                self._show_title()
             if now >= next_renew:
                 next_renew = now + self.source.renew_interval()
                 self._renew()
@@ -217,11 +229,11 @@ class Supervisor:
         if self.state is not SupervisorState.STOPPING:
             self._stop_started = time.monotonic()
         self.state = SupervisorState.STOPPING
-        views = [self._slots.view(i) for i in self._pool.live()]
+        # Take every slot first: from then on no child can add a claim, so the claims read
+        # here are all the items the children may hold when they are ended.
+        views = [self._slots.mark_gone(i) for i in self._pool.live()]
         self._pool.end_all()
-        claims = [v.claim for v in views if v.claim]
-        for view in views:
-            self._slots.mark_gone(view.index)
+        claims = [claim for v in views for claim in v.claims]
         if claims:
             self.source.interrupted(claims)
 
@@ -271,10 +283,9 @@ class Supervisor:
 
     def _reap(self) -> None:
         for ended in self._pool.reap():
-            view = self._slots.view(ended.index)
+            view = self._slots.mark_dead(ended.index)
             if view.generation == ended.generation:
                 self._account(view, ended)
-            self._slots.mark_gone(ended.index)
 
     def _account(self, view: SlotView, ended: Ended) -> None:
         if view.state is ChildState.BOOT_FAILED:
@@ -287,28 +298,49 @@ class Supervisor:
             reason = f"child {view.index} died mid-job ({ended.description})"
             log.warning("%s; job %s is a failed attempt", reason, view.item_id)
             self.source.lost(view.claim, reason)
-        elif view.claim:
+            self._release_next(view)
+        elif view.claims:
             # Died while taking: whatever the take leased under this claim goes back.
-            self.source.interrupted([view.claim])
+            self.source.interrupted(view.claims)
         elif view.state not in (ChildState.EXITED, ChildState.ENDING):
             log.warning("child %d ended unexpectedly (%s)", view.index, ended.description)
 
     def _enforce_deadlines(self) -> None:
         now = time.time()
-        for index in list(self._pool.live()):
-            view = self._slots.view(index)
-            if view.state is ChildState.BUSY and view.deadline and now > view.deadline:
-                log.warning("job %s overran its timeout: ending child %d", view.item_id, index)
-                self._pool.end(index)
-                self._slots.mark_gone(index, ChildState.EMPTY)
-                self.source.timed_out(view.claim, view.deadline - view.busy_since)
+        # Every 50 ms: a scan without locks; only a slot that looks overdue is checked again
+        # under its lock, and taken from its child in the same step (the child may have
+        # moved on to another item meanwhile, which must not be ended for this one).
+        for index in self._slots.overdue(self._pool.live(), now):
+            view = self._slots.take_over_if_overdue(index, now)
+            if view is None:
+                continue
+            log.warning("job %s overran its timeout: ending child %d", view.item_id, index)
+            self._pool.end(index)
+            self.source.timed_out(view.claim, view.deadline - view.busy_since)
+            self._release_next(view)
+
+    def _release_next(self, view: SlotView) -> None:
+        """A busy child ended by force may already hold its next item (taken in the step
+        that recorded the current one): that item goes back untouched."""
+        if view.next_claim:
+            self.source.interrupted([view.next_claim])
+
+    def _show_title(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return  # embedded with start(): the host process keeps its own title
+        busy, idle = self._slots.count(self._pool.live())
+        titles.show_supervisor(self.backend, self._target, self.queues, busy=busy, idle=idle,
+                               name=self.name, state=self.state.value,
+                               suspended=self.suspended)
 
     def _busy_views(self) -> List[SlotView]:
-        views = (self._slots.view(i) for i in self._pool.live())
+        # Read without locks: a claim torn by a concurrent write costs one lease renewal
+        # (there are several per lease), and a cancel is re-checked under the slot's lock.
+        views = (self._slots.peek(i) for i in self._pool.live())
         return [v for v in views if v.state is ChildState.BUSY]
 
     def _renew(self) -> None:
-        claims = [v.claim for v in self._busy_views() if v.claim]
+        claims = [claim for v in self._busy_views() for claim in v.claims]
         if claims:
             self.source.renew(claims)
 
@@ -328,17 +360,23 @@ class Supervisor:
             self.on_tick(self)
 
     def _drained(self) -> bool:
-        views = [self._slots.view(i) for i in self._pool.live()]
-        all_idle = all(v.state is ChildState.IDLE for v in views)
-        return all_idle and self.source.is_drained()
+        live = self._pool.live()
+        _, idle = self._slots.count(live)
+        return idle == len(live) and self.source.is_drained()
 
     def _stop_canceled(self, claim: str, busy: List[SlotView]) -> None:
-        for view in busy:
-            if view.claim == claim:
-                log.info("job %s canceled: ending child %d", view.item_id, view.index)
-                self._pool.end(view.index)
-                self._slots.mark_gone(view.index)
-                self.source.canceled(claim)
+        for seen in busy:
+            if seen.claim != claim:
+                continue
+            # The child may have finished this item since `busy` was read: end it only if
+            # it still runs it, and take its slot in the same step.
+            view = self._slots.take_over_if_running(seen.index, claim)
+            if view is None:
+                continue
+            log.info("job %s canceled: ending child %d", view.item_id, view.index)
+            self._pool.end(view.index)
+            self.source.canceled(claim)
+            self._release_next(view)
 
     def _recycle_fat_children(self) -> None:
         limit = self.max_memory_per_child * 1024 * 1024
@@ -349,7 +387,8 @@ class Supervisor:
                 self._slots.retire(index)
 
     def info(self) -> SupervisorInfo:
-        views = [self._slots.view(i) for i in self._pool.live()] if self._pool else []
+        # Published for operators (heartbeat, status): read without locks.
+        views = [self._slots.peek(i) for i in self._pool.live()] if self._pool else []
         busy = [v for v in views if v.state is ChildState.BUSY]
         return SupervisorInfo(
             name=self.name, uid=self.uid, pid=os.getpid(), host=socket.gethostname(),

@@ -1,6 +1,7 @@
 """Children made with a bare `os.fork()`: cheapest to start, share the parent's imports."""
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import multiprocessing.sharedctypes
 import os
@@ -18,12 +19,25 @@ class ForkingPool(ProcessPool):
     name = "forking"
 
     def make_slots(self) -> SlotTable:
-        # Anonymous shared memory and a POSIX semaphore both survive os.fork().
+        # Anonymous shared memory and POSIX semaphores (one per slot) survive os.fork().
         ctx = multiprocessing.get_context("fork")
-        return SlotTable(self.capacity, ctx.Lock(), multiprocessing.sharedctypes.RawArray)
+        return SlotTable(self.capacity, ctx.Lock, multiprocessing.sharedctypes.RawArray,
+                         children_are_processes=True)
 
     def _start(self, ctx: ChildContext) -> int:
-        pid = os.fork()
+        # Frozen objects are never scanned by the collector: the child's collections then
+        # leave the GC headers of everything it inherited untouched, so those pages stay
+        # shared with the supervisor instead of being copied into every child (CPython's
+        # own advice for pre-forking servers). A host program that froze objects itself
+        # (embedding) keeps them frozen.
+        thaw = gc.get_freeze_count() == 0
+        gc.freeze()
+        try:
+            pid = os.fork()
+        except BaseException:
+            if thaw:
+                gc.unfreeze()
+            raise
         if pid == 0:  # the child never returns from here
             code = 1
             try:
@@ -35,6 +49,8 @@ class ForkingPool(ProcessPool):
                 sys.stdout.flush()
                 sys.stderr.flush()
                 os._exit(code)
+        if thaw:
+            gc.unfreeze()  # the supervisor goes on collecting its own garbage
         return pid
 
     def _exitcode(self, handle: int) -> Optional[int]:

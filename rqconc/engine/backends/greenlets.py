@@ -24,10 +24,10 @@ NOT_PATCHED = ("the gevent backend needs gevent's monkey-patching before anythin
 class _CooperativeLock:
     """Greenlets switch only at I/O, and no slot operation does I/O: nothing to lock."""
 
-    def __enter__(self) -> None:
-        return None
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return True
 
-    def __exit__(self, *exc: Any) -> None:
+    def release(self) -> None:
         return None
 
 
@@ -59,7 +59,7 @@ class GreenletPool(Pool):
         return BoundedSemaphore(capacity)
 
     def make_slots(self) -> SlotTable:
-        return SlotTable(self.capacity, _CooperativeLock())
+        return SlotTable(self.capacity, _CooperativeLock)
 
     def _start(self, ctx: ChildContext) -> Any:
         import gevent

@@ -24,7 +24,9 @@ class MultiprocessingPool(ProcessPool):
         super().__init__(capacity)
 
     def make_slots(self) -> SlotTable:
-        return SlotTable(self.capacity, self._mp.Lock(), self._mp.RawArray)
+        # Shared memory and one semaphore per slot, pickled for each child as it spawns.
+        return SlotTable(self.capacity, self._mp.Lock, self._mp.RawArray,
+                         children_are_processes=True)
 
     def _start(self, ctx: ChildContext) -> Any:
         process = self._mp.Process(target=_child_main, args=(ctx,),

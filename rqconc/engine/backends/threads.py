@@ -31,7 +31,9 @@ class ThreadPool(Pool):
     can_kill_one = False
 
     def make_slots(self) -> SlotTable:
-        return SlotTable(self.capacity, threading.Lock())
+        # A lock per slot: children never wait for one another, only (briefly) for the
+        # supervisor deciding about their own slot.
+        return SlotTable(self.capacity, threading.Lock)
 
     def _start(self, ctx: ChildContext) -> Any:
         outcome: dict = {}

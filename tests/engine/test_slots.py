@@ -1,0 +1,157 @@
+"""The idle/busy table (SPEC section 2: the supervisor always knows which children are idle
+and which are busy; one dead child never brings the others down): one lock per slot, and
+what the supervisor does with a slot it read without that lock."""
+import gc
+import os
+import threading
+import time
+
+import pytest
+
+from rqconc.engine import slots as slots_module
+from rqconc.engine.backends import pool_class
+from rqconc.engine.backends.forking import ForkingPool
+from rqconc.engine.child import ChildContext
+from rqconc.engine.source import WorkSource
+from rqconc.engine.states import ChildState
+from tests.support.worker_process import BACKENDS, PROCESS_BACKENDS, wait_for
+
+
+def busy_slot(backend, index=0, item_id="item-1", deadline=None):
+    """A table whose slot `index` is held by a child running `item_id`."""
+    slots = pool_class(backend)(4).make_slots()
+    generation = slots.prepare(index)
+    assert slots.child_ready(index, generation, os.getpid())
+    claim = slots.begin_take(index, generation, "uid")
+    assert slots.mark_busy(index, generation, item_id, deadline)
+    return slots, generation, claim
+
+
+def finishes_within(seconds, call, *args):
+    """Run `call` in a thread; its result, or a failure if it is still waiting after
+    `seconds` (a wait on a lock that nobody will ever release)."""
+    outcome = []
+    thread = threading.Thread(target=lambda: outcome.append(call(*args)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert outcome, f"{call.__name__} still waiting after {seconds}s"
+    return outcome[0]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_child_never_waits_for_the_slot_of_another(backend):
+    slots, generation, _ = busy_slot(backend, index=0)
+    other = slots.prepare(1)
+    slots._locks[0].acquire()  # the supervisor (or child 0) is deciding about slot 0
+    try:
+        assert finishes_within(2, slots.child_ready, 1, other, os.getpid())
+        assert finishes_within(2, slots.begin_take, 1, other, "uid")
+        assert finishes_within(2, slots.mark_busy, 1, other, "item-2", None)
+    finally:
+        slots._locks[0].release()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_chained_item_moves_the_claim_and_counts_the_job(backend):
+    slots, generation, claim = busy_slot(backend)
+    following = slots.begin_chain(0, generation, "uid")
+    assert following and following != claim
+    assert slots.chain_busy(0, generation, "item-2", time.time() + 30)
+    view = slots.view(0)
+    assert (view.state, view.item_id, view.claim, view.next_claim, view.jobs_done) == (
+        ChildState.BUSY, "item-2", following, "", 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_paused_worker_chains_no_next_item(backend):
+    slots, generation, _ = busy_slot(backend)
+    next_claim = slots.begin_chain(0, generation, "uid")
+    slots.set_paused(True)  # suspended while the completion step was under way
+    assert slots.begin_chain(0, generation, "uid") is None
+    assert not slots.chain_busy(0, generation, "item-2", None)  # given back, not run
+    assert slots.view(0).next_claim == next_claim
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_overdue_child_is_ended_only_if_still_on_the_overdue_item(backend):
+    slots, generation, _ = busy_slot(backend, deadline=time.time() - 1)
+    now = time.time()
+    assert slots.overdue([0], now) == [0]  # read without the lock...
+    slots.begin_chain(0, generation, "uid")  # ...then the child moved on to a fresh item
+    assert slots.chain_busy(0, generation, "item-2", now + 60)
+    assert slots.take_over_if_overdue(0, now) is None
+    assert slots.view(0).state is ChildState.BUSY
+
+    later = now + 120
+    taken = slots.take_over_if_overdue(0, later)
+    assert taken.item_id == "item-2"
+    # Taken from its child: nothing the child writes from now on counts.
+    assert not slots.mark_idle(0, generation)
+    assert slots.view(0).state is ChildState.EMPTY
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_canceled_item_ends_its_child_only_while_it_runs(backend):
+    slots, generation, claim = busy_slot(backend)
+    assert slots.take_over_if_running(0, "someone-else") is None
+    taken = slots.take_over_if_running(0, claim)
+    assert taken.claims == [claim]
+    assert slots.begin_chain(0, generation, "uid") is None
+
+
+def _die_holding(lock):
+    pid = os.fork()
+    if pid == 0:
+        lock.acquire()
+        os._exit(0)  # SIGKILL in a real worker: the lock stays held
+    os.waitpid(pid, 0)
+
+
+@pytest.mark.parametrize("backend", PROCESS_BACKENDS)
+def test_a_child_killed_inside_its_slot_lock_does_not_wedge_the_slot(backend, monkeypatch):
+    monkeypatch.setattr(slots_module, "STUCK_LOCK_SECONDS", 0.2)
+    slots, generation, claim = busy_slot(backend)
+    _die_holding(slots._locks[0])
+    # The supervisor gives up on the lock instead of waiting forever...
+    assert finishes_within(2, slots.end_if_idle, 0) is False
+    # ...reaps the child without it, and the slot's next child finds the lock free.
+    assert finishes_within(2, slots.mark_dead, 0).claims == [claim]
+    fresh = finishes_within(2, slots.prepare, 0)
+    assert finishes_within(2, slots.child_ready, 0, fresh, os.getpid())
+
+
+class _FreezeProbe(WorkSource):
+    """Writes, from inside the child, how many inherited objects its collector skips."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def child_started(self, child_index):
+        with open(self.path, "w") as out:
+            out.write(str(gc.get_freeze_count()))
+
+    def take(self, claim, timeout):
+        time.sleep(timeout)
+
+    def perform(self, item, next_claim=None):
+        return None
+
+    def give_back(self, item):
+        pass
+
+
+def test_forked_children_leave_what_they_inherit_to_copy_on_write(tmp_path):
+    """SPEC: a supervisor with 4 forking children under 100 MB RSS in all. A child's
+    collections must not write to the objects it shares with the supervisor."""
+    probe = tmp_path / "frozen"
+    pool = ForkingPool(1)
+    slots = pool.make_slots()
+    pool.spawn(ChildContext(index=0, generation=slots.prepare(0), slots=slots,
+                            source=_FreezeProbe(str(probe)), uid="test",
+                            supervisor_pid=os.getpid(), in_process=True))
+    try:
+        wait_for(lambda: probe.exists() and probe.read_text(), message="child reported")
+        assert int(probe.read_text()) > 10_000  # everything imported before the fork
+        assert gc.get_freeze_count() == 0  # the supervisor still collects its own garbage
+    finally:
+        pool.end_all()
