@@ -25,6 +25,10 @@ _EXPORTS = {
     "JobTimeout": "rqconc.errors",
     "WorkerLost": "rqconc.errors",
     "NotAllowed": "rqconc.errors",
+    "JobCanceled": "rqconc.errors",
+    "Dependency": "rqconc.dependency",
+    "Next": "rqconc.flows",
+    "EventStream": "rqconc.events",
 }
 
 __all__ = sorted(_EXPORTS)

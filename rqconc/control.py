@@ -5,6 +5,7 @@ A suspended worker takes no new job (its busy children finish theirs) and shows 
 """
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 from rqconc.connection import ConnectionLike, connect, translated_errors
@@ -14,8 +15,10 @@ from rqconc.keys import KeySpace
 def suspend(connection: ConnectionLike = None, duration: Optional[float] = None,
             namespace: str = "rqconc") -> None:
     """Suspend all workers; with `duration` (seconds) they resume by themselves after it."""
-    if duration is not None and duration <= 0:
-        raise ValueError(f"duration must be positive, not {duration!r}")
+    if duration is not None and not (isinstance(duration, (int, float))
+                                     and math.isfinite(duration) and duration >= 0.001):
+        raise ValueError(f"duration must be a finite number of seconds >= 0.001, "
+                         f"not {duration!r}")
     client = connect(connection)
     with translated_errors(client):
         key = KeySpace(namespace).suspended

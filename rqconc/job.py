@@ -2,6 +2,10 @@
 
 `status`, `attempts`, `return_value` and `exc_info` read Redis on every access; the other
 attributes are as of the last fetch or `refresh()` (they do not change after enqueue).
+
+A job's hash stores only the fields that differ from their defaults (enqueue is cheaper and
+a queued job smaller): every reader treats a missing field as its default, here, in
+worker_source.py and in the Lua steps (lua/include/lifecycle.lua, complete.lua).
 """
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import json
 import time
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import redis
 
@@ -17,7 +21,7 @@ from rqconc import errors
 from rqconc.connection import ConnectionLike, connect, translated_errors
 from rqconc.keys import KeySpace
 from rqconc.retry import Retry
-from rqconc.scripts import text
+from rqconc.scripts import Steps, text
 from rqconc.serialization import get_serializer
 
 # The longest single BLMOVE when the client has no socket timeout: a wait is a sequence of
@@ -40,6 +44,37 @@ class JobStatus(str, Enum):
 
 ENDED = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED)
 
+# The value of a field the hash does not store (the Lua steps apply the same ones). Absent
+# too: empty args "[]" / kwargs "{}", serializer "json", attempts and lost 0, no retry (the
+# default policy), meta, description (derived from the call), depends_on and on_* fields.
+DEFAULT_PRIORITY = 1
+DEFAULT_TIMEOUT = 180
+DEFAULT_RESULT_TTL = 500
+DEFAULT_FAILURE_TTL = 365 * 24 * 3600  # dead letters are kept a year unless told otherwise
+
+
+def describe_call(name: str, args: Sequence[Any], kwargs: Dict[str, Any]) -> str:
+    """The description of a job enqueued without one: its call, cut at 200 characters."""
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    call = f"{name}({', '.join(parts)})"
+    return call if len(call) <= 200 else call[:197] + "..."
+
+
+def description_of(fields: Dict[str, str]) -> Optional[str]:
+    """A job's description: as given at enqueue, else its call (None if unreadable). A
+    pickled call is never unpickled for it: enqueue stored its description."""
+    stored = fields.get("description")
+    if stored is not None or fields.get("serializer", "json") != "json":
+        return stored
+    try:
+        args = json.loads(fields.get("args") or "[]")
+        kwargs = json.loads(fields.get("kwargs") or "{}")
+    except ValueError:
+        return None
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        return None
+    return describe_call(fields.get("func") or "?", args, kwargs)
+
 
 def _datetime(value: Optional[str]) -> Optional[datetime]:
     return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc) if value else None
@@ -53,7 +88,18 @@ class Job:
         self.id = str(job_id)
         self.connection: redis.Redis = connect(connection)
         self._keys = KeySpace(namespace)
-        self._fields: Dict[str, str] = {k: text(v) for k, v in (fields or {}).items()}
+        self.namespace = namespace
+        self._fields: Dict[str, str] = {text(k): text(v) for k, v in (fields or {}).items()}
+
+    @classmethod
+    def stored(cls, job_id: str, client: redis.Redis, keys: KeySpace,
+               fields: Dict[str, str]) -> Job:
+        """A job just enqueued, from the text fields it was stored with: nothing to decode,
+        and the queue's own client and key space."""
+        job = cls.__new__(cls)
+        job.id, job.connection, job._keys, job.namespace = job_id, client, keys, keys.namespace
+        job._fields = fields
+        return job
 
     @classmethod
     def fetch(cls, job_id: str, connection: ConnectionLike = None,
@@ -152,19 +198,19 @@ class Job:
 
     @property
     def priority(self) -> int:
-        return int(self._field("priority", "1") or 1)
+        return int(self._field("priority") or DEFAULT_PRIORITY)
 
     @property
     def timeout(self) -> float:
-        return float(self._field("timeout", "180") or 180)
+        return float(self._field("timeout") or DEFAULT_TIMEOUT)
 
     @property
     def result_ttl(self) -> int:
-        return int(self._field("result_ttl", "500") or 500)
+        return int(self._field("result_ttl") or DEFAULT_RESULT_TTL)
 
     @property
     def failure_ttl(self) -> int:
-        return int(self._field("failure_ttl", "-1") or -1)
+        return int(self._field("failure_ttl") or DEFAULT_FAILURE_TTL)
 
     @property
     def retry(self) -> Optional[Retry]:
@@ -173,7 +219,8 @@ class Job:
 
     @property
     def description(self) -> Optional[str]:
-        return self._field("description")
+        """As given at enqueue, else the call (None if the stored call is unreadable)."""
+        return description_of(self._fields)
 
     @property
     def meta(self) -> Dict[str, Any]:
@@ -182,6 +229,43 @@ class Job:
     @property
     def depends_on(self) -> List[str]:
         return json.loads(self._field("depends_on", "[]") or "[]")
+
+    @property
+    def allows_failure(self) -> bool:
+        """Whether the job runs even when a parent fails for good (rqconc.Dependency)."""
+        return self._field("allow_failure") == "1"
+
+    @property
+    def callback_of(self) -> Optional[str]:
+        """For a callback or webhook job: the id of the job it reports on."""
+        return self._field("callback_of")
+
+    # ---- flows (read live: a stage learns its next one when it completes) ----
+    @property
+    def next_id(self) -> Optional[str]:
+        """The id of the flow's next stage, once this stage returned rqconc.Next."""
+        return self._read("next_id")[1]
+
+    @property
+    def flow_id(self) -> Optional[str]:
+        """The id of the flow's first stage (None for a job that is not part of a flow)."""
+        return self._read("flow_id")[1]
+
+    def flow(self) -> List[Job]:
+        """The stages of this job's flow, first to latest."""
+        from rqconc.flows import stages
+
+        return stages(self)
+
+    # ---- control ----
+    def cancel(self) -> bool:
+        """Cancel the job: a waiting one at once; a running one is stopped by its worker
+        within 2 s (status `canceled`). False when it had already ended."""
+        with translated_errors(self.connection):
+            code = Steps(self.connection, self._keys).cancel(self.id)
+        if code == -1:
+            raise self._missing()
+        return code != 0
 
     @property
     def worker_name(self) -> Optional[str]:
@@ -219,16 +303,12 @@ class Job:
 
     def _outcome_now(self) -> Optional[str]:
         """The outcome if the job has ended; NoSuchJob if it is gone without one."""
-        pipe = self.connection.pipeline(transaction=False)
-        pipe.lindex(self._keys.done(self.id), 0)
-        pipe.hmget(self.key, ["status", "serializer", "result",
-                              "exc_type", "exc_message", "traceback"])
-        pushed, fields = pipe.execute()
-        if pushed is not None:
-            return text(pushed)
-        status, serializer, result, *exc = [None if v is None else text(v) for v in fields]
-        if status is None:
+        code, fields = Steps(self.connection, self._keys).await_outcome(self.id)
+        if code == 1:
+            return text(fields[0])
+        if code == 0:
             raise self._missing()
+        status, serializer, result, *exc = [None if v is None else text(v) for v in fields]
         if status == JobStatus.FINISHED and result is not None:
             return f"finished:{serializer or 'json'}:{result}"
         if status == JobStatus.FAILED:

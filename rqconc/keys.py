@@ -67,6 +67,16 @@ class KeySpace:
     def maintenance(self) -> str:
         return self.prefix + "maintenance"
 
+    @property
+    def events(self) -> str:
+        """The capped stream of job transitions."""
+        return self.prefix + "events"
+
+    @property
+    def canceling(self) -> str:
+        """Ids of running jobs asked to stop; supervisors read it every tick."""
+        return self.prefix + "canceling"
+
     # ---- per queue ----
     def queue(self, name: str) -> str:
         return self.prefix + "q:" + name
@@ -79,6 +89,10 @@ class KeySpace:
 
     def started(self, name: str) -> str:
         return self.prefix + "started:" + name
+
+    def deferred(self, name: str) -> str:
+        """Jobs waiting for their parents (lua/include/lifecycle.lua builds it too)."""
+        return self.prefix + "deferred:" + name
 
     def failed(self, name: str) -> str:
         return self.prefix + "failed:" + name
@@ -98,5 +112,31 @@ class KeySpace:
     def done(self, job_id: str) -> str:
         return self.prefix + "done:" + job_id
 
+    def dependents(self, job_id: str) -> str:
+        """Deferred jobs waiting for this one, scored in enqueue order (lua/include/
+        lifecycle.lua builds this name too, from the same pattern)."""
+        return self.prefix + "dependents:" + job_id
+
     def worker(self, name: str) -> str:
         return self.prefix + "worker:" + name
+
+    # ---- cron (rqconc/cron.py, rqconc/scheduler.py) ----
+    @property
+    def crons(self) -> str:
+        """Cron entries: id -> JSON (expression, job template, version, registered_at)."""
+        return self.prefix + "crons"
+
+    @property
+    def cron_last(self) -> str:
+        """Cron id -> the latest tick (Unix seconds) whose job has been enqueued."""
+        return self.prefix + "cron:last"
+
+    def cron_planned(self, cron_id: str) -> str:
+        """Jobs enqueued for a cron's ticks (score = tick ms): removal deletes those that
+        have not started."""
+        return self.prefix + "cron:planned:" + cron_id
+
+    @property
+    def scheduler_lease(self) -> str:
+        """The cron scheduler leader's lease: "host:pid:worker name", with a TTL."""
+        return self.prefix + "scheduler:leader"

@@ -2,13 +2,17 @@
 
 Every enqueue is one Lua step (`lua/enqueue.lua`), also for a batch: validation and
 serialization happen first, in Python, so bad input raises before anything is written.
+A job's hash stores only the fields that differ from their defaults (rqconc/job.py), and
+the fields a batch shares are sent once.
 """
 from __future__ import annotations
 
 import json
-import uuid
+import math
+import os
 from datetime import datetime, timedelta, timezone
 from enum import IntEnum
+from functools import partial
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -24,21 +28,30 @@ from typing import (
 
 import redis
 
+from rqconc.callbacks import followup_fields
 from rqconc.connection import ConnectionLike, connect, translated_errors
-from rqconc.job import Job
+from rqconc.dependency import parents_of
+from rqconc.job import (
+    DEFAULT_FAILURE_TTL,
+    DEFAULT_PRIORITY,
+    DEFAULT_RESULT_TTL,
+    DEFAULT_TIMEOUT,
+    Job,
+    describe_call,
+)
 from rqconc.keys import KeySpace, check_queue_name
 from rqconc.retry import Retry
 from rqconc.scripts import Steps, now_ms, text
-from rqconc.serialization import dump_arguments, function_name, get_serializer
+from rqconc.serialization import check_utf8, dump_arguments, function_name, get_serializer
 
 Func = Union[str, Callable[..., Any]]
+Call = Tuple[Func, Tuple[Any, ...], Dict[str, Any]]
 
-DEFAULT_TIMEOUT = 180
-DEFAULT_RESULT_TTL = 500
-DEFAULT_FAILURE_TTL = 365 * 24 * 3600  # dead letters are kept a year unless told otherwise
 OPTION_NAMES = ("priority", "timeout", "retry", "result_ttl", "failure_ttl", "job_id",
                 "depends_on", "on_success", "on_failure", "success_url", "failure_url",
                 "description", "meta")
+_OPTIONS = frozenset(OPTION_NAMES)
+_FOLLOWUPS = frozenset(("on_success", "on_failure", "success_url", "failure_url"))
 
 
 class Priority(IntEnum):
@@ -69,23 +82,13 @@ def _check_timeout(timeout: Any) -> float:
     return timeout
 
 
-def _dependency_ids(depends_on: Any) -> List[str]:
-    items = depends_on if isinstance(depends_on, (list, tuple, set)) else [depends_on]
-    ids = []
-    for item in items:
-        if isinstance(item, Job):
-            ids.append(item.id)
-        elif isinstance(item, str) and item:
-            ids.append(item)
-        else:
-            raise ValueError(f"depends_on takes jobs or job ids, not {item!r}")
-    return ids
-
-
-def _describe_call(name: str, args: Sequence[Any], kwargs: Dict[str, Any]) -> str:
-    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
-    call = f"{name}({', '.join(parts)})"
-    return call if len(call) <= 200 else call[:197] + "..."
+# Options stored as hash fields only when they differ from their defaults: (name, check, default).
+_SETTINGS = (
+    ("priority", check_priority, DEFAULT_PRIORITY),
+    ("timeout", _check_timeout, DEFAULT_TIMEOUT),
+    ("result_ttl", partial(_check_ttl, "result_ttl", allow_zero=True), DEFAULT_RESULT_TTL),
+    ("failure_ttl", partial(_check_ttl, "failure_ttl", allow_zero=False), DEFAULT_FAILURE_TTL),
+)
 
 
 def due_ms_at(when: Union[datetime, int, float]) -> int:
@@ -94,7 +97,7 @@ def due_ms_at(when: Union[datetime, int, float]) -> int:
         if when.tzinfo is None:
             when = when.replace(tzinfo=timezone.utc)
         return int(when.timestamp() * 1000)
-    if isinstance(when, bool) or not isinstance(when, (int, float)):
+    if isinstance(when, bool) or not isinstance(when, (int, float)) or not math.isfinite(when):
         raise ValueError(f"enqueue_at takes a datetime or a Unix timestamp, not {when!r}")
     return int(when * 1000)
 
@@ -107,12 +110,13 @@ def due_ms_in(delay: Union[timedelta, int, float]) -> int:
         raise ValueError(f"enqueue_in takes seconds or a timedelta, not {delay!r}")
     else:
         seconds = delay
-    if seconds < 0:
-        raise ValueError(f"enqueue_in takes a delay >= 0, not {delay!r}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"enqueue_in takes a finite delay >= 0, not {delay!r}")
     return now_ms() + int(seconds * 1000)
 
 
 if TYPE_CHECKING:
+    from rqconc.cron import CronEntry
     from rqconc.dead_letters import DeadLetters
 
 
@@ -126,6 +130,7 @@ class Queue:
         self.keys = KeySpace(namespace)
         self._connection_arg = connection
         self._client: Optional[redis.Redis] = None
+        self._steps: Optional[Steps] = None
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r}, namespace={self.keys.namespace!r})"
@@ -149,8 +154,8 @@ class Queue:
     def enqueue(self, func: Func, *args: Any, **kwargs: Any) -> Job:
         """Store a job calling func(*args, **kwargs); the keyword options of OPTION_NAMES are
         taken out of kwargs (use `enqueue_call` for a function that needs those names)."""
-        options = {name: kwargs.pop(name) for name in OPTION_NAMES if name in kwargs}
-        return self.enqueue_call(func, args, kwargs, **options)
+        options = {name: kwargs.pop(name) for name in _OPTIONS.intersection(kwargs)}
+        return self._store([(func, args, kwargs)], options, None)[0]
 
     def enqueue_call(self, func: Func, args: Sequence[Any] = (),
                      kwargs: Optional[Dict[str, Any]] = None, **options: Any) -> Job:
@@ -159,13 +164,13 @@ class Queue:
     def enqueue_at(self, when: Union[datetime, int, float], func: Func, *args: Any,
                    **kwargs: Any) -> Job:
         """Like `enqueue`, but the job waits (status `scheduled`) until `when`."""
-        options = {name: kwargs.pop(name) for name in OPTION_NAMES if name in kwargs}
+        options = {name: kwargs.pop(name) for name in _OPTIONS.intersection(kwargs)}
         return self._store([(func, args, kwargs)], options, due_ms_at(when))[0]
 
     def enqueue_in(self, delay: Union[timedelta, int, float], func: Func, *args: Any,
                    **kwargs: Any) -> Job:
         """Like `enqueue`, but the job waits (status `scheduled`) for `delay`."""
-        options = {name: kwargs.pop(name) for name in OPTION_NAMES if name in kwargs}
+        options = {name: kwargs.pop(name) for name in _OPTIONS.intersection(kwargs)}
         return self._store([(func, args, kwargs)], options, due_ms_in(delay))[0]
 
     def enqueue_many(self, calls: Iterable[Sequence[Any]], **options: Any) -> List[Job]:
@@ -182,69 +187,101 @@ class Queue:
             batch.append((call[0], tuple(call[1]), dict(kwargs or {})))
         return self._store(batch, options, None) if batch else []
 
-    def _store(self, calls: Sequence[Tuple[Func, Tuple[Any, ...], Dict[str, Any]]],
-               options: Dict[str, Any], due_ms: Optional[int]) -> List[Job]:
-        unknown = set(options) - set(OPTION_NAMES)
-        if unknown:
-            raise TypeError(f"unknown enqueue option(s): {', '.join(sorted(unknown))}")
-        common = self._common_fields(options)
-        jobs = [self._job_fields(func, args, kwargs, options, common)
-                for func, args, kwargs in calls]
-        steps = Steps(self.connection, self.keys)
-        with translated_errors(self.connection):
-            existing = steps.enqueue(self.name, jobs, due_ms)
-        if existing is not None:
-            raise ValueError(f"a job with id {existing!r} already exists; nothing was enqueued")
-        return [Job(job_id, self.connection, self.keys.namespace, fields)
-                for job_id, _, fields in jobs]
+    def _store(self, calls: Sequence[Call], options: Dict[str, Any],
+               due_ms: Optional[int]) -> List[Job]:
+        common, priority = self._common_fields(options)
+        jobs = [self._own_fields(func, args, kwargs, options) for func, args, kwargs in calls]
+        client = self.connection
+        if self._steps is None:
+            self._steps = Steps(client, self.keys)
+        now = now_ms()
+        with translated_errors(client):
+            # Generated ids are 128 random bits: only a caller's own id can exist already.
+            refused = self._steps.enqueue(self.name, jobs, priority, due_ms, common,
+                                          fresh_ids=not options.get("job_id"), now=now)
+        if refused is not None:
+            reason, job_id = refused
+            if reason == "exists":
+                raise ValueError(f"a job with id {job_id!r} already exists; nothing was enqueued")
+            raise ValueError(f"depends_on names job {job_id!r}, which does not exist (or "
+                             "expired); nothing was enqueued")
+        keys, stored = self.keys, {"queue": self.name, "created_at": str(now), **common}
+        return [Job.stored(job_id, client, keys, {**stored, **own}) for job_id, own in jobs]
 
-    def _common_fields(self, options: Dict[str, Any]) -> Dict[str, Any]:
-        """Validated options shared by every job of one call, as hash fields."""
+    def prepare(self, calls: Sequence[Call], options: Dict[str, Any]
+                ) -> List[Tuple[str, int, Dict[str, str]]]:
+        """Validate and serialize jobs of this queue as (id, priority, hash fields), writing
+        nothing: bad input raises here, before any Redis step."""
+        common, priority = self._common_fields(options)
+        common = {"queue": self.name, "created_at": str(now_ms()), **common}
+        return [(job_id, priority, {**common, **own}) for job_id, own in
+                (self._own_fields(func, args, kwargs, options) for func, args, kwargs in calls)]
+
+    def _common_fields(self, options: Dict[str, Any]) -> Tuple[Dict[str, str], int]:
+        """The hash fields every job of one call shares, validated, leaving out those equal
+        to their defaults (and queue and created_at, which the enqueue step writes); and the
+        jobs' priority."""
+        fields: Dict[str, str] = {}
+        if self.serializer.name != "json":
+            fields["serializer"] = self.serializer.name
+        if not options:
+            return fields, DEFAULT_PRIORITY
+        if not _OPTIONS.issuperset(options):
+            unknown = sorted(set(options) - _OPTIONS)
+            raise TypeError(f"unknown enqueue option(s): {', '.join(unknown)}")
         retry = options.get("retry")
         if retry is not None and not isinstance(retry, Retry):
             raise ValueError(f"retry must be a rqconc.Retry, not {retry!r}")
-        fields: Dict[str, Any] = {
-            "queue": self.name,
-            "serializer": self.serializer.name,
-            "priority": check_priority(options.get("priority", Priority.MODERATE)),
-            "timeout": _check_timeout(options.get("timeout", DEFAULT_TIMEOUT)),
-            "result_ttl": _check_ttl("result_ttl", options.get(
-                "result_ttl", DEFAULT_RESULT_TTL), allow_zero=True),
-            "failure_ttl": _check_ttl("failure_ttl", options.get(
-                "failure_ttl", DEFAULT_FAILURE_TTL), allow_zero=False),
-            "attempts": 0,
-            "lost": 0,
-            "created_at": now_ms(),
-        }
+        for name, check, default in _SETTINGS:
+            if name in options:
+                value = check(options[name])
+                if value != default:
+                    fields[name] = str(value)
+        priority = int(fields.get("priority", DEFAULT_PRIORITY))
         if retry is not None:
             fields["retry"] = retry.to_json()
-        if options.get("meta") is not None:
-            meta = options["meta"]
+        meta = options.get("meta")
+        if meta is not None:
             if not isinstance(meta, dict):
                 raise ValueError(f"meta must be a dict, not {meta!r}")
-            fields["meta"] = get_serializer("json").dumps(meta, "meta value")
+            if meta:
+                fields["meta"] = get_serializer("json").dumps(meta, "meta value")
         if options.get("depends_on") is not None:
-            fields["depends_on"] = json.dumps(_dependency_ids(options["depends_on"]))
-        for name in ("on_success", "on_failure"):
-            if options.get(name) is not None:
-                fields[name] = function_name(options[name])
-        for name in ("success_url", "failure_url"):
-            if options.get(name) is not None:
-                fields[name] = str(options[name])
-        return fields
+            parents, allow_failure = parents_of(options["depends_on"])
+            if parents:
+                fields["depends_on"] = json.dumps(parents)
+            if allow_failure:
+                fields["allow_failure"] = "1"
+        description = options.get("description")
+        if description:
+            check_utf8(str(description), "description", description)
+            fields["description"] = str(description)
+        if not _FOLLOWUPS.isdisjoint(options):
+            fields.update(followup_fields(self.name, dict(fields, queue=self.name), options))
+        return fields, priority
 
-    def _job_fields(self, func: Func, args: Tuple[Any, ...], kwargs: Dict[str, Any],
-                    options: Dict[str, Any], common: Dict[str, Any]
-                    ) -> Tuple[str, int, Dict[str, Any]]:
-        name = function_name(func)
-        args_data, kwargs_data = dump_arguments(self.serializer, args, kwargs)
-        job_id = options.get("job_id") or uuid.uuid4().hex
+    def _own_fields(self, func: Func, args: Tuple[Any, ...], kwargs: Dict[str, Any],
+                    options: Dict[str, Any]) -> Tuple[str, Dict[str, str]]:
+        """One job's id and the hash fields of its own call (empty arguments left out)."""
+        fields = {"func": function_name(func)}
+        if args or kwargs or self.serializer.name != "json":
+            args_data, kwargs_data = dump_arguments(self.serializer, args, kwargs)
+            if args_data != "[]":
+                fields["args"] = args_data
+            if kwargs_data != "{}":
+                fields["kwargs"] = kwargs_data
+        if self.serializer.name != "json" and not options.get("description"):
+            # Job.description derives a JSON job's from its call; a pickled call stays opaque.
+            description = describe_call(fields["func"], args, kwargs)
+            check_utf8(description, "description", description)
+            fields["description"] = description
+        job_id = options.get("job_id")
+        if not job_id:
+            return os.urandom(16).hex(), fields  # as random as a uuid4, in a fifth of the time
         if not isinstance(job_id, str) or any(c.isspace() for c in job_id):
             raise ValueError(f"job_id must be a non-empty str without spaces, not {job_id!r}")
-        description = options.get("description") or _describe_call(name, args, kwargs)
-        fields = dict(common, id=job_id, func=name, args=args_data, kwargs=kwargs_data,
-                      description=str(description))
-        return job_id, common["priority"], fields
+        check_utf8(job_id, "job_id", job_id)
+        return job_id, fields
 
     # ---- inspection ----
     @property
@@ -297,6 +334,30 @@ class Queue:
                 removed += len(ids)
 
     purge = empty
+
+    # ---- cron (rqconc/cron.py; fired by rqconc/scheduler.py) ----
+    def cron(self, expr: str, func: Func, *args: Any, id: Optional[str] = None,
+             **kwargs: Any) -> CronEntry:
+        """Run func(*args, **kwargs) in this queue at every tick of `expr` (5 fields, or 6
+        with seconds last; UTC), exactly once per tick however many workers run. `id`
+        (default: the function's name) names the entry; registering it again replaces it.
+        The enqueue options (priority, timeout, retry, ...) apply to every tick's job."""
+        from rqconc.cron import register
+
+        return register(self, expr, func, args, kwargs, id)
+
+    def crons(self) -> List[CronEntry]:
+        """This queue's cron entries (id, expr, func, queue, next_run, last_tick), by id."""
+        from rqconc.cron import entries
+
+        return [e for e in entries(self.connection, self.keys) if e.queue == self.name]
+
+    def remove_cron(self, id: str) -> bool:
+        """Remove this queue's cron entry `id` and its jobs enqueued ahead that have not
+        started; False if it has none of that id."""
+        from rqconc.cron import remove
+
+        return remove(self.connection, self.keys, id, queue=self.name)
 
 
 def queue_names(connection: ConnectionLike = None, namespace: str = "rqconc") -> List[str]:

@@ -8,6 +8,7 @@ script cache) answers NOSCRIPT, and the script is loaded and the call repeated o
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from importlib import resources
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -16,7 +17,11 @@ import redis
 
 from rqconc.keys import KeySpace
 
-SCRIPT_NAMES = ("enqueue", "take", "renew", "complete", "fail", "requeue_front", "recover")
+SCRIPT_NAMES = ("enqueue", "take", "renew", "complete", "fail", "requeue_front", "recover",
+                "cancel", "await")
+# `--#include NAME` in a script is replaced by lua/include/NAME.lua: Redis scripts cannot
+# call one another, and the steps that end a job must release its dependents identically.
+_INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
 
 # How many due scheduled jobs one take promotes per queue: bounds the cost of a take.
 PROMOTE_BATCH = 100
@@ -29,7 +34,7 @@ class Script:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.source = resources.files("rqconc").joinpath("lua", f"{name}.lua").read_text()
+        self.source = _expand(_read(f"{name}.lua"))
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
 
     def __call__(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Any]) -> Any:
@@ -38,6 +43,14 @@ class Script:
         except redis.exceptions.NoScriptError:
             client.script_load(self.source)
             return client.evalsha(self.sha, len(keys), *keys, *args)
+
+
+def _read(relative: str) -> str:
+    return resources.files("rqconc").joinpath("lua", relative).read_text()
+
+
+def _expand(source: str) -> str:
+    return _INCLUDE.sub(lambda m: _read(f"include/{m.group(1)}.lua"), source)
 
 
 _SCRIPTS: Dict[str, Script] = {}
@@ -55,8 +68,23 @@ def now_ms() -> int:
 
 
 def text(value: Any) -> str:
-    """A reply as str, whatever the client's decode_responses."""
-    return value.decode() if isinstance(value, bytes) else str(value)
+    """A reply as str, whatever the client's decode_responses (bytes that are not UTF-8,
+    which only a corrupt write can store, are shown with replacement characters)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+# The job fields a take returns, in the order of TAKE_FIELDS in lua/include/take.lua.
+TAKE_FIELDS = ("func", "args", "kwargs", "serializer", "timeout", "queue", "attempts", "retry",
+               "callback_of", "callback_kind", "parent_serializer", "parent_result",
+               "parent_exc")
+
+
+def _taken(reply: Any) -> Any:
+    """A take's reply as (id, fields present), or the earliest due time (ms, -1: none)."""
+    if not isinstance(reply, list):
+        return int(reply)
+    fields = {name: value for name, value in zip(TAKE_FIELDS, reply[1:]) if value is not None}
+    return text(reply[0]), fields
 
 
 class Steps:
@@ -66,39 +94,47 @@ class Steps:
         self.client = client
         self.keys = keys
 
-    def enqueue(self, queue: str, jobs: Sequence[Tuple[str, int, Dict[str, Any]]],
-                due_ms: Optional[int] = None) -> Optional[str]:
-        """Store jobs (id, priority, fields); returns the id that already existed, if any."""
+    def enqueue(self, queue: str, jobs: Sequence[Tuple[str, Dict[str, Any]]],
+                priority: int = 1, due_ms: Optional[int] = None,
+                common: Optional[Dict[str, Any]] = None, fresh_ids: bool = False,
+                now: Optional[int] = None) -> Optional[Tuple[str, str]]:
+        """Store jobs (id, fields) of one priority, each hash also holding the `common`
+        fields, `queue` and `created_at` (`now`, ms). None when stored, else why not:
+        ("exists", id) or ("missing parent", id); then nothing was written. `fresh_ids`: the
+        ids were just generated at random, so they need no check that they are free."""
         k = self.keys
-        keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue)]
-        args: List[Any] = [queue, now_ms(), "" if due_ms is None else due_ms, len(jobs)]
-        for job_id, priority, fields in jobs:
-            keys += [k.job(job_id), k.done(job_id)]
-            args += [job_id, priority, len(fields)]
-            for name, value in fields.items():
-                args += [name, value]
-        stored, detail = script("enqueue")(self.client, keys, args)
-        return None if stored else text(detail)
+        common = common or {}
+        keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events]
+        args: List[Any] = [queue, now_ms() if now is None else now,
+                           "" if due_ms is None else due_ms, len(jobs), k.prefix, priority,
+                           "" if fresh_ids else "1", len(common)]
+        for pair in common.items():
+            args += pair
+        job_prefix = k.job_prefix
+        for job_id, fields in jobs:
+            keys.append(job_prefix + job_id)
+            args += (job_id, len(fields))
+            for pair in fields.items():
+                args += pair
+        code, detail = script("enqueue")(self.client, keys, args)
+        if code == 1:
+            return None
+        return ("exists" if code == 0 else "missing parent"), text(detail)
 
     def take(self, claim: str, queues: Sequence[str], lease_ms: int, worker: str) -> Any:
         """The taken job as (id, fields) or, if none, the earliest due time (ms, or -1)."""
         k = self.keys
-        keys = [k.seq, k.active, k.claims]
+        keys = [k.seq, k.active, k.claims, k.events]
         for name in queues:
             keys += [k.queue(name), k.marker(name), k.scheduled(name), k.started(name)]
-        reply = script("take")(self.client, keys,
-                               [claim, now_ms(), lease_ms, worker, PROMOTE_BATCH, k.job_prefix])
-        if not isinstance(reply, list):
-            return int(reply)
-        fields = {text(reply[i]): reply[i + 1] for i in range(1, len(reply), 2)}
-        return text(reply[0]), fields
+        return _taken(script("take")(self.client, keys, [claim, now_ms(), lease_ms, worker,
+                                                         PROMOTE_BATCH, k.prefix]))
 
     def requeue_failed(self, queue: str, job_id: str) -> bool:
         """Move a dead letter back into its queue; False if it is not one."""
         k = self.keys
-        keys = [k.seq, k.failed(queue), k.queue(queue), k.marker(queue), k.job(job_id),
-                k.done(job_id)]
-        return script("requeue_failed")(self.client, keys, [job_id, now_ms()]) == 1
+        keys = [k.seq, k.failed(queue), k.job(job_id), k.done(job_id), k.events]
+        return script("requeue_failed")(self.client, keys, [job_id, now_ms(), k.prefix]) == 1
 
     def purge_failed(self, queue: str, job_ids: Sequence[str]) -> int:
         keys = [self.keys.failed(queue)]
@@ -112,28 +148,70 @@ class Steps:
         return script("renew")(self.client, [self.keys.active, self.keys.claims],
                                [now_ms() + lease_ms, *claims])
 
-    def complete(self, claim: str, job_id: str, queue: str, result: Any, serializer: str) -> bool:
-        """Record the return value; False when the claim is stale (nothing written)."""
+    def complete(self, claim: str, job_id: str, queue: str, result: Any, serializer: str,
+                 worker: str = "", next_stage: Optional[Tuple[str, Dict[str, Any]]] = None,
+                 next_take: Optional[Tuple[str, Sequence[str], int]] = None) -> Any:
+        """Record the return value (and enqueue the flow's next stage, given as (id, fields)).
+        Without `next_take`: True, or False when the claim is stale (nothing written).
+        With `next_take` = (next claim, queues, lease ms) the same step takes the next job:
+        returns (True, what `take` returns) or (False, None)."""
         k = self.keys
         keys = [k.active, k.claims, k.job(job_id), k.started(queue), k.finished(queue),
-                k.done(job_id)]
-        args = [claim, job_id, now_ms(), result, serializer, DONE_GRACE_SECONDS]
-        return script("complete")(self.client, keys, args) == 1
+                k.done(job_id), k.seq, k.events, k.canceling]
+        args = [claim, job_id, now_ms(), result, serializer, DONE_GRACE_SECONDS, k.prefix,
+                worker]
+        if next_take is None:
+            args += ["", 0, 0, 0]
+        else:
+            next_claim, queues, lease_ms = next_take
+            args += [next_claim, lease_ms, PROMOTE_BATCH, len(queues)]
+            for name in queues:
+                keys += [k.queue(name), k.marker(name), k.scheduled(name), k.started(name)]
+        if next_stage is not None:
+            next_id, fields = next_stage
+            keys += [k.queues, k.job(next_id), k.done(next_id)]
+            args += [next_id, fields["queue"], len(fields)]
+            for name, value in fields.items():
+                args += [name, value]
+        reply = script("complete")(self.client, keys, args)
+        recorded = reply[0] == 1
+        if next_take is None:
+            return recorded
+        return recorded, (_taken(reply[1]) if recorded else None)
 
     def fail(self, claim: str, job_id: str, queue: str, exc: Tuple[str, str, str],
-             retry_at_ms: Optional[int] = None) -> int:
+             retry_at_ms: Optional[int] = None, worker: str = "") -> int:
         """1: failed for good, 2: scheduled for a retry, -1: stale claim (nothing written)."""
         k = self.keys
         keys = [k.active, k.claims, k.job(job_id), k.started(queue), k.failed(queue),
-                k.scheduled(queue), k.done(job_id)]
-        args = [claim, job_id, now_ms(), *exc, "" if retry_at_ms is None else retry_at_ms]
+                k.scheduled(queue), k.done(job_id), k.seq, k.events, k.canceling]
+        args = [claim, job_id, now_ms(), *exc, "" if retry_at_ms is None else retry_at_ms,
+                k.prefix, worker]
         return script("fail")(self.client, keys, args)
 
-    def requeue_front(self, claim: str, job_id: str, queue: str) -> bool:
+    def requeue_front(self, claim: str, job_id: str, queue: str, worker: str = "",
+                      event: str = "requeued") -> bool:
         k = self.keys
-        keys = [k.seq, k.active, k.claims, k.job(job_id), k.queue(queue), k.marker(queue),
-                k.started(queue)]
-        return script("requeue_front")(self.client, keys, [claim, job_id]) == 1
+        keys = [k.seq, k.active, k.claims, k.job(job_id), k.started(queue), k.events,
+                k.canceling]
+        args = [claim, job_id, now_ms(), k.prefix, worker, event]
+        return script("requeue_front")(self.client, keys, args) == 1
+
+    def cancel(self, job_id: str, claim: str = "", worker: str = "") -> int:
+        """1: canceled, 2: running and asked to stop, 0: already ended or stale claim,
+        -1: no such job."""
+        k = self.keys
+        keys = [k.job(job_id), k.canceling, k.active, k.claims, k.seq, k.events]
+        args = [job_id, now_ms(), k.prefix, claim, worker]
+        return int(script("cancel")(self.client, keys, args))
+
+    def await_outcome(self, job_id: str) -> Tuple[int, List[Any]]:
+        """(1, [outcome]) when pushed; (0, []) when the job does not exist; else
+        (2, [status, serializer, result, exc_type, exc_message, traceback]), and the job is
+        marked as waited for if it has not ended."""
+        reply = script("await")(self.client, [self.keys.job(job_id), self.keys.done(job_id)],
+                                [])
+        return int(reply[0]), list(reply[1:])
 
     def claimed_job(self, claim: str) -> Optional[Tuple[str, Dict[str, Any]]]:
         """The job a claim currently holds, as (id, fields), or None if the claim is stale."""
@@ -157,11 +235,11 @@ class Steps:
         pipe = self.client.pipeline(transaction=False)
         for job_id in expired:
             pipe.hmget(k.job(job_id), "queue", "token")
-        keys, args = [k.seq, k.active, k.claims], [now, max_lost]
+        keys = [k.seq, k.active, k.claims, k.events, k.canceling]
+        args: List[Any] = [now, max_lost, k.prefix]
         for job_id, (queue, token) in zip(expired, pipe.execute()):
             name = text(queue) if queue is not None else "-"
-            keys += [k.job(job_id), k.queue(name), k.marker(name), k.started(name),
-                     k.failed(name), k.done(job_id)]
+            keys += [k.job(job_id), k.started(name), k.failed(name), k.done(job_id)]
             args += [job_id, text(token) if token is not None else ""]
         requeued, dead = script("recover")(self.client, keys, args)
         return int(requeued), int(dead)

@@ -18,7 +18,7 @@ import pickle
 import types
 from typing import Any, Callable, Dict, Iterable, List, Tuple, Union
 
-ALWAYS_ALLOWED = ("rqconc.demo",)
+ALWAYS_ALLOWED = ("rqconc.demo", "rqconc.webhooks")
 
 
 def _short_repr(value: Any, limit: int = 120) -> str:
@@ -27,6 +27,17 @@ def _short_repr(value: Any, limit: int = 120) -> str:
     except Exception:  # a broken __repr__ must not hide the real problem
         text = f"<{type(value).__qualname__} object>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_utf8(data: str, what: str, value: Any) -> None:
+    """Redis stores UTF-8: a lone surrogate (which a str may hold) cannot be written."""
+    if not data.isascii():
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise TypeError(f"cannot store {what} {_short_repr(value)}: it holds "
+                            f"{data[exc.start:exc.end]!r}, a lone surrogate that is not "
+                            "valid UTF-8") from None
 
 
 class JSONSerializer:
@@ -42,13 +53,15 @@ class JSONSerializer:
                 "to pickle with Queue(..., serializer='pickle')")
 
         try:
-            return json.dumps(value, default=refuse, ensure_ascii=False, separators=(",", ":"))
+            data = json.dumps(value, default=refuse, ensure_ascii=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
             if str(exc).startswith("cannot serialize"):
                 raise TypeError(str(exc)) from None
             # e.g. a dict with tuple keys, or a circular reference
             raise TypeError(
                 f"cannot serialize {what} {_short_repr(value)} as JSON: {exc}") from None
+        check_utf8(data, what, value)
+        return data
 
     def loads(self, data: Union[str, bytes]) -> Any:
         return json.loads(data)
@@ -78,7 +91,8 @@ def get_serializer(name: str) -> Serializer:
     try:
         return SERIALIZERS[name]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown serializer {name!r}: use 'json' or 'pickle'") from None
+        raise ValueError(f"unknown serializer {_short_repr(name)}: use 'json' or 'pickle'"
+                         ) from None
 
 
 def dump_arguments(serializer: Serializer, args: Tuple[Any, ...],

@@ -18,14 +18,15 @@ class Supervisor(EngineSupervisor):
     """`Supervisor(backend="threading", size=8, queues=["sms"]).run()`.
 
     Without `source=`, children take jobs from `queues` on the Redis of `connection`
-    (a URL; default: REDIS_URL, else the embedded server)."""
+    (a URL; default: REDIS_URL, else the embedded server). Jobs of a pickle queue run only
+    with `allow_pickle=True`."""
 
     def __init__(self, backend: Union[str, type] = "forking", size: int = 1,
                  queues: Sequence[str] = ("default",), *, connection: Optional[str] = None,
                  strategy: str = "ordered", allow: Sequence[str] = (),
                  lease_seconds: float = 15, max_lost: int = 3, namespace: str = "rqconc",
                  name: Optional[str] = None, source: Optional[WorkSource] = None,
-                 **engine_options: Any) -> None:
+                 allow_pickle: bool = False, **engine_options: Any) -> None:
         from rqconc.worker_source import RedisSource
 
         if isinstance(queues, str):
@@ -34,6 +35,7 @@ class Supervisor(EngineSupervisor):
         if source is None:
             source = RedisSource(url=connection, queues=list(queues), strategy=strategy,
                                  allow=list(allow), lease_seconds=lease_seconds,
-                                 max_lost=max_lost, namespace=namespace, name=name)
+                                 max_lost=max_lost, namespace=namespace, name=name,
+                                 allow_pickle=allow_pickle)
         self.queues = list(queues)
         super().__init__(backend, size, source, name=name, **engine_options)

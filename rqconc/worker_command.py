@@ -1,16 +1,16 @@
 """The worker command: `python main.py BACKEND SIZE` and `rqconc worker -b BACKEND -n SIZE`."""
 from __future__ import annotations
 
-import logging
 import sys
 from typing import Any, Callable, Dict, Optional, Sequence
 
 import click
 
+from rqconc import logs
 from rqconc.engine.backends import backend_names
 from rqconc.engine.source import WorkSource
 
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_FORMAT = logs.TEXT_FORMAT
 
 
 def worker_options(command: Callable) -> Callable:
@@ -31,8 +31,11 @@ def worker_options(command: Callable) -> Callable:
                      metavar="MB"),
         click.option("--allow", multiple=True, help="Module prefix whose functions may run "
                      "(repeatable; '*' allows all)."),
+        click.option("--allow-pickle", is_flag=True, help="Run jobs of pickle queues "
+                     "(unpickling runs code chosen by whoever can write to Redis)."),
         click.option("--name", default=None, help="The worker's name in the registry."),
-        click.option("--preload", multiple=True, help="Module each child imports at start."),
+        click.option("--preload", multiple=True, help="Module each child imports at start "
+                     "('module:function' also calls the function)."),
         click.option("--lease-seconds", type=click.FloatRange(min=0.5), default=15,
                      show_default=True, help="How long a job's lease lasts unrenewed: a "
                      "vanished worker's jobs are back in their queue after it."),
@@ -46,6 +49,9 @@ def worker_options(command: Callable) -> Callable:
         click.option("--log-level", default="INFO", show_default=True,
                      type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"],
                                        case_sensitive=False)),
+        click.option("--log-format", type=click.Choice(logs.FORMATS), default="text",
+                     show_default=True, help="'json': one object per line (ts, level, "
+                     "logger, message and the record's fields)."),
     ]
     for option in reversed(options):
         command = option(command)
@@ -63,8 +69,10 @@ def build_source(options: Dict[str, Any]) -> Optional[WorkSource]:
 
 def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     """Build the supervisor that the options describe and run it in the foreground."""
-    logging.basicConfig(level=options["log_level"].upper(), format=LOG_FORMAT,
-                        stream=sys.stderr)
+    logs.configure(options["log_level"], options["log_format"], sys.stderr)
+    preload = tuple(options["preload"])
+    if backend == "multiprocessing":  # spawned interpreters inherit no logging set-up
+        preload = (logs.CHILD_SETUP, *preload)
     if options["demo"]:
         from rqconc.demo import run_demo
 
@@ -74,12 +82,13 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     supervisor = Supervisor(
         backend, size, split_queues(options["queues"]), connection=options["url"],
         strategy=options["strategy"], allow=options["allow"],
+        allow_pickle=options["allow_pickle"],
         lease_seconds=options["lease_seconds"], source=build_source(options),
         name=options["name"],
         shutdown_timeout=options["shutdown_timeout"],
         max_jobs_per_child=options["max_jobs_per_child"],
         max_memory_per_child=options["max_memory_per_child"],
-        preload=options["preload"], burst=options["burst"])
+        preload=preload, burst=options["burst"])
     return supervisor.run()
 
 

@@ -11,8 +11,10 @@ completion safe: it either lands once or is refused as stale).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -22,11 +24,16 @@ from urllib.parse import quote
 import redis
 
 from rqconc import errors
+from rqconc.callbacks import callback_arguments
+from rqconc.child_connection import ChildConnection
 from rqconc.connection import connect, describe
-from rqconc.engine.source import SupervisorInfo, WorkItem, WorkSource
+from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
+from rqconc.flows import Next
+from rqconc.job import Job
 from rqconc.keys import KeySpace, check_queue_name
 from rqconc.registry import DEFAULT_TTL, WorkerRegistry
 from rqconc.retry import Backoff, policy_of
+from rqconc.scheduler import run_scheduler
 from rqconc.scripts import Steps, now_ms, text
 from rqconc.serialization import (
     get_serializer,
@@ -52,9 +59,10 @@ T = TypeVar("T")
 def _number(value: Any, default: float) -> float:
     """A stored number, or `default` when the field is missing or corrupt."""
     try:
-        return float(text(value))
+        number = float(text(value))
     except (TypeError, ValueError):
         return default
+    return number if math.isfinite(number) else default
 
 
 def url_of(client: redis.Redis) -> str:
@@ -84,6 +92,44 @@ class Outcome:
     exc: Optional[Tuple[str, str, str]] = None  # type name, message, traceback
     exc_mro: Tuple[str, ...] = ()
     retryable: bool = False
+    next_stage: Optional[Tuple[str, Dict[str, Any]]] = None  # a flow's next job (id, fields)
+
+
+def _short(value: str, limit: int = 300) -> str:
+    """A corrupt value quoted in an error message, cut so that the message stays short."""
+    return value if len(value) <= limit else value[: limit - 3] + "..."
+
+
+def _decoded(payload: Dict[str, Any]) -> Tuple[Dict[str, str], Optional[Outcome]]:
+    """The job's fields as text; a field that is not UTF-8 fails the job (its bytes were not
+    written by rqconc) instead of running it on mangled data."""
+    fields, bad = {}, []
+    for name, value in payload.items():
+        try:
+            fields[text(name)] = value.decode() if isinstance(value, bytes) else str(value)
+        except UnicodeDecodeError:
+            fields[text(name)] = value.decode("utf-8", "replace")
+            bad.append(text(name))
+    if not bad:
+        return fields, None
+    message = f"corrupt job data: field(s) {', '.join(bad)} are not valid UTF-8"
+    return fields, Outcome(exc=("ValueError", message, ""))
+
+
+def _loads(serializer: Any, data: Optional[str], empty_text: str, empty: type) -> Any:
+    """Arguments as stored; most jobs have none, which needs no decoding."""
+    if data is None or (data == empty_text and serializer.name == "json"):
+        return empty()
+    return serializer.loads(data)
+
+
+def _work_item(claim: str, taken: Any) -> Optional[WorkItem]:
+    """The WorkItem of a take's reply; None when it took nothing (a due time)."""
+    if taken is None or isinstance(taken, int):
+        return None
+    job_id, fields = taken
+    deadline = time.time() + _number(fields.get("timeout"), 180.0)
+    return WorkItem(claim, job_id, deadline=deadline, payload=fields)
 
 
 class Refused(Exception):
@@ -102,13 +148,18 @@ class RedisSource(WorkSource):
                  strategy: str = "ordered", allow: Sequence[str] = (),
                  lease_seconds: float = 15, max_lost: int = 3, namespace: str = "rqconc",
                  name: Optional[str] = None, registry_ttl: float = DEFAULT_TTL,
-                 maintenance_interval: float = 1.0) -> None:
+                 maintenance_interval: float = 1.0, allow_pickle: bool = False) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
         if not queues:
             raise ValueError("a worker needs at least one queue")
         self._client: Optional[redis.Redis] = None
         self._client_pid = 0
+        self._steps: Optional[Steps] = None
+        # Per child (thread-local: greenlet-local under gevent): the steps on its own
+        # connection, for the take, completion and marker wait that every job pays for.
+        self._child = threading.local()
+        self._functions: Dict[str, Callable[..., Any]] = {}  # resolved, per process
         if isinstance(url, redis.Redis):  # used as is here; other processes get its URL
             self._client, self._client_pid = url, os.getpid()
             url = url_of(url)
@@ -116,6 +167,8 @@ class RedisSource(WorkSource):
         self.queues = [check_queue_name(q) for q in queues]
         self.strategy = strategy
         self.allow = list(allow)
+        # Unpickling runs code chosen by whoever can write to Redis: a worker opts in.
+        self.allow_pickle = allow_pickle
         self.lease_seconds = lease_seconds
         self.max_lost = max_lost
         self.keys = KeySpace(namespace)
@@ -131,8 +184,13 @@ class RedisSource(WorkSource):
     def __getstate__(self) -> Dict[str, Any]:
         # No socket crosses a process boundary: each process opens its own client.
         state = self.__dict__.copy()
-        state["_client"], state["_client_pid"] = None, 0
+        state["_client"], state["_client_pid"], state["_steps"] = None, 0, None
+        del state["_child"]
         return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._child = threading.local()
 
     @property
     def client(self) -> redis.Redis:
@@ -143,7 +201,19 @@ class RedisSource(WorkSource):
 
     @property
     def steps(self) -> Steps:
-        return Steps(self.client, self.keys)
+        client = self.client
+        if self._steps is None or self._steps.client is not client:
+            self._steps = Steps(client, self.keys)
+        return self._steps
+
+    @property
+    def hot_steps(self) -> Steps:
+        """This child's steps on its own connection (see child_connection.py)."""
+        steps = getattr(self._child, "steps", None)
+        if steps is None or getattr(self._child, "pid", 0) != os.getpid():
+            steps = Steps(ChildConnection(self.client), self.keys)  # type: ignore[arg-type]
+            self._child.steps, self._child.pid = steps, os.getpid()
+        return steps
 
     def _redis_down(self, exc: Exception, doing: str, delay: Optional[float] = None) -> None:
         retry = f"; retrying in {delay:.1f} s" if delay is not None else ""
@@ -157,6 +227,14 @@ class RedisSource(WorkSource):
             self._client, self._client_pid = None, 0
             self._orphans = []
             self._backoff = Backoff()
+            self._functions = {}
+        self._child.steps = None  # a thread or greenlet of the supervisor's process: its own
+
+    def child_stopping(self) -> None:
+        steps = getattr(self._child, "steps", None)
+        if steps is not None:
+            steps.client.close()
+            self._child.steps = None
 
     def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
         wait = self._backoff.remaining()
@@ -183,33 +261,33 @@ class RedisSource(WorkSource):
             log.info("Redis at %s is reachable again", describe(self.client))
         return item
 
-    def _take(self, claim: str, timeout: float) -> Optional[WorkItem]:
+    def _take_order(self) -> List[str]:
         order = self.queues
         if self.strategy == "round-robin":
             shift = self._rotation % len(order)
             self._rotation += 1
             order = order[shift:] + order[:shift]
+        return order
+
+    def _take(self, claim: str, timeout: float) -> Optional[WorkItem]:
+        order = self._take_order()
         lease_ms = int(self.lease_seconds * 1000)
-        taken = self.steps.take(claim, order, lease_ms, self.name)
+        hot = self.hot_steps
+        taken = hot.take(claim, order, lease_ms, self.name)
         if isinstance(taken, int):
             # Nothing waits: block on the queues' markers (enqueue and take set them), but no
-            # longer than until the earliest scheduled job is due.
+            # longer than until the earliest scheduled job is due. Then return empty-handed
+            # either way: the child's next take comes after it checked whether it may still
+            # take (suspended, retiring), so a wake-up never leases a job it must hand back.
             wait = min(timeout, MAX_BLOCK)
             if taken >= 0:
                 wait = min(wait, max(0.0, (taken - now_ms()) / 1000))
-            woken = None
             # Redis turns the timeout into whole milliseconds by truncation, and 0 means
             # "block forever": a wait of about 1 ms could hang the child. Below 10 ms, retake.
             if wait >= MIN_BLOCK:
-                woken = self.client.bzpopmin([self.keys.marker(q) for q in order], round(wait, 2))
-            if woken is None and not 0 <= taken <= now_ms():
-                return None
-            taken = self.steps.take(claim, order, lease_ms, self.name)
-            if isinstance(taken, int):
-                return None
-        job_id, fields = taken
-        deadline = time.time() + _number(fields.get("timeout"), 180.0)
-        return WorkItem(claim, job_id, deadline=deadline, payload=fields)
+                hot.client.bzpopmin([self.keys.marker(q) for q in order], round(wait, 2))
+            return None
+        return _work_item(claim, taken)
 
     def _requeue_orphans(self) -> None:
         while self._orphans:
@@ -217,13 +295,28 @@ class RedisSource(WorkSource):
             found = self.steps.claimed_job(claim)
             if found is not None:
                 job_id, fields = found
-                self.steps.requeue_front(claim, job_id, text(fields.get("queue", b"")))
+                self.steps.requeue_front(claim, job_id, text(fields.get("queue", b"")),
+                                         self.name, "requeued")
             self._orphans.pop(0)
 
-    def perform(self, item: WorkItem) -> None:
-        fields = {name: text(value) for name, value in item.payload.items()}
-        outcome = self._execute(fields)
-        self._until_recorded(lambda: self._record(item, fields, outcome))
+    def perform(self, item: WorkItem, chain: Optional[NextClaim] = None
+                ) -> Optional[WorkItem]:
+        fields, corrupt = _decoded(item.payload)
+        started = time.monotonic()
+        outcome = corrupt or self._execute(fields)
+        duration = time.monotonic() - started
+        # Failures are rare: only a success takes the next job in the same step.
+        next_claim = chain() if chain is not None and outcome.exc is None else None
+        try:
+            return self._record(item, fields, outcome, duration, next_claim)
+        except REDIS_DOWN as exc:
+            self._redis_down(exc, "recording a job's outcome")
+            if next_claim is not None:
+                # The step may have run with its reply lost: a job it took under the next
+                # claim goes back once Redis answers; retries take nothing.
+                self._orphans.append(next_claim)
+        self._until_recorded(lambda: self._record(item, fields, outcome, duration))
+        return None
 
     def _execute(self, fields: Dict[str, str]) -> Outcome:
         try:
@@ -236,13 +329,35 @@ class RedisSource(WorkSource):
             return Outcome(exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
                            exc_mro=tuple(mro_names(type(exc))), retryable=True)
         try:
+            next_stage = None
+            if isinstance(result, Next):
+                next_stage = result.prepare(self.client, self.keys.namespace)
+                result = result.result
             return Outcome(result=serializer.dumps(result, "return value"),
-                           serializer=serializer.name)
-        except TypeError as exc:  # deterministic: retrying would fail the same way
-            return Outcome(exc=("TypeError", str(exc), traceback.format_exc()))
+                           serializer=serializer.name, next_stage=next_stage)
+        except (TypeError, ValueError) as exc:  # deterministic: a retry would fail the same
+            return Outcome(exc=(type(exc).__name__, str(exc), traceback.format_exc()))
 
     def _prepare(self, fields: Dict[str, str]) -> Tuple[Callable[..., Any], list, dict, Any]:
         name = fields.get("func", "")
+        # Cached only once allowed and imported: a hit needs no check again.
+        func = self._functions.get(name) or self._allowed_function(name)
+        self._check_serializer(fields.get("serializer", "json"), f"job of {_short(name)}")
+        try:
+            serializer = get_serializer(fields.get("serializer", "json"))
+            args = _loads(serializer, fields.get("args"), "[]", list)
+            kwargs = _loads(serializer, fields.get("kwargs"), "{}", dict)
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise ValueError("arguments are not a list and a dict")
+        except Exception as exc:
+            raise Refused("ValueError", f"corrupt job data: cannot decode the arguments of "
+                                        f"{name}: {exc}") from None
+        if fields.get("callback_of"):  # a callback or webhook: (job, result or error) first
+            args = [*self._callback_arguments(fields), *args]
+        return func, args, kwargs, serializer
+
+    def _allowed_function(self, name: str) -> Callable[..., Any]:
+        """The function a job names, checked against the allow-list before any import."""
         try:
             module, _ = split_function_name(name)
         except ValueError as exc:
@@ -254,36 +369,85 @@ class RedisSource(WorkSource):
                           f"matches none of its allowed prefixes ({allowed}); start the worker "
                           f"with --allow {module.split('.')[0]} to run it")
         try:
-            serializer = get_serializer(fields.get("serializer", "json"))
-            args = serializer.loads(fields.get("args", "[]"))
-            kwargs = serializer.loads(fields.get("kwargs", "{}"))
-            if not isinstance(args, list) or not isinstance(kwargs, dict):
-                raise ValueError("arguments are not a list and a dict")
-        except Exception as exc:
-            raise Refused("ValueError", f"corrupt job data: cannot decode the arguments of "
-                                        f"{name}: {exc}") from None
-        try:
             func = resolve_function(name)
         except Exception as exc:
-            raise Refused(type_name(type(exc)), f"cannot import {name}: {exc}") from None
-        return func, args, kwargs, serializer
+            raise Refused(type_name(type(exc)),
+                          f"cannot import {_short(name)}: {_short(str(exc))}") from None
+        self._functions[name] = func
+        return func
 
-    def _record(self, item: WorkItem, fields: Dict[str, str], outcome: Outcome) -> None:
+    def _check_serializer(self, name: str, what: str) -> None:
+        if name == "pickle" and not self.allow_pickle:
+            raise Refused(type_name(errors.NotAllowed),
+                          f"the {what} carries a pickled payload, which this worker does not "
+                          "accept (unpickling runs code chosen by whoever can write to "
+                          "Redis); start the worker with --allow-pickle "
+                          "(Supervisor(allow_pickle=True)) if your Redis is trusted")
+
+    def _callback_arguments(self, fields: Dict[str, str]) -> Tuple[Any, Any]:
+        parent_id = fields["callback_of"]
+        self._check_serializer(fields.get("parent_serializer", "json"),
+                               f"result of job {parent_id}")
+        try:
+            # The parent may be gone already (result_ttl=0): the job then has its id only.
+            stored = self.client.hgetall(self.keys.job(parent_id))
+            parent = Job(parent_id, self.client, self.keys.namespace, stored)
+            return callback_arguments(fields, parent)
+        except REDIS_DOWN:
+            raise
+        except Exception as exc:
+            raise Refused("ValueError", f"corrupt callback data for job {parent_id}: "
+                                        f"{exc}") from None
+
+    def _record(self, item: WorkItem, fields: Dict[str, str], outcome: Outcome,
+                duration: float, next_claim: Optional[str] = None) -> Optional[WorkItem]:
+        """Record the outcome; with a next claim, a success also takes the next job, which
+        is returned."""
         queue = fields.get("queue", "")
+        following = None
         if outcome.exc is None:
-            recorded = self.steps.complete(item.claim, item.item_id, queue, outcome.result,
-                                           outcome.serializer)
+            if next_claim is None:
+                recorded = self.hot_steps.complete(item.claim, item.item_id, queue, outcome.result,
+                                               outcome.serializer, self.name, outcome.next_stage)
+            else:
+                take = (next_claim, self._take_order(), int(self.lease_seconds * 1000))
+                recorded, taken = self.hot_steps.complete(
+                    item.claim, item.item_id, queue, outcome.result, outcome.serializer,
+                    self.name, outcome.next_stage, take)
+                following = _work_item(next_claim, taken)
+            event = "finished"
         else:
             retry_at = None
             if outcome.retryable:
                 attempts = int(_number(fields.get("attempts"), 0)) + 1
                 delay = policy_of(fields.get("retry")).next_delay(outcome.exc_mro, attempts)
                 retry_at = None if delay is None else now_ms() + int(delay * 1000)
-            recorded = self.steps.fail(item.claim, item.item_id, queue, outcome.exc,
-                                       retry_at) != -1
+            code = self.steps.fail(item.claim, item.item_id, queue, outcome.exc, retry_at,
+                                   self.name)
+            recorded, event = code != -1, ("retry" if code == 2 else "failed")
         if not recorded:
             log.warning("job %s: its lease was lost (claim %s is stale), so its outcome is "
                         "dropped; the job runs again elsewhere", item.item_id, item.claim)
+        else:
+            self._log_transition(event, item.item_id, queue, duration, outcome.exc)
+        return following
+
+    def _log_transition(self, event: str, job_id: str, queue: str,
+                        duration: Optional[float] = None,
+                        exc: Optional[Tuple[str, str, str]] = None) -> None:
+        """One structured line per transition this worker makes (events.py has the stream)."""
+        if not log.isEnabledFor(logging.INFO):
+            return
+        extra: Dict[str, Any] = {"event": event, "job_id": job_id, "queue": queue,
+                                 "worker": self.name}
+        detail = ""
+        if duration is not None:
+            extra["duration"] = round(duration, 6)
+            detail = f" in {duration:.3f} s"
+        if exc is not None:
+            extra["exc_type"] = exc[0]
+            detail += f": {exc[0]}: {exc[1]}"[:300]
+        log.info("job %s %s%s", job_id, event, detail, extra=extra)
 
     def _until_recorded(self, record: Callable[[], None]) -> None:
         """Retry a job's bookkeeping until Redis takes it: a job that ran is never lost."""
@@ -299,7 +463,8 @@ class RedisSource(WorkSource):
 
     def give_back(self, item: WorkItem) -> None:
         queue = text(item.payload.get("queue", b""))
-        self._until_recorded(lambda: self.steps.requeue_front(item.claim, item.item_id, queue))
+        self._until_recorded(lambda: self.steps.requeue_front(item.claim, item.item_id, queue,
+                                                              self.name, "requeued"))
 
     # ---- supervisor side: never raises because Redis is away (leases cover the gap) ----
     def _guarded(self, doing: str, action: Callable[[], T]) -> Optional[T]:
@@ -339,6 +504,8 @@ class RedisSource(WorkSource):
         self._guarded("heartbeating", lambda: registry.heartbeat(info, self.queues))
         if time.monotonic() >= self._recover_not_before:
             self._guarded("recovering expired leases", self.maintain)
+        self._guarded("running the cron scheduler",
+                      lambda: run_scheduler(self.client, self.keys, self.name))
 
     def maintain(self) -> Tuple[int, int]:
         """Recover expired leases, at most once per interval across all supervisors."""
@@ -372,7 +539,11 @@ class RedisSource(WorkSource):
         if found is None:
             return False
         job_id, fields = found
-        return self.steps.requeue_front(claim, job_id, text(fields.get("queue", b"")))
+        queue = text(fields.get("queue", b""))
+        requeued = self.steps.requeue_front(claim, job_id, queue, self.name, "interrupted")
+        if requeued:
+            self._log_transition("interrupted", job_id, queue)
+        return requeued
 
     def lost(self, claim: str, reason: str) -> None:
         message = f"the worker child running this job died: {reason}"
@@ -394,5 +565,30 @@ class RedisSource(WorkSource):
         attempts = int(_number(fields.get("attempts"), 0)) + 1
         delay = policy_of(fields.get("retry")).next_delay(mro_names(cls), attempts)
         retry_at = None if delay is None else now_ms() + int(delay * 1000)
-        return self.steps.fail(claim, job_id, fields.get("queue", ""),
-                               (type_name(cls), message, ""), retry_at)
+        code = self.steps.fail(claim, job_id, fields.get("queue", ""),
+                               (type_name(cls), message, ""), retry_at, self.name)
+        if code != -1:
+            self._log_transition("retry" if code == 2 else "failed", job_id,
+                                 fields.get("queue", ""), exc=(type_name(cls), message, ""))
+        return code
+
+    def stop_requested(self, claims: Sequence[str]) -> Sequence[str]:
+        """The running claims whose jobs were canceled (job.cancel() / rqconc cancel)."""
+        if not claims:
+            return ()
+
+        def read() -> List[str]:
+            pipe = self.client.pipeline(transaction=False)
+            pipe.smembers(self.keys.canceling)
+            pipe.hmget(self.keys.claims, list(claims))
+            canceling, job_ids = pipe.execute()
+            wanted = {text(i) for i in canceling}
+            return [c for c, i in zip(claims, job_ids) if i is not None and text(i) in wanted]
+        return self._guarded("reading cancel requests", read) or ()
+
+    def canceled(self, claim: str) -> None:
+        def cancel() -> None:
+            job_id = self.client.hget(self.keys.claims, claim)
+            if job_id is not None and self.steps.cancel(text(job_id), claim, self.name) == 1:
+                self._log_transition("canceled", text(job_id), "")
+        self._guarded("canceling a stopped job", cancel)

@@ -2,14 +2,23 @@
 
 A worker whose lease was lost (the job was recovered and may run elsewhere) presents a
 stale claim and gets -1: it must drop its result, so a job is never completed twice.
-Waiters of job.get() block on done:<id>; the outcome is pushed there once, in this step.
+In the same step: waiters of job.get() are woken (done:<id>, only if one marked the job), dependents waiting on this
+job are released, follow-up jobs (on_success, success_url) are created, and, when the job
+returned rqconc.Next, the next stage of its flow is enqueued, so a crash can neither drop
+nor duplicate it.
 
 KEYS[1]          active              leased jobs
 KEYS[2]          claims              claim -> job id
 KEYS[3]          job:<id>            the job's hash
 KEYS[4]          started:<queue>     running jobs of its queue
 KEYS[5]          finished:<queue>    finished jobs, score = expiry time (ms; +inf: kept forever)
-KEYS[6]          done:<id>           completion list
+KEYS[6]          done:<id>           completion list (pushed only when job.get() waits)
+KEYS[7]          seq                 INCR counter
+KEYS[8]          events              the event stream
+KEYS[9]          canceling           jobs asked to stop while running
+KEYS[10..]       with a next claim: 4 keys per listened queue, as in take
+                 (q, marker, scheduled, started), nq queues
+KEYS[10+4nq..]   with a next stage: queues, job:<next id>, done:<next id>
 
 ARGV[1]          claim
 ARGV[2]          job id
@@ -17,46 +26,100 @@ ARGV[3]          now (ms)
 ARGV[4]          the serialized return value
 ARGV[5]          the serializer's name ("json" or "pickle")
 ARGV[6]          seconds done:<id> lives when result_ttl is 0 (so current waiters see it)
+ARGV[7]          namespace prefix "{ns}:"
+ARGV[8]          worker name
+ARGV[9]          the next claim, or "" to take nothing
+ARGV[10]         lease length (ms) of the next take
+ARGV[11]         how many due scheduled jobs to promote per queue at most
+ARGV[12]         nq, the number of listened queues (0 without a next claim)
+ARGV[13...]      with a next stage: its id, queue name, k, then k field/value pairs
 
-Returns 1 when recorded, -1 when the claim is stale (nothing written).
+Returns {1} when recorded, {1, next} when recorded and a next claim was given (next as the
+take step returns it: the job's fields, or the earliest due time / -1), {-1} when the claim
+is stale (nothing written, nothing taken).
+
+Every job pays for this step, so it reads the job once (one HMGET) and skips what a plain
+job does not have: no dependents, callbacks, flow stage, waiter or kept result.
 ]]
--- Counters are read with tonumber, not HINCRBY: a corrupt field must not break this step.
-local function bump(key, field)
-  local value = (tonumber(redis.call('HGET', key, field)) or 0) + 1
-  redis.call('HSET', key, field, value)
-  return value
-end
+local NS, SEQ, EVENTS, NOW, WORKER = ARGV[7], KEYS[7], KEYS[8], ARGV[3], ARGV[8]
+--#include lifecycle
+--#include take
 
 local claim, id, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
-if redis.call('HGET', KEYS[2], claim) ~= id or redis.call('HGET', KEYS[3], 'token') ~= claim then
-  return -1
+local key, done = KEYS[3], KEYS[6]
+local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl', 'flow_id',
+  'on_success_jobs', 'cancel_requested', 'waiters')
+local token, queue, attempts, result_ttl, flow_id, followups, cancel_requested, waiters =
+  unpack(job, 1, 8)
+-- The token is the fence: it is the claim of the run that holds the lease, or nothing.
+if token ~= claim then
+  return {-1}
 end
+local nq = tonumber(ARGV[12])
+local ttl = whole_number(result_ttl, -1, MAX_TTL, 500)
 
 redis.call('HDEL', KEYS[2], claim)
 redis.call('ZREM', KEYS[1], id)
 redis.call('ZREM', KEYS[4], id)
-redis.call('HDEL', KEYS[3], 'token')
-bump(KEYS[3], 'attempts')
-redis.call('HSET', KEYS[3], 'status', 'finished', 'ended_at', ARGV[3])
--- Entries are scored by expiry, so trimming the expired ones costs O(log n + trimmed).
-redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
-
-redis.call('DEL', KEYS[6])
-redis.call('RPUSH', KEYS[6], 'finished:' .. ARGV[5] .. ':' .. ARGV[4])
-
-local ttl = tonumber(redis.call('HGET', KEYS[3], 'result_ttl')) or 500
-if ttl == 0 then
-  -- Keep nothing: the waiters already blocked get the outcome from done:<id>.
-  redis.call('DEL', KEYS[3])
-  redis.call('EXPIRE', KEYS[6], ARGV[6])
-elseif ttl < 0 then
-  redis.call('HSET', KEYS[3], 'result', ARGV[4])
-  redis.call('PERSIST', KEYS[3])
-  redis.call('ZADD', KEYS[5], '+inf', id)
-else
-  redis.call('HSET', KEYS[3], 'result', ARGV[4])
-  redis.call('EXPIRE', KEYS[3], ttl)
-  redis.call('EXPIRE', KEYS[6], ttl)
-  redis.call('ZADD', KEYS[5], now + ttl * 1000, id)
+if cancel_requested then
+  redis.call('SREM', KEYS[9], id)  -- finishing first wins over a cancel request
 end
-return 1
+emit('finished', id, queue)
+
+local next_stage = ARGV[13]
+-- A job kept for 0 s is deleted below: writing its end state first only matters when a
+-- follow-up or next stage reads it in this step.
+if ttl ~= 0 or followups or next_stage then
+  redis.call('HDEL', key, 'token', 'cancel_requested')
+  local count = (tonumber(attempts) or 0) + 1
+  if ttl ~= 0 then
+    redis.call('HSET', key, 'status', 'finished', 'ended_at', NOW, 'attempts', count,
+      'result', ARGV[4])
+  else
+    redis.call('HSET', key, 'status', 'finished', 'ended_at', NOW, 'attempts', count)
+  end
+end
+
+if next_stage then  -- the next stage of a flow
+  local next_queue, k = ARGV[14], tonumber(ARGV[15])
+  local stage_keys = 10 + 4 * nq
+  local next_key = KEYS[stage_keys + 1]
+  local flow = flow_id or id
+  redis.call('SADD', KEYS[stage_keys], next_queue)
+  redis.call('DEL', KEYS[stage_keys + 2])
+  redis.call('HSET', next_key, unpack(ARGV, 16, 15 + 2 * k))
+  redis.call('HSET', next_key, 'flow_id', flow, 'prev_id', id)
+  redis.call('HSET', key, 'flow_id', flow, 'next_id', next_stage)
+  push_queued(next_stage, next_key, false)
+end
+
+settle_dependents(id, true)
+spawn_followups(id, key, 'success', 'parent_result', ARGV[4], followups)
+
+-- get() marks a job it waits for (await.lua), so nobody-waits costs nothing here; a later
+-- get() reads the result from the hash.
+if waiters then
+  redis.call('DEL', done)
+  redis.call('RPUSH', done, 'finished:' .. ARGV[5] .. ':' .. ARGV[4])
+  redis.call('EXPIRE', done, ttl > 0 and ttl or ARGV[6])
+end
+
+if ttl == 0 then
+  redis.call('DEL', key)
+else
+  -- Entries are scored by expiry, so trimming the expired ones costs O(log n + trimmed).
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', now)
+  if ttl < 0 then
+    redis.call('PERSIST', key)
+    redis.call('PERSIST', done)
+    redis.call('ZADD', KEYS[5], '+inf', id)
+  else
+    redis.call('EXPIRE', key, ttl)
+    redis.call('ZADD', KEYS[5], now + ttl * 1000, id)
+  end
+end
+if ARGV[9] == '' then
+  return {1}
+end
+return {1, take_next(ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11]), KEYS[1], KEYS[2], 10, nq,
+  false)}

@@ -1,58 +1,151 @@
---[[ enqueue: store a batch of new jobs of one queue, waiting now or scheduled for later.
+--[[ enqueue: store a batch of new jobs of one queue, waiting now, scheduled, or deferred.
 
-One call for a whole batch, so `enqueue_many` is one round trip and all-or-nothing.
+One call for a whole batch, so `enqueue_many` is one round trip and all-or-nothing. A job's
+hash holds only the fields that differ from their defaults (rqconc/job.py lists them), plus
+`queue` and `created_at` (ARGV[1] and ARGV[2]) and its state; the fields shared by the whole
+batch (its options) are sent once and written into each hash.
+A job with a `depends_on` field (JSON list of parent ids) waits `deferred` until every
+parent has finished (see settle_dependents in include/lifecycle.lua); if a parent already
+failed for good or was canceled, the job is canceled at once, unless its `allow_failure`
+field is "1".
 
 KEYS[1]          seq                 INCR counter: FIFO order within a priority
 KEYS[2]          queues              set of known queue names
 KEYS[3]          q:<queue>           waiting jobs, score = (100 - priority) * 2^32 + 2^31 + seq
 KEYS[4]          marker:<queue>      wake-up marker that idle workers BZPOPMIN
 KEYS[5]          scheduled:<queue>   delayed jobs, score = due time (ms)
-KEYS[4+2i]       job:<id>            the i-th job's hash (i = 1..n)
-KEYS[5+2i]       done:<id>           the i-th job's completion list
+KEYS[6]          events              the event stream
+KEYS[6+i]        job:<id>            the i-th job's hash (i = 1..n)
 
 ARGV[1]          queue name
-ARGV[2]          now (ms since the epoch)
+ARGV[2]          now (ms since the epoch): created_at, enqueued_at, and event times
 ARGV[3]          due time (ms), or "" to wait in the queue at once
 ARGV[4]          n, the number of jobs
-ARGV[5...]       per job: id, priority, k, then k field/value pairs of its hash
+ARGV[5]          namespace prefix "{ns}:" (done:<id> and parents' keys are completed from it)
+ARGV[6]          the jobs' priority (0..100)
+ARGV[7]          "1" when the caller chose the ids: one that exists is refused, and its
+                 done:<id> cleared; "" for fresh random ids, which need neither
+ARGV[8]          c, then c field/value pairs that every job's hash holds
+ARGV[9+2c...]    per job: id, k, then k field/value pairs of its own
 
 Returns {1, n} when every job was stored,
-        {0, id} when a job with that id already exists (then nothing at all is written).
+        {0, id} when a job with that id already exists,
+        {2, id} when a job depends on a parent id that does not exist
+        (in both refusals nothing at all is written).
 ]]
-local now, due, n = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local NS, SEQ, EVENTS, NOW, WORKER = ARGV[5], KEYS[1], KEYS[6], ARGV[2], ''
+--#include lifecycle
 
--- First pass: check every id before writing anything, so a batch is all-or-nothing.
-local jobs, pos = {}, 5
-for i = 1, n do
-  local k = tonumber(ARGV[pos + 2])
-  if redis.call('EXISTS', KEYS[4 + 2 * i]) == 1 then
-    return {0, ARGV[pos]}
+local queue, due, n, chosen_ids = ARGV[1], ARGV[3], tonumber(ARGV[4]), ARGV[7] == '1'
+local c = tonumber(ARGV[8])
+local common_last = 8 + 2 * c
+
+local function value_of(first, last, name)  -- a field among the pairs ARGV[first..last]
+  for j = first, last, 2 do
+    if ARGV[j] == name then return ARGV[j + 1] end
   end
-  jobs[i] = {id = ARGV[pos], priority = tonumber(ARGV[pos + 1]), first = pos + 3, k = k}
-  pos = pos + 3 + 2 * k
+  return nil
 end
 
-redis.call('SADD', KEYS[2], ARGV[1])
+-- A job's own field wins over a common one, as in its hash (written after them).
+local function field_of(job, name)
+  return value_of(job.first, job.last, name) or value_of(9, common_last, name)
+end
+
+-- First pass: check every id and parent before writing anything (all-or-nothing).
+local jobs, pos = {}, common_last + 1
 for i = 1, n do
-  local job, key = jobs[i], KEYS[4 + 2 * i]
-  local fields = {}
-  for j = job.first, job.first + 2 * job.k - 1 do
-    fields[#fields + 1] = ARGV[j]
+  local job = {id = ARGV[pos], key = KEYS[6 + i], first = pos + 2,
+    last = pos + 1 + 2 * tonumber(ARGV[pos + 1])}
+  if chosen_ids and redis.call('EXISTS', job.key) == 1 then
+    return {0, job.id}
   end
-  -- A reused id must not wake its waiters with an older outcome.
-  redis.call('DEL', KEYS[5 + 2 * i])
-  redis.call('HSET', key, unpack(fields))
-  if due == '' then
-    -- A counter, not a clock, orders equal priorities: producers' clocks differ.
-    local score = (100 - job.priority) * 4294967296 + 2147483648 + redis.call('INCR', KEYS[1])
-    redis.call('ZADD', KEYS[3], score, job.id)
-    redis.call('HSET', key, 'status', 'queued', 'enqueued_at', now)
+  local parents = field_of(job, 'depends_on')
+  if parents then
+    job.parents = cjson.decode(parents)
+    for _, parent in ipairs(job.parents) do
+      if redis.call('EXISTS', job_key(parent)) == 0 then
+        return {2, parent}
+      end
+    end
+  end
+  jobs[i] = job
+  pos = job.last + 1
+end
+
+-- Wait for the parents still running; returns whether one of them already failed for good.
+local function wait_for_parents(job, order)
+  local pending, doomed = 0, nil
+  local allow_failure = field_of(job, 'allow_failure') == '1'
+  for _, parent in ipairs(job.parents) do
+    local status = redis.call('HGET', job_key(parent), 'status')
+    if status == 'failed' or status == 'canceled' then
+      if not allow_failure then doomed = parent end
+    elseif status ~= 'finished' then
+      pending = pending + 1
+      redis.call('ZADD', dependents_key(parent), order, job.id)
+    end
+  end
+  return pending, doomed
+end
+
+-- The job's hash in one HSET: its queue, creation time and the state fields given, then
+-- the common fields, then its own.
+local function store(job, ...)
+  local fields = {'queue', queue, 'created_at', NOW, ...}
+  for j = 9, common_last do fields[#fields + 1] = ARGV[j] end
+  for j = job.first, job.last do fields[#fields + 1] = ARGV[j] end
+  redis.call('HSET', job.key, unpack(fields))
+end
+
+-- ZADD of many score/member pairs, in chunks that unpack() can take.
+local function add_all(key, pairs)
+  for j = 1, #pairs, 1000 do
+    redis.call('ZADD', key, unpack(pairs, j, math.min(j + 999, #pairs)))
+  end
+end
+
+redis.call('SADD', KEYS[2], queue)
+-- One INCRBY numbers the whole batch in order; the score is queue_score's (lifecycle).
+local first_seq = redis.call('INCRBY', SEQ, n) - n
+local base = (100 - whole_number(ARGV[6], 0, 100, 1)) * 4294967296 + 2147483648 + first_seq
+local waiting, scheduled = {}, {}
+for i = 1, n do
+  local job = jobs[i]
+  if chosen_ids then
+    -- A reused id must not wake its waiters with an older outcome.
+    redis.call('DEL', done_key(job.id))
+  end
+  local pending, doomed = 0, nil
+  if job.parents then
+    pending, doomed = wait_for_parents(job, first_seq + i)
+  end
+  if doomed then
+    store(job)
+    mark_canceled(job.id, job.key, 'job ' .. doomed .. ', which it depends on, did not finish')
+  elseif pending > 0 then
+    if due ~= '' then
+      store(job, 'status', 'deferred', 'pending_deps', pending, 'due_at', due)
+    else
+      store(job, 'status', 'deferred', 'pending_deps', pending)
+    end
+    redis.call('ZADD', deferred_key(queue), NOW, job.id)
+    emit('deferred', job.id, queue)
+  elseif due == '' then
+    store(job, 'status', 'queued', 'enqueued_at', NOW)
+    waiting[#waiting + 1] = base + i
+    waiting[#waiting + 1] = job.id
+    emit('queued', job.id, queue)
   else
-    redis.call('ZADD', KEYS[5], due, job.id)
-    redis.call('HSET', key, 'status', 'scheduled')
+    store(job, 'status', 'scheduled')
+    scheduled[#scheduled + 1] = due
+    scheduled[#scheduled + 1] = job.id
+    emit('scheduled', job.id, queue)
   end
 end
-if due == '' then
+add_all(KEYS[3], waiting)
+add_all(KEYS[5], scheduled)
+if #waiting > 0 then
   redis.call('ZADD', KEYS[4], 0, '0')
 end
 return {1, n}

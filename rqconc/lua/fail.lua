@@ -2,7 +2,9 @@
 
 Whether to retry is decided in Python from the job's Retry policy (it needs the exception's
 class hierarchy); this step only receives the due time of the retry, if any. A retry waits
-in scheduled:<queue> (never in active) and is promoted by a later take.
+in scheduled:<queue> (never in active) and is promoted by a later take. A final failure
+lands in the dead letters, cancels the dependents (unless they allow failure) and creates
+the follow-up jobs (on_failure, failure_url).
 
 KEYS[1]          active              leased jobs
 KEYS[2]          claims              claim -> job id
@@ -11,6 +13,9 @@ KEYS[4]          started:<queue>     running jobs of its queue
 KEYS[5]          failed:<queue>      dead letters, score = failure time (ms)
 KEYS[6]          scheduled:<queue>   delayed and retrying jobs, score = due time (ms)
 KEYS[7]          done:<id>           completion list
+KEYS[8]          seq                 INCR counter
+KEYS[9]          events              the event stream
+KEYS[10]         canceling           jobs asked to stop while running
 
 ARGV[1]          claim
 ARGV[2]          job id
@@ -19,45 +24,51 @@ ARGV[4]          exception type (qualified name)
 ARGV[5]          exception message
 ARGV[6]          traceback text
 ARGV[7]          due time of the retry (ms), or "" when the failure is final
+ARGV[8]          namespace prefix "{ns}:"
+ARGV[9]          worker name
 
 Returns 1 when failed for good, 2 when scheduled for a retry, -1 when the claim is stale
 (nothing written).
 ]]
--- Counters are read with tonumber, not HINCRBY: a corrupt field must not break this step.
-local function bump(key, field)
-  local value = (tonumber(redis.call('HGET', key, field)) or 0) + 1
-  redis.call('HSET', key, field, value)
-  return value
-end
+local NS, SEQ, EVENTS, NOW, WORKER = ARGV[8], KEYS[8], KEYS[9], ARGV[3], ARGV[9]
+--#include lifecycle
 
 local claim, id, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
-if redis.call('HGET', KEYS[2], claim) ~= id or redis.call('HGET', KEYS[3], 'token') ~= claim then
+local key, done = KEYS[3], KEYS[7]
+if redis.call('HGET', KEYS[2], claim) ~= id or redis.call('HGET', key, 'token') ~= claim then
   return -1
 end
 
 redis.call('HDEL', KEYS[2], claim)
 redis.call('ZREM', KEYS[1], id)
 redis.call('ZREM', KEYS[4], id)
-redis.call('HDEL', KEYS[3], 'token')
-bump(KEYS[3], 'attempts')
-redis.call('HSET', KEYS[3], 'exc_type', ARGV[4], 'exc_message', ARGV[5], 'traceback', ARGV[6],
-  'ended_at', ARGV[3])
+redis.call('HDEL', key, 'token')
+bump(key, 'attempts')
+redis.call('HSET', key, 'exc_type', ARGV[4], 'exc_message', ARGV[5], 'traceback', ARGV[6],
+  'ended_at', NOW)
+local queue = redis.call('HGET', key, 'queue')
+
+if redis.call('HGET', key, 'cancel_requested') then  -- asked to stop: no retry
+  redis.call('SREM', KEYS[10], id)
+  mark_canceled(id, key, 'canceled while running')
+  settle_dependents(id, false)
+  return 1
+end
 
 if ARGV[7] ~= '' then
-  redis.call('HSET', KEYS[3], 'status', 'scheduled')
+  redis.call('HSET', key, 'status', 'scheduled')
   redis.call('ZADD', KEYS[6], ARGV[7], id)
+  emit('retry', id, queue, 'exc_type', ARGV[4], 'due', ARGV[7])
   return 2
 end
 
-redis.call('HSET', KEYS[3], 'status', 'failed')
+redis.call('HSET', key, 'status', 'failed')
 redis.call('ZADD', KEYS[5], now, id)
-redis.call('DEL', KEYS[7])
-redis.call('RPUSH', KEYS[7], 'failed:' .. cjson.encode({ARGV[4], ARGV[5], ARGV[6]}))
-local ttl = tonumber(redis.call('HGET', KEYS[3], 'failure_ttl')) or -1
-if ttl > 0 then
-  redis.call('EXPIRE', KEYS[3], ttl)
-  redis.call('EXPIRE', KEYS[7], ttl)
-else
-  redis.call('PERSIST', KEYS[3])
-end
+local outcome = cjson.encode({ARGV[4], ARGV[5], ARGV[6]})
+redis.call('DEL', done)
+redis.call('RPUSH', done, 'failed:' .. outcome)
+keep_for_failure_ttl(key, done)
+emit('failed', id, queue, 'exc_type', ARGV[4])
+settle_dependents(id, false)
+spawn_followups(id, key, 'failure', 'parent_exc', outcome)
 return 1

@@ -5,32 +5,34 @@ full retry budget again.
 
 KEYS[1]          seq                 INCR counter: FIFO order within a priority
 KEYS[2]          failed:<queue>      dead letters
-KEYS[3]          q:<queue>           waiting jobs
-KEYS[4]          marker:<queue>      wake-up marker
-KEYS[5]          job:<id>            the job's hash
-KEYS[6]          done:<id>           its completion list (holds the old outcome)
+KEYS[3]          job:<id>            the job's hash
+KEYS[4]          done:<id>           its completion list (holds the old outcome)
+KEYS[5]          events              the event stream
 
 ARGV[1]          job id
 ARGV[2]          now (ms since the epoch)
+ARGV[3]          namespace prefix "{ns}:"
 
 Returns 1 when requeued, 0 when the id is not a dead letter of this queue (or its data
 expired, in which case the stale entry is dropped).
 ]]
-if not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+local NS, SEQ, EVENTS, NOW, WORKER = ARGV[3], KEYS[1], KEYS[5], ARGV[2], ''
+--#include lifecycle
+
+local id, key = ARGV[1], KEYS[3]
+if not redis.call('ZSCORE', KEYS[2], id) then
   return 0
 end
-redis.call('ZREM', KEYS[2], ARGV[1])
-if redis.call('EXISTS', KEYS[5]) == 0 then
+redis.call('ZREM', KEYS[2], id)
+if redis.call('EXISTS', key) == 0 then
   return 0
 end
-local priority = tonumber(redis.call('HGET', KEYS[5], 'priority')) or 1
 -- Waiters must not see the old failure as the outcome of the new run.
-redis.call('DEL', KEYS[6])
-redis.call('HDEL', KEYS[5], 'exc_type', 'exc_message', 'traceback', 'ended_at', 'started_at',
+redis.call('DEL', KEYS[4])
+redis.call('HDEL', key, 'exc_type', 'exc_message', 'traceback', 'ended_at', 'started_at',
   'result', 'token', 'worker')
-redis.call('HSET', KEYS[5], 'status', 'queued', 'attempts', 0, 'lost', 0, 'enqueued_at', ARGV[2])
-redis.call('PERSIST', KEYS[5])
-local score = (100 - priority) * 4294967296 + 2147483648 + redis.call('INCR', KEYS[1])
-redis.call('ZADD', KEYS[3], score, ARGV[1])
-redis.call('ZADD', KEYS[4], 0, '0')
+redis.call('HSET', key, 'attempts', 0, 'lost', 0)
+redis.call('PERSIST', key)
+emit('requeued', id, redis.call('HGET', key, 'queue'))
+push_queued(id, key, false)
 return 1

@@ -1,34 +1,45 @@
 --[[ requeue_front: put a leased job back at the FRONT of its queue, untouched.
 
-Used when a child received a job it may not start (give-back) and for jobs interrupted by a
-cold shutdown: this is not a failed attempt, so `attempts` is left alone. The score puts it
-ahead of every waiting job of its priority (2^31 - seq instead of 2^31 + seq).
+Used when a child received a job it may not start (give-back, event "requeued") and for
+jobs interrupted by a cold shutdown (event "interrupted"): this is not a failed attempt, so
+`attempts` is left alone. The score puts it ahead of every waiting job of its priority.
+A job that was asked to stop (canceled while running) is canceled instead.
 
 KEYS[1]          seq                 INCR counter
 KEYS[2]          active              leased jobs
 KEYS[3]          claims              claim -> job id
 KEYS[4]          job:<id>            the job's hash
-KEYS[5]          q:<queue>           its queue
-KEYS[6]          marker:<queue>      its wake-up marker
-KEYS[7]          started:<queue>     running jobs of its queue
+KEYS[5]          started:<queue>     running jobs of its queue
+KEYS[6]          events              the event stream
+KEYS[7]          canceling           jobs asked to stop while running
 
 ARGV[1]          claim
 ARGV[2]          job id
+ARGV[3]          now (ms)
+ARGV[4]          namespace prefix "{ns}:"
+ARGV[5]          worker name
+ARGV[6]          the event to record: "requeued" or "interrupted"
 
-Returns 1 when requeued, 0 when the claim is unknown or stale (a no-op).
+Returns 1 when requeued (or canceled), 0 when the claim is unknown or stale (a no-op).
 ]]
-local claim, id = ARGV[1], ARGV[2]
-if redis.call('HGET', KEYS[3], claim) ~= id or redis.call('HGET', KEYS[4], 'token') ~= claim then
+local NS, SEQ, EVENTS, NOW, WORKER = ARGV[4], KEYS[1], KEYS[6], ARGV[3], ARGV[5]
+--#include lifecycle
+
+local claim, id, key = ARGV[1], ARGV[2], KEYS[4]
+if redis.call('HGET', KEYS[3], claim) ~= id or redis.call('HGET', key, 'token') ~= claim then
   return 0
 end
 
 redis.call('HDEL', KEYS[3], claim)
 redis.call('ZREM', KEYS[2], id)
-redis.call('ZREM', KEYS[7], id)
-redis.call('HDEL', KEYS[4], 'token')
-redis.call('HSET', KEYS[4], 'status', 'queued')
-local priority = tonumber(redis.call('HGET', KEYS[4], 'priority')) or 1
-local score = (100 - priority) * 4294967296 + 2147483648 - redis.call('INCR', KEYS[1])
-redis.call('ZADD', KEYS[5], score, id)
-redis.call('ZADD', KEYS[6], 0, '0')
+redis.call('ZREM', KEYS[5], id)
+redis.call('HDEL', key, 'token')
+if redis.call('HGET', key, 'cancel_requested') then
+  redis.call('SREM', KEYS[7], id)
+  mark_canceled(id, key, 'canceled while running')
+  settle_dependents(id, false)
+  return 1
+end
+emit(ARGV[6], id, redis.call('HGET', key, 'queue'))
+push_queued(id, key, true)
 return 1

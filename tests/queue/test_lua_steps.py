@@ -54,7 +54,10 @@ def test_enqueue_in_puts_the_job_in_the_scheduled_zset(queue, client, keys):
 def test_take_leases_the_job_with_its_claim_as_fencing_token(queue, steps, client, keys):
     job = queue.enqueue("tests.queue.tasks:add", 1, 2)
     job_id, fields = take(steps, "claim-1")
-    assert job_id == job.id and fields["status"] == b"started" and fields["token"] == b"claim-1"
+    assert job_id == job.id and fields["func"] == b"tests.queue.tasks:add"
+    assert fields["args"] == b"[1,2]" and fields["queue"] == b"default"
+    assert fields_of(client, keys, job.id)["token"] == "claim-1"
+    assert fields_of(client, keys, job.id)["status"] == "started"
     assert client.hget(keys.claims, "claim-1") == job.id.encode()
     deadline = client.zscore(keys.active, job.id) / 1000
     assert abs(deadline - (time.time() + LEASE_MS / 1000)) < 5
@@ -119,6 +122,7 @@ def test_renew_ignores_unknown_and_stale_claims(queue, steps, client, keys):
 def test_complete_records_the_result_and_wakes_waiters(queue, steps, client, keys):
     job = queue.enqueue("tests.queue.tasks:add", 1, 2)
     take(steps, "claim-1")
+    assert steps.await_outcome(job.id)[0] == 2  # what job.get() does before it blocks
     assert steps.complete("claim-1", job.id, "default", "3", "json") is True
     stored = fields_of(client, keys, job.id)
     assert stored["status"] == "finished" and stored["result"] == "3"
@@ -130,6 +134,14 @@ def test_complete_records_the_result_and_wakes_waiters(queue, steps, client, key
     assert client.lrange(keys.done(job.id), 0, -1) == [b"finished:json:3"]
     assert 0 < client.ttl(keys.job(job.id)) <= 500
     assert job.get(timeout=1) == 3
+
+
+def test_complete_pushes_no_outcome_list_when_nobody_waits(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    take(steps, "claim-1")
+    assert steps.complete("claim-1", job.id, "default", "3", "json") is True
+    assert not client.exists(keys.done(job.id))
+    assert job.get(timeout=1) == 3  # read from the job's hash
 
 
 def test_complete_with_a_stale_claim_writes_nothing(queue, steps, client, keys):
@@ -223,3 +235,29 @@ def test_recover_dead_letters_a_poison_pill_after_three_lost_leases(queue, steps
     assert exc_type == "rqconc.errors.WorkerLost" and "poison pill" in message
     assert client.zscore(keys.failed("default"), job.id) is not None
     assert len(queue) == 0
+
+
+# ---- complete chained with the next take: one round trip per job while work waits ----
+
+def test_complete_can_take_the_next_job_in_the_same_step(queue, steps, client, keys):
+    first = queue.enqueue("tests.queue.tasks:add", 1, 1)
+    second = queue.enqueue("tests.queue.tasks:add", 2, 2)
+    job_id, _ = steps.take("claim-1", ["default"], 5000, "w")
+    recorded, taken = steps.complete("claim-1", job_id, "default", "2", "json", "w",
+                                     next_take=("claim-2", ["default"], 5000))
+    assert recorded and job_id == first.id and taken[0] == second.id
+    assert first.status == "finished" and second.status == "started"
+    assert client.hget(keys.claims, "claim-2") == second.id.encode()
+    recorded, taken = steps.complete("claim-2", second.id, "default", "4", "json", "w",
+                                     next_take=("claim-3", ["default"], 5000))
+    assert recorded and taken == -1  # nothing left: the earliest due time, none
+
+
+def test_a_stale_complete_takes_nothing(queue, steps, client, keys):
+    job = queue.enqueue("tests.queue.tasks:add", 1, 1)
+    queue.enqueue("tests.queue.tasks:add", 2, 2)
+    steps.take("claim-1", ["default"], 5000, "w")
+    steps.requeue_front("claim-1", job.id, "default")
+    assert steps.complete("claim-1", job.id, "default", "2", "json", "w",
+                          next_take=("claim-2", ["default"], 5000)) == (False, None)
+    assert client.hget(keys.claims, "claim-2") is None and queue.count == 2

@@ -110,10 +110,20 @@ def test_result_ttl_zero_keeps_nothing_but_current_waiters_get_the_value(queue, 
     assert client.zcard(keys.finished("default")) == 0
 
 
+def test_result_ttl_minus_one_keeps_what_a_waiter_blocks_on_forever(queue, source, client,
+                                                                    keys):
+    job = queue.enqueue(tasks.add, 1, 2, result_ttl=-1)
+    thread = run_later(source, 0.3)
+    assert job.get(timeout=5) == 3
+    thread.join(5)
+    assert client.ttl(keys.job(job.id)) == -1 and client.ttl(keys.done(job.id)) == -1
+
+
 def test_result_ttl_minus_one_keeps_the_result_forever(queue, source, client, keys):
     job = queue.enqueue(tasks.add, 1, 2, result_ttl=-1)
     take_and_run(source)
-    assert client.ttl(keys.job(job.id)) == -1 and client.ttl(keys.done(job.id)) == -1
+    assert client.ttl(keys.job(job.id)) == -1
+    assert not client.exists(keys.done(job.id))  # nobody waited: no outcome list
     assert job.return_value == 3
 
 

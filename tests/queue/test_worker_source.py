@@ -245,3 +245,34 @@ def test_a_worker_not_heard_from_within_its_ttl_drops_out(redis_url, client):
     source.supervisor_started(info("ghost"))
     assert [w["name"] for w in list_workers(client)] == ["ghost"]
     wait_for(lambda: list_workers(client) == [], timeout=3, message="the entry to expire")
+
+
+def test_perform_with_a_next_claim_returns_the_next_job_taken_in_the_same_step(queue, source):
+    first, second = queue.enqueue(tasks.add, 1, 1), queue.enqueue(tasks.add, 2, 2)
+    item = source.take("claim-1", 0.1)
+    following = source.perform(item, lambda: "claim-2")
+    assert following.item_id == second.id and following.claim == "claim-2"
+    assert first.get(timeout=1) == 2 and second.status == JobStatus.STARTED
+    assert source.perform(following, lambda: "claim-3") is None
+    assert second.get(timeout=1) == 4
+
+
+def test_the_next_claim_is_asked_for_only_after_a_success(queue, source):
+    queue.enqueue(tasks.boom)
+    queue.enqueue(tasks.add, 1, 1)
+    asked = []
+    assert source.perform(source.take("claim-1", 0.1), lambda: asked.append(1)) is None
+    assert asked == []
+
+
+def test_pickle_jobs_run_only_on_a_worker_that_opted_in(redis_url, make_source):
+    from rqconc.queue import Queue
+
+    queue = Queue("pickled", connection=redis_url, serializer="pickle")
+    refused, accepted = queue.enqueue(tasks.add, 1, 2), queue.enqueue(tasks.add, 3, 4)
+    take_and_run(make_source(["pickled"]), "claim-1")
+    with pytest.raises(JobFailed, match="allow-pickle") as caught:
+        refused.get(timeout=1)
+    assert caught.value.exc_type == "rqconc.errors.NotAllowed"
+    take_and_run(make_source(["pickled"], allow_pickle=True), "claim-2")
+    assert accepted.get(timeout=1) == 7

@@ -38,11 +38,15 @@ def test_suspend_lets_busy_children_finish_takes_nothing_new_and_resume_undoes_i
 
 def test_a_timed_suspension_ends_by_itself(redis_server, start_redis_worker):
     start_redis_worker("threading", 1, redis_server.url)
-    suspend(redis_server.url, duration=1.0)
+    wait_for(lambda: registry_state(redis_server) == "idle", message="worker up")
+    suspended_at = time.time()
+    suspend(redis_server.url, duration=2.0)
+    wait_for(lambda: registry_state(redis_server) == "suspended", message="suspended state")
     job = Queue(connection=redis_server.url).enqueue("tests.worker.jobs:add", 2, 2)
-    began = time.monotonic()
     assert job.get(timeout=10) == 4
-    assert time.monotonic() - began > 0.5
+    job.refresh()
+    # The flag expires 2 s after it was set; the job cannot have started before that.
+    assert job.started_at.timestamp() >= suspended_at + 1.9
     assert not is_suspended(redis_server.url)
 
 

@@ -171,7 +171,9 @@ def test_the_worker_survives_redis_restarting_and_loses_nothing(
         worker = start_redis_worker(backend, 2, server.url)
         q = Queue(connection=server.url)
         job = q.enqueue("tests.worker.jobs:record", server.url, "across", 3)
-        wait_started([job])
+        # Wait for the job's own write, not just its start: a job whose RPUSH meets the
+        # outage fails with ConnectionError and is retried (a second attempt, rightly).
+        wait_for(lambda: executions(server) == ["across"], message="the job ran")
         server.stop()
         wait_for(lambda: "cannot reach Redis" in worker.output(),
                  message="the outage is logged")

@@ -1,0 +1,157 @@
+--[[ lifecycle (included by the steps that move jobs between states; see scripts.py).
+
+The including script defines these locals, before `--#include lifecycle`:
+  NS       the namespace prefix "{ns}:" (ARGV): the hash tag of every key below
+  SEQ      KEYS entry of the seq counter
+  EVENTS   KEYS entry of the event stream
+  NOW      now (ms, a string)
+  WORKER   the acting worker's name, or ""
+
+Steps that end a job must release or cancel its dependents and create its follow-up jobs
+(callbacks, webhooks), and those job ids are only known here. So these functions complete
+key names from NS; the patterns mirror rqconc/keys.py (KeySpace) and share its hash tag,
+so every key stays in one cluster slot. tests/queue/test_lua_keys.py checks they agree.
+]]
+local EVENTS_MAXLEN = 10000
+
+local function job_key(id) return NS .. 'job:' .. id end
+local function queue_key(name) return NS .. 'q:' .. name end
+local function marker_key(name) return NS .. 'marker:' .. name end
+local function scheduled_key(name) return NS .. 'scheduled:' .. name end
+local function started_key(name) return NS .. 'started:' .. name end
+local function deferred_key(name) return NS .. 'deferred:' .. name end
+local function done_key(id) return NS .. 'done:' .. id end
+local function dependents_key(id) return NS .. 'dependents:' .. id end
+
+-- Counters are read with tonumber, not HINCRBY: a corrupt field must not break a step.
+local function bump(key, field)
+  local value = (tonumber(redis.call('HGET', key, field)) or 0) + 1
+  redis.call('HSET', key, field, value)
+  return value
+end
+
+-- One entry of the capped event stream per transition, in the step that makes it.
+local function emit(event, id, queue, ...)
+  redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'event', event, 'job_id', id,
+    'queue', queue or '', 'ts', NOW, 'worker', WORKER, ...)
+end
+
+-- Numeric fields are checked here, not trusted: a corrupt write (say '1.5' or 'nan') must
+-- fall back to the default rather than make EXPIRE or ZADD fail halfway through a step
+-- (Redis does not roll back the writes a script already made).
+local MAX_TTL = 10 * 365 * 24 * 3600
+
+local function whole_number(value, low, high, default)
+  local n = tonumber(value)
+  if not n or n ~= math.floor(n) or n < low or n > high then return default end
+  return n
+end
+
+local function ttl_of(key, field, default)  -- -1 keeps forever, 0 keeps none
+  return whole_number(redis.call('HGET', key, field), -1, MAX_TTL, default)
+end
+
+-- Higher priority first; within one, a counter (not a clock: producers' clocks differ)
+-- orders jobs, after the waiting ones (back) or before them (front).
+local function queue_score(priority, front)
+  local base = (100 - whole_number(priority, 0, 100, 1)) * 4294967296 + 2147483648
+  local n = redis.call('INCR', SEQ)
+  if front then return base - n end
+  return base + n
+end
+
+local function push_queued(id, key, front)
+  local queue = redis.call('HGET', key, 'queue') or 'default'
+  redis.call('ZADD', queue_key(queue), queue_score(redis.call('HGET', key, 'priority'), front),
+    id)
+  redis.call('ZADD', marker_key(queue), 0, '0')
+  redis.call('HSET', key, 'status', 'queued', 'enqueued_at', NOW)
+  emit('queued', id, queue)
+end
+
+-- A deferred job whose parents are all settled: waits for its due time, if it had one.
+local function release(id, key)
+  redis.call('ZREM', deferred_key(redis.call('HGET', key, 'queue') or 'default'), id)
+  local due = tonumber(redis.call('HGET', key, 'due_at'))
+  if due and due > tonumber(NOW) then
+    local queue = redis.call('HGET', key, 'queue') or 'default'
+    redis.call('ZADD', scheduled_key(queue), due, id)
+    redis.call('HSET', key, 'status', 'scheduled')
+    emit('scheduled', id, queue)
+  else
+    push_queued(id, key, false)
+  end
+end
+
+local function keep_for_failure_ttl(key, done)
+  local ttl = ttl_of(key, 'failure_ttl', 31536000)  -- absent: a year (DEFAULT_FAILURE_TTL)
+  if ttl > 0 then
+    redis.call('EXPIRE', key, ttl)
+    redis.call('EXPIRE', done, ttl)
+  else
+    redis.call('PERSIST', key)
+  end
+end
+
+-- Mark a job canceled and wake its waiters (get() raises JobFailed with JobCanceled).
+local function mark_canceled(id, key, reason)
+  local queue = redis.call('HGET', key, 'queue') or 'default'
+  redis.call('ZREM', deferred_key(queue), id)
+  redis.call('HDEL', key, 'cancel_requested', 'token')
+  redis.call('HSET', key, 'status', 'canceled', 'ended_at', NOW,
+    'exc_type', 'rqconc.errors.JobCanceled', 'exc_message', reason, 'traceback', '')
+  local done = done_key(id)
+  redis.call('DEL', done)
+  redis.call('RPUSH', done, 'canceled:')
+  keep_for_failure_ttl(key, done)
+  emit('canceled', id, queue)
+end
+
+-- The parent ended: on success (or for dependents that allow failure) one parent less to
+-- wait for; on a final failure the dependents are canceled, and theirs in turn.
+local function settle_dependents(parent_id, parent_ok)
+  local work = {{parent_id, parent_ok}}
+  while #work > 0 do
+    local item = table.remove(work)
+    local set = dependents_key(item[1])
+    local children = redis.call('ZRANGE', set, 0, -1)  -- in the order they were enqueued
+    if #children > 0 then redis.call('DEL', set) end  -- most jobs have none: one call
+    for _, child in ipairs(children) do
+      local key = job_key(child)
+      if redis.call('HGET', key, 'status') == 'deferred' then
+        if item[2] or redis.call('HGET', key, 'allow_failure') == '1' then
+          local left = (tonumber(redis.call('HGET', key, 'pending_deps')) or 1) - 1
+          redis.call('HSET', key, 'pending_deps', left)
+          if left <= 0 then release(child, key) end
+        else
+          mark_canceled(child, key, 'job ' .. item[1] .. ', which it depends on, did not finish')
+          table.insert(work, {child, false})
+        end
+      end
+    end
+  end
+end
+
+-- Follow-up jobs (on_success/on_failure callbacks, webhooks), prepared at enqueue time as
+-- JSON in the field on_<kind>_jobs. Their ids derive from the parent's and its attempt, so
+-- a step that runs twice cannot create one twice.
+-- `specs`: the field's value when the caller read it already (false: absent).
+local function spawn_followups(parent_id, parent_key, kind, outcome_field, outcome, specs)
+  if specs == nil then specs = redis.call('HGET', parent_key, 'on_' .. kind .. '_jobs') end
+  if not specs then return end
+  local attempts = redis.call('HGET', parent_key, 'attempts') or '0'
+  for _, spec in ipairs(cjson.decode(specs)) do
+    local id = parent_id .. '.' .. spec.name .. '.' .. attempts
+    local key = job_key(id)
+    if redis.call('EXISTS', key) == 0 then
+      local fields = {}
+      for name, value in pairs(spec.fields) do
+        fields[#fields + 1] = name
+        fields[#fields + 1] = tostring(value)
+      end
+      redis.call('HSET', key, 'id', id, 'callback_of', parent_id, 'callback_kind', kind,
+        outcome_field, outcome, 'created_at', NOW, 'attempts', 0, 'lost', 0, unpack(fields))
+      push_queued(id, key, false)
+    end
+  end
+end

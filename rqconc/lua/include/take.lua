@@ -1,0 +1,108 @@
+--[[ take_next (included by take and complete; needs lifecycle included first).
+
+take_next(claim, lease_ms, batch, active, claims, first, nq, rearm): promote due scheduled
+jobs of the nq listened queues, then lease the best waiting job of the first non-empty one.
+The queues' keys are KEYS[first .. first + 4nq - 1], four per queue in take order:
+q:<queue>, marker:<queue>, scheduled:<queue>, started:<queue>.
+`rearm`: this take may have consumed a wake-up of the queues' markers (a child that blocked
+on them), so markers of queues that still hold jobs are set again for the next idle child.
+A take chained onto a completion consumed none and skips that.
+
+Returns the taken job as {id, v1, v2, ...}: the values of TAKE_FIELDS in order (false, i.e.
+nil in the reply, where a field is absent), already started and leased under `claim`; or,
+when every listened queue is empty, the earliest due time (ms) of their scheduled jobs, or
+-1 when none is scheduled.
+]]
+-- What a worker needs to run a job: keep in step with scripts.TAKE_FIELDS. (An HMGET of
+-- these, not HGETALL: a job hash holds twice as many fields the worker never reads.)
+local TAKE_FIELDS = {'func', 'args', 'kwargs', 'serializer', 'timeout', 'queue', 'attempts',
+  'retry', 'callback_of', 'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc'}
+local TAKE_QUEUE = 6
+
+local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
+  local now = tonumber(NOW)
+
+  local function promote(scheduled)
+    local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', now, 'LIMIT', 0, batch)
+    for _, id in ipairs(due) do
+      redis.call('ZREM', scheduled, id)
+      local key = job_key(id)
+      if redis.call('EXISTS', key) == 1 then  -- a job deleted meanwhile just leaves
+        push_queued(id, key, false)
+      end
+    end
+  end
+
+  -- The popped job's fields and previous token, or nil when its hash is gone.
+  local function read(key)
+    local values = redis.call('HMGET', key, 'token', unpack(TAKE_FIELDS))
+    for i = 1, #values do
+      if values[i] then return values end
+    end
+    -- Every field missing: deleted meanwhile, or a corrupt hash without any of them.
+    if redis.call('EXISTS', key) == 1 then return values end
+    return nil
+  end
+
+  local function lease(id, key, values, started)
+    if values[1] then  -- never leave two claims pointing at one job
+      redis.call('HDEL', claims, values[1])
+    end
+    redis.call('HSET', key, 'status', 'started', 'started_at', NOW, 'worker', WORKER,
+      'token', claim)
+    redis.call('HSET', claims, claim, id)
+    redis.call('ZADD', active, now + lease_ms, id)
+    redis.call('ZADD', started, now, id)
+    emit('started', id, values[TAKE_QUEUE + 1])
+    values[1] = id
+    return values
+  end
+
+  local function queue_keys(i)  -- q, marker, scheduled, started of the i-th queue
+    local base = first + 4 * (i - 1)
+    return KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
+  end
+
+  for i = 1, nq do
+    local _, _, scheduled = queue_keys(i)
+    promote(scheduled)
+  end
+
+  local taken = nil
+  for i = 1, nq do
+    local queue, _, _, started = queue_keys(i)
+    while not taken do
+      local popped = redis.call('ZPOPMIN', queue)
+      if #popped == 0 then break end
+      -- An id whose hash is gone (deleted meanwhile) is dropped and the next one tried.
+      local key = job_key(popped[1])
+      local values = read(key)
+      if values then
+        taken = lease(popped[1], key, values, started)
+      end
+    end
+    if taken then break end
+  end
+
+  if taken then
+    if rearm then
+      for i = 1, nq do
+        local queue, marker = queue_keys(i)
+        if redis.call('ZCARD', queue) > 0 then
+          redis.call('ZADD', marker, 0, '0')
+        end
+      end
+    end
+    return taken
+  end
+
+  local earliest = -1
+  for i = 1, nq do
+    local _, _, scheduled = queue_keys(i)
+    local head = redis.call('ZRANGE', scheduled, 0, 0, 'WITHSCORES')
+    if #head > 0 and (earliest < 0 or tonumber(head[2]) < earliest) then
+      earliest = tonumber(head[2])
+    end
+  end
+  return earliest
+end

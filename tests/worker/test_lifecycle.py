@@ -1,0 +1,201 @@
+"""SPEC section 3, lifecycle, through real `python main.py` workers on real Redis:
+dependencies, callbacks, webhooks, flows under SIGKILL, cancel in every backend, events."""
+import json
+import signal
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+import redis
+
+from rqconc import Dependency, EventStream, JobFailed, JobStatus, Queue, Retry
+from tests.support.redis_server import free_port
+from tests.support.worker_process import BACKENDS, wait_for
+
+JOBS = "tests.worker.lifecycle_jobs"
+
+
+def listed(client, key):
+    return [v.decode() for v in client.lrange(key, 0, -1)]
+
+
+def test_a_diamond_of_dependencies_runs_in_order(redis_server, start_redis_worker):
+    url, client = redis_server.url, redis_server.client()
+    q = Queue(connection=url)
+    a = q.enqueue(f"{JOBS}:mark", url, "a", 0.3)
+    b = q.enqueue(f"{JOBS}:mark", url, "b", depends_on=a)
+    c = q.enqueue(f"{JOBS}:mark", url, "c", 0.1, depends_on=a)
+    d = q.enqueue(f"{JOBS}:mark", url, "d", depends_on=[b, c])
+    start_redis_worker("threading", 4, url)
+    assert d.get(timeout=15) == "d"
+    order = listed(client, "order")
+    assert order[0] == "a" and order[-1] == "d" and sorted(order[1:3]) == ["b", "c"]
+
+
+def test_a_failing_parent_cancels_its_children_unless_they_allow_failure(
+        redis_server, start_redis_worker):
+    url, client = redis_server.url, redis_server.client()
+    q = Queue(connection=url)
+    parent = q.enqueue(f"{JOBS}:broken", url)
+    child = q.enqueue(f"{JOBS}:mark", url, "child", depends_on=parent)
+    grandchild = q.enqueue(f"{JOBS}:mark", url, "grandchild", depends_on=child)
+    cleanup = q.enqueue(f"{JOBS}:mark", url, "cleanup",
+                        depends_on=Dependency(parent, allow_failure=True))
+    start_redis_worker("threading", 2, url)
+    assert cleanup.get(timeout=15) == "cleanup"
+    for job in (child, grandchild):
+        with pytest.raises(JobFailed, match="JobCanceled"):
+            job.get(timeout=5)
+    assert listed(client, "order") == ["broken", "cleanup"]
+
+
+def test_callbacks_run_after_the_job_with_its_result_or_error(redis_server,
+                                                              start_redis_worker):
+    url, client = redis_server.url, redis_server.client()
+    q = Queue(connection=url)
+    good = q.enqueue(f"{JOBS}:mark", url, "good", on_success=f"{JOBS}:on_success",
+                     on_failure=f"{JOBS}:on_failure")
+    bad = q.enqueue(f"{JOBS}:broken", url, on_success=f"{JOBS}:on_success",
+                    on_failure=f"{JOBS}:on_failure")
+    start_redis_worker("forking", 2, url)
+    wait_for(lambda: len(listed(client, "callbacks")) == 2, timeout=15, message="callbacks")
+    assert sorted(listed(client, "callbacks")) == sorted(
+        [f"success {good.id} good", f"failure {bad.id} ValueError"])
+
+
+class Hooks(BaseHTTPRequestHandler):
+    received = []
+    status = 200
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Hooks.received.append((self.path, body))
+        self.send_response(Hooks.status)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def hook_server():
+    servers = []
+
+    def start(port=0, status=200):
+        Hooks.received, Hooks.status = [], status
+        server = HTTPServer(("127.0.0.1", port), Hooks)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_port}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_webhooks_post_the_outcome_and_a_down_server_is_retried(redis_server, hook_server,
+                                                                 start_redis_worker):
+    url = redis_server.url
+    down_port = free_port()
+    q = Queue(connection=url)
+    start_redis_worker("threading", 2, url)
+    late = q.enqueue(f"{JOBS}:mark", url, "late", success_url=f"http://127.0.0.1:{down_port}/x")
+    assert late.get(timeout=10) == "late"
+    hook = q.fetch_job(f"{late.id}.success_url.1")
+    wait_for(lambda: hook.status == JobStatus.SCHEDULED, timeout=10, message="webhook retry")
+    assert "WebhookUnavailable" in hook.exc_info[0] and late.status == JobStatus.FINISHED
+
+    base = hook_server(port=down_port)  # the endpoint comes up: the retry delivers
+    wait_for(lambda: Hooks.received, timeout=15, message="webhook delivered")
+    path, body = Hooks.received[0]
+    assert path == "/x" and body["id"] == late.id and body["status"] == "finished"
+    assert body["result"] == "late" and hook.get(timeout=5) == 200
+
+    failed = q.enqueue(f"{JOBS}:broken", url, failure_url=f"{base}/ko",
+                       success_url=f"{base}/ok")
+    wait_for(lambda: len(Hooks.received) == 2, timeout=10, message="failure webhook")
+    path, body = Hooks.received[1]
+    assert path == "/ko" and body["id"] == failed.id and body["status"] == "failed"
+    assert body["error"]["type"] == "ValueError"
+
+
+def test_a_webhook_refused_with_a_4xx_is_not_retried(redis_server, hook_server,
+                                                     start_redis_worker):
+    url = redis_server.url
+    base = hook_server(status=404)
+    q = Queue(connection=url)
+    start_redis_worker("threading", 1, url)
+    job = q.enqueue(f"{JOBS}:mark", url, "x", success_url=f"{base}/gone")
+    hook = q.fetch_job(f"{job.id}.success_url.1") if job.get(timeout=10) else None
+    with pytest.raises(JobFailed, match="WebhookRejected"):
+        hook.get(timeout=10)
+    assert hook.attempts == 1 and job.status == JobStatus.FINISHED
+
+
+def test_a_three_stage_flow_survives_sigkill_between_and_during_stages(
+        redis_server, start_redis_worker):
+    url, client = redis_server.url, redis_server.client()
+    first = Queue("stage1", connection=url).enqueue(f"{JOBS}:stage", url, 1, 1.0)
+    only_first = start_redis_worker("forking", 1, url, "-q", "stage1")
+    wait_for(lambda: first.status == JobStatus.FINISHED, timeout=15, message="stage 1")
+    only_first.signal(signal.SIGKILL)  # between stages: stage 2 waits, enqueued atomically
+    assert Queue("stage2", connection=url).count == 1
+
+    rest = start_redis_worker("forking", 1, url, "-q", "stage2,stage3", "--lease-seconds", "1")
+    wait_for(lambda: listed(client, "stages") == ["1", "2"], timeout=15, message="stage 2")
+    rest.signal(signal.SIGKILL)  # during stage 2: its lease expires, it runs again
+    start_redis_worker("threading", 1, url, "-q", "stage2,stage3", "--lease-seconds", "1")
+    stages = wait_for(lambda: len(first.flow()) == 3 and first.flow(), timeout=40,
+                      message="three stages")
+    assert stages[2].get(timeout=20) == "flow done"
+    assert [s.get(timeout=1) for s in stages] == ["stage 1 done", "stage 2 done", "flow done"]
+    runs = listed(client, "stages")
+    assert runs == ["1", "2", "2", "3"]  # stage 2 re-ran because its worker vanished mid-run
+    assert stages[1].lost == 1 and len(Queue("stage3", connection=url).job_ids) == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cancel_stops_a_running_job_within_2_s(backend, redis_server, start_redis_worker):
+    url, client = redis_server.url, redis_server.client()
+    q = Queue(connection=url)
+    start_redis_worker(backend, 1, url)
+    job = q.enqueue(f"{JOBS}:nap", url, 30)
+    wait_for(lambda: listed(client, "started"), timeout=20, message="job started")
+    asked = time.monotonic()
+    assert job.cancel() is True
+    wait_for(lambda: job.status == JobStatus.CANCELED, timeout=5, message="canceled")
+    assert time.monotonic() - asked < 2.0
+    with pytest.raises(JobFailed, match="JobCanceled"):
+        job.get(timeout=1)
+    # The slot is free again: the next job runs on this one-child worker.
+    assert q.enqueue(f"{JOBS}:mark", url, "next").get(timeout=15) == "next"
+    assert "nap ended" not in listed(client, "order")
+
+
+def test_a_jobs_life_is_in_the_event_stream_and_the_log_in_order(redis_server,
+                                                                 start_redis_worker):
+    url = redis_server.url
+    worker = start_redis_worker("threading", 1, url)
+    job = Queue(connection=url).enqueue(f"{JOBS}:fail_first_times", url, 1,
+                                        retry=Retry(max=2, backoff=0.2, jitter=False))
+    assert job.get(timeout=15) == "ok after 2"
+    events = [e["event"] for e in EventStream(url).for_job(job.id)]
+    assert events == ["queued", "started", "retry", "queued", "started", "finished"]
+    wait_for(lambda: f"job {job.id} finished in" in worker.output(), message="log line")
+    assert f"job {job.id} retry in" in worker.output()
+
+
+def test_the_event_stream_hook_ships_every_event_once(redis_server, start_redis_worker):
+    url = redis_server.url
+    shipped = []
+    q = Queue(connection=url)
+    jobs = [q.enqueue(f"{JOBS}:mark", url, str(n)) for n in range(5)]
+    start_redis_worker("threading", 2, url)
+    for job in jobs:
+        job.get(timeout=10)
+    stream = EventStream(redis.Redis.from_url(url))
+    stream.ship(shipped.append, group="elastic", stop=lambda: len(shipped) >= 15)
+    assert sorted((e["job_id"], e["event"]) for e in shipped) == sorted(
+        (j.id, event) for j in jobs for event in ("queued", "started", "finished"))
