@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint venv clean
+.PHONY: demo test lint venv clean bench chaos soak fuzz
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,9 +18,27 @@ venv: $(VENV)/.installed
 demo: venv
 	$(BIN)/python main.py forking 4 --demo 2000
 
+# Test files run on 3 processes (the tests mostly wait on real processes and signals); a
+# file stays on one process, since some share module fixtures and order within the file.
 test: venv
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 3 --dist loadfile
+
+# Peers go into bench/.peers-venv; a private redis-server; writes bench/RESULTS.md (< 15 min).
+bench: venv
+	$(BIN)/python bench/run.py
+
+# Long chaos run: 5,000 jobs under faults (< 15 min); rewrites the table in docs/reliability.md.
+chaos: venv
+	CHAOS_JOBS=$${CHAOS_JOBS:-5000} $(BIN)/python -m pytest -q -s -m chaos tests/chaos
+
+# 200,000 no-op jobs through forking 2: RSS must stay flat, no key left behind.
+soak: venv
+	RQCONC_SOAK=1 $(BIN)/python -m pytest -q -s -m soak tests/soak
+
+# More hypothesis examples than make test runs.
+fuzz: venv
+	HYPOTHESIS_PROFILE=deep $(BIN)/python -m pytest -q -m fuzz tests/fuzz
 
 lint: venv
 	$(BIN)/ruff check .

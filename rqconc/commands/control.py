@@ -1,6 +1,7 @@
 """`rqconc suspend [--duration S]` and `rqconc resume`: stop / start taking new jobs."""
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import click
@@ -9,8 +10,15 @@ from rqconc import control
 from rqconc.commands.common import client_for, url_option
 
 
+def _finite_duration(ctx: click.Context, param: click.Parameter,
+                     value: Optional[float]) -> Optional[float]:
+    if value is not None and not (math.isfinite(value) and value >= 0.001):
+        raise click.BadParameter(f"must be a finite number of seconds >= 0.001, not {value}")
+    return value
+
+
 @click.command()
-@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--duration", type=float, default=None, callback=_finite_duration,
               metavar="SECONDS", help="Resume by themselves after this many seconds.")
 @url_option
 def suspend(duration: Optional[float], url: Optional[str]) -> None:

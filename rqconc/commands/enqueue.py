@@ -35,7 +35,8 @@ def parse_at(value: Optional[str]) -> Optional[datetime]:
                                  param_hint="--at") from None
 
 
-@click.command()
+# A negative number is a JSON argument, not an unknown option (`rqconc enqueue ... f:g -5`).
+@click.command(context_settings={"ignore_unknown_options": True})
 @click.option("-q", "--queue", "queue_name", required=True, help="The queue to put the job on.")
 @click.option("--priority", type=click.IntRange(0, 100), default=None,
               help="0 to 100, higher runs first (default 1).")

@@ -20,13 +20,12 @@ _SIZE_COMMANDS = {"zset": "zcard", "set": "scard", "list": "llen", "hash": "hlen
 
 
 def _count_keys(keys: KeySpace, name: str) -> Dict[str, Optional[str]]:
-    """Each count's key for queue `name`; None where this version keeps no such registry."""
-    deferred = getattr(keys, "deferred", None)
+    """Each count's key for queue `name`."""
     return {
         "queued": keys.queue(name),
         "started": keys.started(name),
         "scheduled": keys.scheduled(name),
-        "deferred": deferred(name) if callable(deferred) else None,
+        "deferred": keys.deferred(name),
         "failed": keys.failed(name),
         "finished": keys.finished(name),
     }

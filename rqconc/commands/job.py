@@ -28,6 +28,9 @@ def describe_job(job: Job) -> Dict[str, Any]:
         "started_at": when(job.started_at),
         "ended_at": when(job.ended_at),
     }
+    links = {"depends_on": job.depends_on or None, "callback_of": job.callback_of,
+             "flow_id": job.flow_id, "next_id": job.next_id}
+    report.update({name: value for name, value in links.items() if value})
     if job.serializer == "json":  # pickled arguments stay opaque here
         report["args"], report["kwargs"] = job.args, job.kwargs
     if report["status"] == "finished":

@@ -1,0 +1,69 @@
+"""`rqconc cancel`, `rqconc events` and the deferred count of `rqconc info`: real subprocesses
+on real Redis."""
+import json
+import signal
+import subprocess
+import sys
+import threading
+
+from rqconc import JobStatus, Queue
+from tests.cli.test_commands import ENTRY, ROOT, assert_one_line_error, ok, rqconc
+from tests.support.waiting import wait_for
+
+
+def test_cancel_cancels_waiting_jobs_and_names_the_missing_ones(redis_url):
+    q = Queue("default", redis_url)
+    first, second = q.enqueue("tests.worker.jobs:add", 1, 2), q.enqueue_in(60, "x.y:z")
+    out = ok("cancel", first.id, second.id, "--url", redis_url)
+    assert out.splitlines() == [f"{first.id}  canceled", f"{second.id}  canceled"]
+    assert (first.status, second.status) == (JobStatus.CANCELED, JobStatus.CANCELED)
+    assert ok("cancel", first.id, "--url", redis_url).strip() == f"{first.id}  already ended"
+    assert_one_line_error(rqconc("cancel", "nope", "--url", redis_url), 1)
+    assert_one_line_error(rqconc("cancel", "--url", redis_url), 2)
+
+
+def test_events_prints_a_jobs_transitions_in_text_and_json(redis_url):
+    q = Queue("default", redis_url)
+    job = q.enqueue("tests.worker.jobs:add", 1, 2)
+    job.cancel()
+    lines = [json.loads(line) for line in ok("events", "--json", "--url", redis_url)
+             .splitlines()]
+    assert [(e["event"], e["job_id"], e["queue"]) for e in lines] == [
+        ("queued", job.id, "default"), ("canceled", job.id, "default")]
+    assert all({"event", "job_id", "queue", "ts", "worker"} <= set(e) for e in lines)
+    text = ok("events", "--job", job.id, "--url", redis_url).splitlines()
+    assert [line.split()[1:3] for line in text] == [["queued", job.id], ["canceled", job.id]]
+
+
+def test_events_follow_prints_new_events_until_interrupted(redis_url):
+    process = subprocess.Popen([sys.executable, "-c", ENTRY, "events", "--follow", "--json",
+                                "-n", "0", "--url", redis_url], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen = []
+    reader = threading.Thread(target=lambda: seen.extend(map(json.loads, process.stdout)),
+                              daemon=True)
+    reader.start()
+    q = Queue("default", redis_url)
+
+    def follower_printed_one():
+        # It follows from the moment it started reading, which we cannot see: keep enqueuing.
+        q.enqueue("tests.worker.jobs:add", 1, 2)
+        return seen
+    try:
+        wait_for(follower_printed_one, timeout=15, interval=0.1, message="a followed event")
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(10)
+    assert seen[0]["event"] == "queued"
+    assert process.returncode == 0 and "Traceback" not in process.stderr.read()
+
+
+def test_info_counts_deferred_jobs(redis_url):
+    q = Queue("deps", redis_url)
+    parent = q.enqueue("tests.worker.jobs:add", 1, 2)
+    q.enqueue("tests.worker.jobs:add", 1, 2, depends_on=parent)
+    report = json.loads(ok("info", "--json", "--url", redis_url))
+    assert report["queues"][0]["deferred"] == 1 and report["queues"][0]["queued"] == 1
+    parent.cancel()
+    report = json.loads(ok("info", "--json", "--url", redis_url))
+    assert report["queues"][0]["deferred"] == 0

@@ -1,0 +1,157 @@
+"""The docs cannot rot: their commands are run or, where a test cannot run them, parsed.
+
+Convention: a ```bash (or ```python) block whose previous non-blank line is
+`<!-- test: run -->` is runnable. Each runnable block runs as one `bash -euo pipefail`
+script (or one `python -c` program), in order, against a
+private Redis per document (`REDIS_URL`), with `RQCONC_HOME` in a temporary directory and the
+project's virtualenv first on PATH. Every `rqconc ...` and `python main.py ...` line of every
+bash block (runnable or not) must parse with the real command line: options, choices, ranges
+and arguments, without running it.
+"""
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import List
+
+import click
+import pytest
+
+from rqconc.cli import cli, main_py
+from rqconc.worker_command import check_backend_and_size
+from tests.support.worker_process import ROOT
+
+MARKER = "<!-- test: run -->"
+SHELLS = {"bash", "sh", "shell", "console"}
+DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
+# Values for variables that parse-only lines use (runnable blocks get the real environment).
+PLACEHOLDERS = {"POD_NAME": "worker-0", "REDIS_URL": "redis://localhost:6379/0",
+                "HOSTNAME": "worker-0"}
+
+
+@dataclass
+class Block:
+    doc: Path
+    line: int
+    runnable: bool
+    text: str
+    language: str = "bash"
+
+    def __repr__(self) -> str:
+        return f"{self.doc.name}:{self.line}"
+
+
+def blocks(doc: Path) -> List[Block]:
+    found, lines = [], doc.read_text().splitlines()
+    index = 0
+    while index < len(lines):
+        opening = re.match(r"^```(\w*)\s*$", lines[index])
+        if not opening:
+            index += 1
+            continue
+        language = opening.group(1)
+        end = index + 1
+        while end < len(lines) and not lines[end].startswith("```"):
+            end += 1
+        previous = next((line.strip() for line in reversed(lines[:index]) if line.strip()), "")
+        runnable = previous == MARKER
+        if runnable and language not in SHELLS | {"python"}:
+            raise AssertionError(f"{doc.name}:{index + 1}: {MARKER} before a {language!r} block")
+        if language in SHELLS or runnable:
+            found.append(Block(doc, index + 1, runnable, "\n".join(lines[index + 1:end]),
+                               language))
+        index = end + 1
+    return found
+
+
+ALL_BLOCKS = [block for doc in DOCS for block in blocks(doc)]
+RUNNABLE_DOCS = sorted({block.doc for block in ALL_BLOCKS if block.runnable})
+
+
+def command_lines(block: Block) -> List[List[str]]:
+    """The `rqconc` and `python main.py` command lines of a block, as argument lists."""
+    if block.language not in SHELLS:
+        return []
+    joined = re.sub(r"\\\n\s*", " ", block.text)
+    commands = []
+    for line in joined.splitlines():
+        expanded = re.sub(r"\$\{?(\w+)\}?", lambda m: PLACEHOLDERS.get(m.group(1), m.group(0)),
+                          line)
+        words = shlex.split(expanded, comments=True)
+        words = [w for w in words if not re.match(r"^\d?>", w) and w != "&"]
+        if words[:1] == ["rqconc"] or words[:2] in (["python", "main.py"],
+                                                   [".venv/bin/python", "main.py"]):
+            if "$" in " ".join(words):
+                # A shell variable: a runnable block runs it for real; elsewhere it must be
+                # one of PLACEHOLDERS.
+                assert block.runnable, f"{block}: unknown variable in {line!r}"
+                continue
+            commands.append(words)
+    return commands
+
+
+def parse(words: List[str]) -> None:
+    """Parse a command line with the real click commands, down to the leaf command."""
+    if words[0] == "rqconc":
+        command, args, name = cli, words[1:], "rqconc"
+    else:
+        command, args, name = main_py, words[2:], "main.py"
+    parent = None
+    while isinstance(command, click.Group):  # our groups take no options of their own
+        parent = click.Context(command, info_name=name, parent=parent)
+        assert args, f"{' '.join(words)!r} names no subcommand"
+        name, args = args[0], args[1:]
+        command = command.get_command(parent, name)
+        assert command is not None, f"{' '.join(words)!r}: no command {name!r}"
+    ctx = command.make_context(name, list(args), parent=parent)
+    if command.name in ("worker", "main.py"):
+        check_backend_and_size(ctx.params["backend"], ctx.params["size"])
+
+
+def test_the_docs_mark_runnable_blocks_and_have_commands_to_parse():
+    assert {doc.name for doc in RUNNABLE_DOCS} >= {"operations.md", "migrating-from-rq.md",
+                                                   "choosing-a-backend.md"}
+    assert sum(len(command_lines(b)) for b in ALL_BLOCKS if not b.runnable) >= 5
+    assert sum(len(command_lines(b)) for b in ALL_BLOCKS if b.runnable) >= 20
+
+
+@pytest.mark.parametrize("block", ALL_BLOCKS, ids=repr)
+def test_every_command_in_the_docs_parses(block):
+    for words in command_lines(block):
+        try:
+            parse(words)
+        except (click.ClickException, click.exceptions.Exit) as exc:
+            if isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0:
+                continue  # --help
+            raise AssertionError(f"{block}: {' '.join(words)!r} does not parse: "
+                                 f"{exc}") from None
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("doc", RUNNABLE_DOCS, ids=lambda d: d.name)
+def test_runnable_blocks_run(doc, redis_server, tmp_path):
+    env = dict(os.environ, REDIS_URL=redis_server.url, RQCONC_HOME=str(tmp_path / "home"),
+               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    for block in (b for b in blocks(doc) if b.runnable):
+        argv = ([sys.executable, "-c"] if block.language == "python" else
+                ["bash", "-euo", "pipefail", "-c"])
+        # Its own process group, so a worker the block started in the background cannot
+        # outlive it, whatever happens.
+        process = subprocess.Popen([*argv, block.text], cwd=ROOT, env=env, text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   start_new_session=True)
+        try:
+            stdout, stderr = process.communicate(timeout=90)
+        finally:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+        assert process.returncode == 0, (
+            f"{block} exited {process.returncode}\n{block.text}\n--- stdout\n"
+            f"{stdout[-3000:]}\n--- stderr\n{stderr[-3000:]}")
