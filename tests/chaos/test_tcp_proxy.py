@@ -1,0 +1,59 @@
+"""The chaos proxy itself: it passes, drops and stalls traffic as told."""
+import time
+
+import pytest
+import redis
+
+from tests.support.tcp_proxy import TcpProxy
+from tests.support.waiting import wait_for
+
+
+@pytest.fixture
+def proxy(redis_server):
+    proxy = TcpProxy(redis_server.port).start()
+    yield proxy
+    proxy.close()
+
+
+def _client(proxy):
+    return redis.Redis.from_url(proxy.url(), socket_timeout=5, socket_connect_timeout=2)
+
+
+def test_passes_traffic(proxy):
+    client = _client(proxy)
+    assert client.set("k", "v") and client.get("k") == b"v"
+    assert proxy.connections == 1
+
+
+def test_drop_closes_connections_and_refuses_new_ones_for_a_while(proxy):
+    client = _client(proxy)
+    client.ping()
+    proxy.drop(1.0)
+    with pytest.raises(redis.exceptions.ConnectionError):
+        client.ping()  # its connection was closed, and so is the reconnect
+    fresh = redis.Redis.from_url(proxy.url(), socket_timeout=1, socket_connect_timeout=1)
+    with pytest.raises(redis.exceptions.ConnectionError):
+        fresh.ping()
+    # Once the drop is over, the same client connects again.
+    wait_for(lambda: _pings(client), timeout=5, interval=0.1, message="proxy to pass again")
+
+
+def test_stall_delays_replies_without_losing_them(proxy):
+    client = _client(proxy)
+    client.ping()
+    proxy.stall(0.8)
+    started = time.monotonic()
+    assert client.incr("n") == 1  # the reply arrives whole, after the stall
+    assert time.monotonic() - started >= 0.7
+    short = redis.Redis.from_url(proxy.url(), socket_timeout=0.3)
+    short.ping()
+    proxy.stall(1.0)
+    with pytest.raises(redis.exceptions.TimeoutError):
+        short.ping()
+
+
+def _pings(client):
+    try:
+        return client.ping()
+    except redis.exceptions.ConnectionError:
+        return False

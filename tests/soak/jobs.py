@@ -1,0 +1,5 @@
+"""The soak's job."""
+
+
+def noop():
+    return None
