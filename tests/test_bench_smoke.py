@@ -1,0 +1,21 @@
+"""The benchmark harness still runs: the rqconc driver on 200 no-op jobs (about 3 s)."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_rqconc_driver_counts_every_job(redis_url, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.driver", "rqconc", "throughput", "--mode", "forking:2",
+         "--jobs", "200", "--url", redis_url, "--timeout", "40", "--logdir", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=55)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert "error" not in result, result
+    # The driver refuses a run whose counter is not exactly the job count.
+    assert result["jobs"] == 200 and 0 < result["counted_jobs"] <= 200
+    assert result["rate"] > 0
+    assert "main.py forking 2" in result["commands"][0]
