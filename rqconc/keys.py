@@ -72,6 +72,10 @@ class KeySpace:
         """The capped stream of job transitions."""
         return self.prefix + "events"
 
+    def revoked(self, claim: str) -> str:
+        """Set when a claim's holder is gone: a take still in flight under it takes nothing."""
+        return self.prefix + "revoked:" + claim
+
     @property
     def canceling(self) -> str:
         """Ids of running jobs asked to stop; supervisors read it every tick."""

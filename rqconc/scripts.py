@@ -63,6 +63,10 @@ def script(name: str) -> Script:
     return _SCRIPTS[name]
 
 
+# Far longer than a take can be on its way to Redis: afterwards the key just expires.
+REVOKED_MS = 600_000
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -141,6 +145,15 @@ class Steps:
         for job_id in job_ids:
             keys += [self.keys.job(job_id), self.keys.done(job_id)]
         return int(script("purge_failed")(self.client, keys, list(job_ids)))
+
+    def revoke(self, claims: Sequence[str]) -> None:
+        """Make every later take under these claims take nothing. A child ended mid-take (an
+        abandoned thread, a process whose request was already on the wire) could otherwise
+        lease a job after its claims were requeued, and that job would wait out its lease."""
+        pipe = self.client.pipeline(transaction=False)
+        for claim in claims:
+            pipe.set(self.keys.revoked(claim), 1, px=REVOKED_MS)
+        pipe.execute()
 
     def renew(self, claims: Sequence[str], lease_ms: int) -> int:
         if not claims:

@@ -531,6 +531,10 @@ class RedisSource(WorkSource):
         return bool(self._guarded("checking whether the queues are empty", check))
 
     def interrupted(self, claims: Sequence[str]) -> None:
+        # Revoke first: a take that lands after this cannot lease anything under these
+        # claims, and one that landed before is found and requeued below.
+        self._guarded("revoking the claims of ended children",
+                      lambda: self.steps.revoke(claims))
         for claim in claims:
             self._guarded("requeueing an interrupted job", lambda c=claim: self._requeue(c))
 

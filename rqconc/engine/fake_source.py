@@ -12,12 +12,14 @@ timed_out, canceled) is appended to that file as one JSON line, which tests read
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence
+from typing import Any, Dict, Iterator, Optional, Sequence
 
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 
@@ -38,7 +40,7 @@ class FakeSource(WorkSource):
         self._random = random.Random(seed)
         self._counter = 0
         if self.spool:
-            for sub in ("taken", "done"):
+            for sub in ("taken", "done", "revoked"):
                 (self.spool / sub).mkdir(parents=True, exist_ok=True)
 
     def record(self, event: str, **fields: Any) -> None:
@@ -86,10 +88,13 @@ class FakeSource(WorkSource):
     def _take_from_spool(self, claim: str) -> Optional[WorkItem]:
         for path in sorted(self.spool.glob("*.json")):
             taken = self.spool / "taken" / f"{claim}={path.name}"
-            try:
-                os.rename(path, taken)
-            except FileNotFoundError:
-                continue  # another child was faster
+            with self._spool_lock():  # the claim's child may be ended meanwhile (revoked)
+                if (self.spool / "revoked" / claim).exists():
+                    return None
+                try:
+                    os.rename(path, taken)
+                except FileNotFoundError:
+                    continue  # another child was faster
             spec = json.loads(taken.read_text())
             deadline = time.time() + spec["timeout"] if spec.get("timeout") else None
             self.record("taken", item=path.stem, claim=claim)
@@ -127,6 +132,12 @@ class FakeSource(WorkSource):
 
     # ---- supervisor side ----
     def interrupted(self, claims: Sequence[str]) -> None:
+        if self.spool is None:
+            return
+        # As the Redis source: a take still under way for an ended child takes nothing.
+        with self._spool_lock():
+            for claim in claims:
+                (self.spool / "revoked" / claim).touch()
         self._return_to_spool(claims, "interrupted")
 
     def lost(self, claim: str, reason: str) -> None:
@@ -142,6 +153,16 @@ class FakeSource(WorkSource):
             self.record("canceled", claim=claim)
 
     # ---- spool bookkeeping; a claim is settled once (the fake's fencing) ----
+    @contextmanager
+    def _spool_lock(self) -> Iterator[None]:
+        # flock on a fresh descriptor excludes other threads of this process too.
+        fd = os.open(self.spool / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
     def _taken(self, claim: str) -> Optional[Path]:
         if self.spool is None:
             return None

@@ -63,7 +63,7 @@ if ARGV[7] ~= '' then
 end
 
 redis.call('HSET', key, 'status', 'failed')
-redis.call('ZADD', KEYS[5], now, id)
+add_dead_letter(KEYS[5], now, id)
 local outcome = cjson.encode({ARGV[4], ARGV[5], ARGV[6]})
 redis.call('DEL', done)
 redis.call('RPUSH', done, 'failed:' .. outcome)

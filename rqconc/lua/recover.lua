@@ -36,7 +36,7 @@ local function poison(id, key, failed, done, lost)
     .. 'each time); treated as a poison pill and moved to the dead letters'
   redis.call('HSET', key, 'status', 'failed', 'ended_at', NOW,
     'exc_type', 'rqconc.errors.WorkerLost', 'exc_message', message, 'traceback', '')
-  redis.call('ZADD', failed, now, id)
+  add_dead_letter(failed, now, id)
   local outcome = cjson.encode({'rqconc.errors.WorkerLost', message, ''})
   redis.call('DEL', done)
   redis.call('RPUSH', done, 'failed:' .. outcome)

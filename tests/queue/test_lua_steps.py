@@ -261,3 +261,19 @@ def test_a_stale_complete_takes_nothing(queue, steps, client, keys):
     assert steps.complete("claim-1", job.id, "default", "2", "json", "w",
                           next_take=("claim-2", ["default"], 5000)) == (False, None)
     assert client.hget(keys.claims, "claim-2") is None and queue.count == 2
+
+
+# ---- revoked claims: a take still on its way when its child was ended takes nothing ----
+
+def test_a_take_or_chained_take_under_a_revoked_claim_leaves_the_job_waiting(queue, steps,
+                                                                              client, keys):
+    first = queue.enqueue("tests.queue.tasks:add", 1, 1)
+    second = queue.enqueue("tests.queue.tasks:add", 2, 2)
+    steps.revoke(["claim-gone", "claim-next"])
+    assert take(steps, "claim-gone") == -1
+    assert queue.job_ids == [first.id, second.id] and client.hlen(keys.claims) == 0
+    job_id, _ = take(steps, "claim-1")
+    recorded, taken = steps.complete("claim-1", job_id, "default", "2", "json", "w",
+                                     next_take=("claim-next", ["default"], 5000))
+    assert recorded and taken == -1 and queue.job_ids == [second.id]
+    assert 0 < client.pttl(keys.revoked("claim-gone")) <= 600_000  # removes itself

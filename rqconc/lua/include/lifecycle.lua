@@ -83,6 +83,15 @@ local function release(id, key)
   end
 end
 
+-- Failures within one millisecond (or from a worker whose clock lags) must still requeue in
+-- the order they happened: a dead letter's score never goes below the latest one's.
+local function add_dead_letter(failed, now, id)
+  local latest = redis.call('ZRANGE', failed, -1, -1, 'WITHSCORES')[2]
+  local score = tonumber(now)
+  if latest and tonumber(latest) >= score then score = tonumber(latest) + 0.001 end
+  redis.call('ZADD', failed, score, id)
+end
+
 local function keep_for_failure_ttl(key, done)
   local ttl = ttl_of(key, 'failure_ttl', 31536000)  -- absent: a year (DEFAULT_FAILURE_TTL)
   if ttl > 0 then

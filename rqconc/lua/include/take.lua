@@ -21,6 +21,8 @@ local TAKE_QUEUE = 6
 
 local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
   local now = tonumber(NOW)
+  -- The claim's child was ended (its claims requeued) while this take was on its way.
+  if redis.call('EXISTS', NS .. 'revoked:' .. claim) == 1 then return -1 end
 
   local function promote(scheduled)
     local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', now, 'LIMIT', 0, batch)
