@@ -12,7 +12,7 @@ callers handle an outage the same way whichever path a command took.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, List, Sequence
 
 import hiredis
 import redis
@@ -28,8 +28,9 @@ class ChildConnection:
     def __init__(self, client: redis.Redis) -> None:
         self._connection = client.connection_pool.make_connection()
 
-    def _send(self, args: Sequence[Any]) -> None:
-        packed = [hiredis.pack_command(tuple(args))]  # redis-py sends a list of chunks
+    def _send(self, *commands: Sequence[Any]) -> None:
+        # redis-py sends a list of chunks: several commands go out in one write.
+        packed = [hiredis.pack_command(tuple(args)) for args in commands]
         try:
             self._connection.send_packed_command(packed)
         except _SEND_FAILED:
@@ -50,14 +51,23 @@ class ChildConnection:
         self._send(args)
         return self._reply()
 
+    def pipelined(self, *commands: Sequence[Any]) -> List[Any]:
+        """Send the commands in one write and read every reply; an error reply is returned
+        in its place (raising at the first would leave the others unread)."""
+        self._send(*commands)
+        replies: List[Any] = []
+        for _ in commands:
+            try:
+                replies.append(self._reply())
+            except redis.exceptions.ResponseError as exc:
+                replies.append(exc)
+        return replies
+
     def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
         return self.execute("EVALSHA", sha, numkeys, *keys_and_args)
 
     def script_load(self, source: str) -> Any:
         return self.execute("SCRIPT", "LOAD", source)
-
-    def bzpopmin(self, keys: Sequence[str], timeout: float) -> Any:
-        return self.execute("BZPOPMIN", *keys, timeout)
 
     def close(self) -> None:
         try:

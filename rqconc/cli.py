@@ -38,23 +38,29 @@ def main_py(backend: str, size: int, **options: Any) -> None:
     sys.exit(run_worker(backend, size, options))
 
 
+def _one_line(message: str) -> str:
+    """A message that stays on one line whatever the user typed: line breaks and other
+    unprintable characters (str.splitlines also breaks at \\x1c-\\x1e, \\x85, \\u2028) echoed
+    from an argument are shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message.strip())
+
+
+def _fail(prog: str, message: str, code: int) -> None:
+    click.echo(f"{prog}: error: {_one_line(message)}", err=True)
+    sys.exit(code)
+
+
 def _invoke(command: click.Command, args: Optional[Sequence[str]], prog: str) -> None:
     try:
         code = command.main(args=args, prog_name=prog, standalone_mode=False)
     except click.exceptions.Abort:
         sys.exit(1)
     except click.UsageError as exc:
-        click.echo(f"{prog}: error: {exc.format_message()}", err=True)
-        sys.exit(2)
+        _fail(prog, exc.format_message(), 2)
     except click.ClickException as exc:
-        click.echo(f"{prog}: error: {exc.format_message()}", err=True)
-        sys.exit(exc.exit_code)
-    except errors.ConnectionError as exc:
-        click.echo(f"{prog}: error: {exc}", err=True)
-        sys.exit(1)
-    except errors.RQConcError as exc:
-        click.echo(f"{prog}: error: {exc}", err=True)
-        sys.exit(1)
+        _fail(prog, exc.format_message(), exc.exit_code)
+    except errors.RQConcError as exc:  # ConnectionError among them: exit 1
+        _fail(prog, str(exc), 1)
     sys.exit(code or 0)
 
 

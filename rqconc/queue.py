@@ -40,6 +40,7 @@ from rqconc.job import (
     describe_call,
 )
 from rqconc.keys import KeySpace, check_queue_name
+from rqconc.pooled_connection import pooled_or_plain
 from rqconc.retry import Retry
 from rqconc.scripts import Steps, now_ms, text
 from rqconc.serialization import check_utf8, dump_arguments, function_name, get_serializer
@@ -193,7 +194,7 @@ class Queue:
         jobs = [self._own_fields(func, args, kwargs, options) for func, args, kwargs in calls]
         client = self.connection
         if self._steps is None:
-            self._steps = Steps(client, self.keys)
+            self._steps = Steps(pooled_or_plain(client), self.keys)
         now = now_ms()
         with translated_errors(client):
             # Generated ids are 128 random bits: only a caller's own id can exist already.

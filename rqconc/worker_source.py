@@ -276,17 +276,19 @@ class RedisSource(WorkSource):
         taken = hot.take(claim, order, lease_ms, self.name)
         if isinstance(taken, int):
             # Nothing waits: block on the queues' markers (enqueue and take set them), but no
-            # longer than until the earliest scheduled job is due. Then return empty-handed
-            # either way: the child's next take comes after it checked whether it may still
-            # take (suspended, retiring), so a wake-up never leases a job it must hand back.
+            # longer than until the earliest scheduled job is due, and take again in the same
+            # round trip. A child suspended or retiring meanwhile hands that job back (the
+            # child loop checks after every take).
             wait = min(timeout, MAX_BLOCK)
             if taken >= 0:
                 wait = min(wait, max(0.0, (taken - now_ms()) / 1000))
             # Redis turns the timeout into whole milliseconds by truncation, and 0 means
             # "block forever": a wait of about 1 ms could hang the child. Below 10 ms, retake.
-            if wait >= MIN_BLOCK:
-                hot.client.bzpopmin([self.keys.marker(q) for q in order], round(wait, 2))
-            return None
+            if wait < MIN_BLOCK:
+                return None
+            taken = hot.wait_then_take(round(wait, 2), claim, order, lease_ms, self.name)
+            if isinstance(taken, int):
+                return None
         return _work_item(claim, taken)
 
     def _requeue_orphans(self) -> None:

@@ -79,6 +79,7 @@ def _run(args, env_url):
 @example(["enqueue", "-q", "f u z z", "tests.fuzz.jobs:echo", "1"])
 @example(["enqueue", "-q", "fuzz", "--at", "2026-13-45T99:99", "tests.fuzz.jobs:echo", "1"])
 @example(["job", "\u00e9\u4e2d\U0001f600"])
+@example(["resume", "line\x1cbreaks\nin\u2028an argument"])  # echoed in the error: escaped
 def test_random_command_lines_exit_0_1_or_2_without_traceback(live_url, args):
     code, _out, err = _run(args, live_url)
     assert code in (0, 1, 2), (args, code, err)

@@ -197,10 +197,11 @@ def test_replacing_an_entry_takes_back_the_old_definitions_jobs(queue, client, k
     old = cron_jobs(client, keys, "every")
     entry = queue.cron("* * * * * *", tasks.add, 10, 20, id="every")
     job_ids = cron_jobs(client, keys, "every")
-    assert len(old) == len(job_ids) == int(LOOKAHEAD)
+    # A registration that crosses a second boundary plans one tick more.
+    assert {len(old), len(job_ids)} <= {int(LOOKAHEAD), int(LOOKAHEAD) + 1}
     assert ticks_of(job_ids)[0] > entry.registered_at
     assert {tuple(queue.fetch_job(i).args) for i in job_ids} == {(10, 20)}
-    assert len(queue.scheduled_job_ids) == int(LOOKAHEAD)
+    assert sorted(queue.scheduled_job_ids) == sorted(job_ids)  # the old ones are gone
 
 
 def test_a_leader_that_read_a_replaced_entry_leaves_no_job_behind(queue, client, keys,

@@ -1,8 +1,10 @@
 """Each Lua step on its own, against a real Redis (docs/architecture.md, 'Lua steps')."""
+import threading
 import time
 
+from rqconc.child_connection import ChildConnection
 from rqconc.job import JobStatus
-from rqconc.scripts import script
+from rqconc.scripts import Steps, script
 
 LEASE_MS = 15_000
 
@@ -277,3 +279,40 @@ def test_a_take_or_chained_take_under_a_revoked_claim_leaves_the_job_waiting(que
                                      next_take=("claim-next", ["default"], 5000))
     assert recorded and taken == -1 and queue.job_ids == [second.id]
     assert 0 < client.pttl(keys.revoked("claim-gone")) <= 600_000  # removes itself
+
+
+# ---- an idle child's wait and take in one round trip ----
+
+def child_steps(client, keys):
+    return Steps(ChildConnection(client), keys)
+
+
+def test_wait_then_take_returns_the_job_enqueued_while_it_blocked(queue, client, keys):
+    steps = child_steps(client, keys)
+    later = threading.Timer(0.2, queue.enqueue, ("tests.queue.tasks:add", 1, 2))
+    began = time.monotonic()
+    later.start()
+    job_id, fields = steps.wait_then_take(2.0, "claim-1", ["default"], LEASE_MS, "w")
+    assert 0.15 < time.monotonic() - began < 1.5
+    assert fields["func"] == b"tests.queue.tasks:add" and queue.job_ids == []
+    assert fields_of(client, keys, job_id)["token"] == "claim-1"
+
+
+def test_wait_then_take_times_out_empty_handed_and_the_connection_stays_in_step(
+        queue, client, keys):
+    steps = child_steps(client, keys)
+    began = time.monotonic()
+    assert steps.wait_then_take(0.1, "claim-1", ["default"], LEASE_MS, "w") == -1
+    assert time.monotonic() - began >= 0.09
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    assert take(steps, "claim-2")[0] == job.id  # both replies were read: no stale reply
+
+
+def test_wait_then_take_without_the_script_loaded_takes_nothing_then_a_take_loads_it(
+        queue, client, keys):
+    steps = child_steps(client, keys)
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    client.script_flush()
+    assert steps.wait_then_take(0.1, "claim-1", ["default"], LEASE_MS, "w") == -1
+    assert queue.job_ids == [job.id]
+    assert take(steps, "claim-2")[0] == job.id

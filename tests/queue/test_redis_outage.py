@@ -13,6 +13,7 @@ from rqconc.worker_source import RedisSource
 from tests.queue import tasks
 from tests.queue.helpers import wait_for
 from tests.support.redis_server import RedisServer
+from tests.support.tcp_proxy import TcpProxy
 
 ALLOW = ["tests.queue.tasks"]
 
@@ -94,3 +95,23 @@ def test_a_source_built_from_a_client_pickles_to_the_same_server(password_server
     copy.perform(item)
     assert job.get(timeout=1) == 5
     assert "s3cret-pw" in copy.url and copy.client is not client
+
+
+def test_enqueue_rides_over_a_server_restart_on_a_pooled_connection(redis_server):
+    queue = Queue("default", connection=redis_server.url)
+    first = queue.enqueue(tasks.add, 1, 2)
+    redis_server.restart()  # the pooled connection's socket is dead now
+    second = queue.enqueue(tasks.add, 3, 4)
+    assert queue.job_ids == [second.id] and first.id != second.id
+
+
+def test_enqueue_during_a_dropped_connection_falls_back_to_the_clients_retries(redis_server):
+    proxy = TcpProxy(redis_server.port).start()
+    try:
+        queue = Queue("default", connection=proxy.url())
+        queue.enqueue(tasks.add, 1, 2)
+        proxy.drop(0.2)  # the pooled connection dies and reconnecting fails for a moment
+        job = queue.enqueue(tasks.add, 3, 4)  # redis-py's retry (with backoff) gets through
+        assert job.id in queue.job_ids and len(queue) == 2
+    finally:
+        proxy.close()
