@@ -35,12 +35,14 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import bare_loop  # noqa: E402
 from bench.common import ROOT, PrivateRedis, kill_group  # noqa: E402
 
 BENCH = ROOT / "bench"
 PEERS_VENV = BENCH / ".peers-venv"
 REQUIREMENTS = BENCH / "requirements-peers.txt"
 RESULTS_DIR = BENCH / "results"
+BARE_JOBS = 20_000  # the physical-limit loop (bench/bare_loop.py), after every full run
 RQCONC_PYTHON = sys.executable
 PEERS_PYTHON = str(PEERS_VENV / "bin" / "python")
 SYSTEMS = ("rqconc", "rq", "celery", "dramatiq", "huey", "arq")
@@ -321,8 +323,79 @@ def hiredis_note() -> str:
     return f"hiredis {hiredis.__version__} there too, as in the peers' virtualenv."
 
 
+def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float]) -> List[str]:
+    """SPEC section 5, target by target, from this run's medians only."""
+    measured = [(r, s) for r, s in zip(rows, summaries) if "median" in s]
+
+    def best(group: str, ours: bool, lowest: bool = False) -> Any:
+        found = [(s["median"], r) for r, s in measured
+                 if r.group == group and (r.system == "rqconc") == ours]
+        if not found:
+            return None, None
+        return (min if lowest else max)(found, key=lambda pair: pair[0])
+
+    def name(row: Row) -> str:
+        return f"{row.system} {row.label}"
+
+    lines = ["| SPEC section 5 target | rqconc (best mode) | best peer | ratio | met? |",
+             "| --- | --- | --- | --- | --- |"]
+
+    def add(target: str, group: str, need: Any, lowest: bool = False) -> None:
+        ours, our_row = best(group, True, lowest)
+        peer, peer_row = best(group, False, lowest)
+        if ours is None or peer is None:
+            lines.append(f"| {target} | - | - | - | not measured |")
+            return
+        ratio = peer / ours if lowest else ours / peer
+        ok = need(ours, ratio)
+        lines.append(f"| {target} | {ours:,.0f} ({name(our_row)}) | {peer:,.0f} "
+                     f"({name(peer_row)}) | {ratio:.2f}x | {'yes' if ok else '**no**'} |")
+
+    add("no-op, 2 processes: ahead of every peer, >= 1.5x the best", NOOP,
+        lambda ours, ratio: ratio >= 1.5)
+    add("10 ms jobs, 20 slots: >= 1,700 jobs/s (85% of 2,000)", IO20,
+        lambda ours, ratio: ours >= 1700 and ratio > 1)
+    add("10 ms jobs, 100 slots: ahead of every peer", IO100, lambda ours, ratio: ratio > 1)
+    add("enqueue, single calls: ahead of every peer (issue #7)", ENQ1,
+        lambda ours, ratio: ratio > 1)
+    add("enqueue, batch API: ahead of every peer (issue #7)", ENQB,
+        lambda ours, ratio: ratio > 1)
+    lat = [(r, s) for r, s in measured if r.group == LAT and r.system == "rqconc"]
+    if lat:
+        median, p99 = lat[0][1]["median"], lat[0][1]["p99"]
+        peer, peer_row = best(LAT, False, lowest=True)
+        lines.append(f"| latency: median < 1 ms, p99 < 3 ms | median {median:.2f}, p99 "
+                     f"{p99:.2f} | median {peer:.2f} ({name(peer_row)}) | "
+                     f"{peer / median:.2f}x | {'yes' if median < 1 and p99 < 3 else '**no**'} |")
+    backlog = [s["median"] for r, s in measured if r.group == BACKLOG]
+    if len(backlog) == 2:
+        change = backlog[1] / backlog[0] - 1
+        lines.append(f"| 1k vs 1M queued: same throughput within 20% | {backlog[0]:,.0f} vs "
+                     f"{backlog[1]:,.0f} | - | {change:+.0%} | "
+                     f"{'yes' if abs(change) <= 0.2 else '**no**'} |")
+    memory = [s["memory"] for r, s in zip(rows, summaries) if r.group == MEMORY and "memory" in s]
+    if memory:
+        procs = [memory[0]["supervisor"], *memory[0]["children"]]
+        rss, pss = sum(p["rss_mb"] for p in procs), sum(p["pss_mb"] for p in procs)
+        lines.append(f"| forking 4: under 100 MB RSS in all | sum of RSS {rss:.0f} MB; sum of "
+                     f"PSS {pss:.0f} MB | - | - | {'yes' if rss < 100 else '**no**'} as a sum "
+                     f"of RSS; {'yes' if pss < 100 else 'no'} as PSS |")
+    if bare:
+        ours, _ = best(NOOP, True)
+        peer, peer_row = best(NOOP, False)
+        limit = statistics.median(bare)
+        peer_name = name(peer_row) if peer_row else "the best peer"
+        lines += ["", f"The physical limit on this machine, measured in the same run "
+                  f"(`bench/bare_loop.py`: 2 processes, one minimal Lua step per job plus the "
+                  f"task's `INCR`, no framework): **{limit:,.0f} no-op jobs/s** (runs: "
+                  f"{', '.join(f'{b:,.0f}' for b in bare)}). rqconc reaches "
+                  f"{(ours or 0) / limit:.0%} of it, {peer_name} {(peer or 0) / limit:.0%}."]
+    return lines
+
+
 def write_results(rows: List[Row], summaries: List[Dict[str, Any]], redis_version: str,
-                  versions: Dict[str, str], elapsed: float, backlog: int, runs: int) -> None:
+                  versions: Dict[str, str], elapsed: float, backlog: int, runs: int,
+                  bare: List[float]) -> None:
     commands: List[str] = []
     seen = set()
     for row, summary in zip(rows, summaries):
@@ -338,6 +411,7 @@ def write_results(rows: List[Row], summaries: List[Dict[str, Any]], redis_versio
     version_line = ", ".join(f"{k} {v}" for k, v in versions.items())
     text = TEMPLATE.format(
         table="\n".join(table(rows, summaries, backlog)),
+        verdict="\n".join(verdict(rows, summaries, bare)),
         machine="\n".join(machine_info(redis_version)), versions=version_line,
         commands="\n".join(commands), notes="\n".join(notes), apis="\n".join(apis),
         elapsed=elapsed, runs=runs, python=platform.python_version(),
@@ -359,6 +433,10 @@ below was measured in that one run, on one private Redis, one system at a time.
 
 Each result is the median of {runs} runs (each run on a flushed Redis, with its own worker
 processes); "each run" lists them all (latency: median/p99 in ms per run).
+
+## Against SPEC section 5 (this run only)
+
+{verdict}
 
 ## Machine
 
@@ -455,6 +533,11 @@ def main() -> None:
                 summaries.append(measure(row, server.url, args.runs, args.backlog))
             print(f"{row.group:48} {row.system:9} {row.label.format(backlog=args.backlog):34}"
                   f" {fmt(summaries[-1], row)}", flush=True)
+        bare: List[float] = []
+        if not only:
+            bare = [bare_loop.one_run(server.url, 2, BARE_JOBS) for _ in range(args.runs)]
+            print(f"bare loop (no framework), 2 processes: "
+                  f"{', '.join(f'{b:,.0f}' for b in bare)} jobs/s", flush=True)
         signal.signal(signal.SIGTERM, previous)
     finally:
         server.stop()
@@ -488,7 +571,7 @@ def main() -> None:
     if chart_error:
         print(f"chart not written: {chart_error}")
     write_results(rows, summaries, redis_version, peer_versions(), elapsed, args.backlog,
-                  args.runs)
+                  args.runs, bare)
     print(f"\nwrote bench/RESULTS.md and bench/results.png in {elapsed:.0f} s")
 
 

@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.soak,
 JOBS = int(os.environ.get("SOAK_JOBS", "200000"))
 BATCH = 1000
 BACKLOG = 20_000  # enqueue ahead of the worker, but keep Redis small
-SAMPLE_EVERY = 3.0
+SAMPLE_EVERY = 0.5  # the whole soak takes seconds to minutes: ~20+ points either way
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
 # Keys that live as long as the namespace: counters, the queue list, the worker set, the
 # capped event stream, and the registries of ended jobs that trim themselves by score.
@@ -145,12 +145,15 @@ def _leftover_keys(client):
 
 def _report(samples, elapsed):
     lines = [f"{JOBS} no-op jobs through `forking 2` in {elapsed:.0f} s "
-             f"({JOBS / elapsed:.0f} jobs/s); RSS sampled every {SAMPLE_EVERY:.0f} s:", "",
+             f"({JOBS / elapsed:.0f} jobs/s); RSS sampled every {SAMPLE_EVERY:g} s:", "",
              "| t (s) | jobs done | supervisor MB | children MB | total MB |",
              "|---:|---:|---:|---:|---:|"]
     step = max(1, len(samples) // 20)
-    for t, n, sup, kids in samples[::step] + ([samples[-1]] if samples else []):
-        lines.append(f"| {t:.0f} | {n} | {sup:.1f} | {' + '.join(f'{k:.1f}' for k in kids)} "
+    shown = samples[::step]
+    if samples and shown[-1] is not samples[-1]:
+        shown.append(samples[-1])
+    for t, n, sup, kids in shown:
+        lines.append(f"| {t:.1f} | {n} | {sup:.1f} | {' + '.join(f'{k:.1f}' for k in kids)} "
                      f"| {sup + sum(kids):.1f} |")
     totals = [s[2] + sum(s[3]) for s in samples]
     steady = totals[len(totals) // 10:]
