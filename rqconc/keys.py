@@ -99,7 +99,13 @@ class KeySpace:
         return self.prefix + "deferred:" + name
 
     def failed(self, name: str) -> str:
+        """Dead letters, scored by failure time (their order for listing and requeue_all)."""
         return self.prefix + "failed:" + name
+
+    def failed_expiry(self, name: str) -> str:
+        """When each dead letter's failure_ttl runs out (ms; absent: kept forever): lets
+        readers and maintenance drop expired ones without reading every job hash."""
+        return self.prefix + "failed_expiry:" + name
 
     def finished(self, name: str) -> str:
         return self.prefix + "finished:" + name

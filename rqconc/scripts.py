@@ -18,7 +18,7 @@ import redis
 from rqconc.keys import KeySpace
 
 SCRIPT_NAMES = ("enqueue", "take", "renew", "complete", "fail", "requeue_front", "recover",
-                "cancel", "await")
+                "cancel", "await", "trim_ended")
 # `--#include NAME` in a script is replaced by lua/include/NAME.lua: Redis scripts cannot
 # call one another, and the steps that end a job must release its dependents identically.
 _INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
@@ -27,6 +27,10 @@ _INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
 PROMOTE_BATCH = 100
 # How long done:<id> outlives a job kept for 0 s, so that waiters already blocked see it.
 DONE_GRACE_SECONDS = 10
+# Bounds of one maintenance trim: entries dropped per set, queues per script call (each
+# call holds Redis while it runs).
+TRIM_BATCH = 1000
+TRIM_QUEUES_PER_CALL = 50
 
 
 class Script:
@@ -159,11 +163,12 @@ class Steps:
     def requeue_failed(self, queue: str, job_id: str) -> bool:
         """Move a dead letter back into its queue; False if it is not one."""
         k = self.keys
-        keys = [k.seq, k.failed(queue), k.job(job_id), k.done(job_id), k.events]
+        keys = [k.seq, k.failed(queue), k.job(job_id), k.done(job_id), k.events,
+                k.failed_expiry(queue)]
         return script("requeue_failed")(self.client, keys, [job_id, now_ms(), k.prefix]) == 1
 
     def purge_failed(self, queue: str, job_ids: Sequence[str]) -> int:
-        keys = [self.keys.failed(queue)]
+        keys = [self.keys.failed(queue), self.keys.failed_expiry(queue)]
         for job_id in job_ids:
             keys += [self.keys.job(job_id), self.keys.done(job_id)]
         return int(script("purge_failed")(self.client, keys, list(job_ids)))
@@ -219,7 +224,8 @@ class Steps:
         """1: failed for good, 2: scheduled for a retry, -1: stale claim (nothing written)."""
         k = self.keys
         keys = [k.active, k.claims, k.job(job_id), k.started(queue), k.failed(queue),
-                k.scheduled(queue), k.done(job_id), k.seq, k.events, k.canceling]
+                k.scheduled(queue), k.done(job_id), k.seq, k.events, k.canceling,
+                k.failed_expiry(queue)]
         args = [claim, job_id, now_ms(), *exc, "" if retry_at_ms is None else retry_at_ms,
                 k.prefix, worker]
         return script("fail")(self.client, keys, args)
@@ -274,7 +280,21 @@ class Steps:
         args: List[Any] = [now, max_lost, k.prefix]
         for job_id, (queue, token) in zip(expired, pipe.execute()):
             name = text(queue) if queue is not None else "-"
-            keys += [k.job(job_id), k.started(name), k.failed(name), k.done(job_id)]
+            keys += [k.job(job_id), k.started(name), k.failed(name), k.failed_expiry(name),
+                     k.done(job_id)]
             args += [job_id, text(token) if token is not None else ""]
         requeued, dead = script("recover")(self.client, keys, args)
         return int(requeued), int(dead)
+
+    def trim_ended(self, limit: int = TRIM_BATCH) -> int:
+        """Drop expired entries from every known queue's finished and dead-letter sets (up
+        to `limit` per set); returns how many."""
+        k = self.keys
+        names = sorted(text(n) for n in self.client.smembers(k.queues))
+        now, dropped = now_ms(), 0
+        for start in range(0, len(names), TRIM_QUEUES_PER_CALL):
+            keys: List[str] = []
+            for name in names[start:start + TRIM_QUEUES_PER_CALL]:
+                keys += [k.finished(name), k.failed(name), k.failed_expiry(name)]
+            dropped += int(script("trim_ended")(self.client, keys, [now, limit]))
+        return dropped

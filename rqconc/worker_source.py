@@ -510,7 +510,8 @@ class RedisSource(WorkSource):
                       lambda: run_scheduler(self.client, self.keys, self.name))
 
     def maintain(self) -> Tuple[int, int]:
-        """Recover expired leases, at most once per interval across all supervisors."""
+        """Recover expired leases and trim expired finished and dead-letter entries, at most
+        once per interval across all supervisors; returns (requeued, dead-lettered)."""
         gate = self.client.set(self.keys.maintenance, self.name, nx=True,
                                px=max(1, int(self.maintenance_interval * 1000)))
         if not gate:
@@ -519,6 +520,9 @@ class RedisSource(WorkSource):
         if requeued or dead:
             log.warning("recovered jobs whose worker vanished: %d requeued, %d dead-lettered "
                         "after %d lost leases", requeued, dead, self.max_lost)
+        # Here, not in complete: a queue that gets no more completions would keep its
+        # expired entries forever, and the per-job step stays as cheap as it is.
+        self.steps.trim_ended()
         return requeued, dead
 
     def is_drained(self) -> bool:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 import click
 import redis
@@ -21,10 +21,6 @@ def _queues(client: redis.Redis, queue_name: Optional[str]) -> List[Queue]:
     return [Queue(name, connection=client) for name in names]
 
 
-def _dead_letters(queues: Sequence[Queue]) -> List[Tuple[Queue, str]]:
-    return [(q, job_id) for q in queues for job_id in q.failed.job_ids]
-
-
 @click.group()
 def failed() -> None:
     """The dead-letter registry: jobs that failed for good."""
@@ -39,11 +35,11 @@ def list_failed(queue_name: Optional[str], as_json: bool, url: Optional[str]) ->
     client = client_for(url)
     with translated_errors(client):
         rows = []
-        for q, job_id in _dead_letters(_queues(client, queue_name)):
-            job = q.fetch_job(job_id)
-            exc = job.exc_info or ("", "", "")
-            rows.append([job_id, q.name, job.func_name or "", job.attempts,
-                         one_line(f"{exc[0]}: {exc[1]}")])
+        for q in _queues(client, queue_name):
+            for job in q.failed.jobs():
+                exc = job.exc_info or ("", "", "")
+                rows.append([job.id, q.name, job.func_name or "", job.attempts,
+                             one_line(f"{exc[0]}: {exc[1]}")])
     if as_json:
         keys = ("id", "queue", "function", "attempts", "error")
         click.echo(json.dumps([dict(zip(keys, row)) for row in rows]))

@@ -11,7 +11,7 @@ from rqconc.commands.common import client_for, table, unix_to_iso, url_option
 from rqconc.connection import translated_errors
 from rqconc.keys import KeySpace
 from rqconc.registry import list_workers
-from rqconc.scripts import text
+from rqconc.scripts import now_ms, text
 
 COUNTS = ("queued", "started", "scheduled", "deferred", "failed", "finished")
 WORKER_FIELDS = ("name", "host", "pid", "backend", "size", "busy", "idle", "state", "queues",
@@ -33,23 +33,34 @@ def _count_keys(keys: KeySpace, name: str) -> Dict[str, Optional[str]]:
 
 def queue_counts(client: redis.Redis, names: List[str],
                  keys: KeySpace) -> List[Dict[str, Any]]:
-    """[{"name", "queued", ...}] in two round trips: key types, then their sizes."""
+    """[{"name", "queued", ...}] in two round trips: key types, then their sizes. Finished
+    jobs and dead letters whose TTL ran out stay in their sets until a maintenance pass
+    trims them (lua/trim_ended.lua): they are not counted."""
     wanted = [(name, count, key) for name in names
               for count, key in _count_keys(keys, name).items() if key]
     pipe = client.pipeline(transaction=False)
     for _, _, key in wanted:
         pipe.type(key)
     types = [text(t) for t in pipe.execute()]
+    now = now_ms()
     pipe = client.pipeline(transaction=False)
-    sized = []
+    sized = []  # (queue, count, +1 or -1) per reply
     for (name, count, key), kind in zip(wanted, types):
-        if kind in _SIZE_COMMANDS:
+        if count == "finished" and kind == "zset":  # scored by expiry
+            pipe.zcount(key, f"({now}", "+inf")
+        elif kind in _SIZE_COMMANDS:
             getattr(pipe, _SIZE_COMMANDS[kind])(key)
-            sized.append((name, count))
+        else:
+            continue
+        sized.append((name, count, 1))
+        if count == "failed" and kind == "zset":
+            pipe.zcount(keys.failed_expiry(name), "-inf", now)
+            sized.append((name, count, -1))
     rows: Dict[str, Dict[str, Any]] = {n: dict({"name": n}, **dict.fromkeys(COUNTS, 0))
                                        for n in names}
-    for (name, count), size in zip(sized, pipe.execute()):
-        rows[name][count] = int(size)
+    for (name, count, sign), size in zip(sized, pipe.execute(raise_on_error=False)):
+        if not isinstance(size, Exception):  # a key of another type than ours: not counted
+            rows[name][count] = max(0, rows[name][count] + sign * int(size))
     return [rows[n] for n in names]
 
 

@@ -16,6 +16,7 @@ KEYS[7]          done:<id>           completion list
 KEYS[8]          seq                 INCR counter
 KEYS[9]          events              the event stream
 KEYS[10]         canceling           jobs asked to stop while running
+KEYS[11]         failed_expiry:<queue>  when each dead letter's failure_ttl runs out (ms)
 
 ARGV[1]          claim
 ARGV[2]          job id
@@ -63,7 +64,7 @@ if ARGV[7] ~= '' then
 end
 
 redis.call('HSET', key, 'status', 'failed')
-add_dead_letter(KEYS[5], now, id)
+add_dead_letter(KEYS[5], KEYS[11], now, id, key)
 local outcome = cjson.encode({ARGV[4], ARGV[5], ARGV[6]})
 redis.call('DEL', done)
 redis.call('RPUSH', done, 'failed:' .. outcome)

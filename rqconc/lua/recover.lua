@@ -11,10 +11,11 @@ KEYS[2]          active              leased jobs, score = lease deadline (ms)
 KEYS[3]          claims              claim -> job id
 KEYS[4]          events              the event stream
 KEYS[5]          canceling           jobs asked to stop while running
-KEYS[4i+2]       job:<id>            for the i-th job (i = 1..n):
-KEYS[4i+3]       started:<queue>       its queue's running jobs,
-KEYS[4i+4]       failed:<queue>        its queue's dead letters,
-KEYS[4i+5]       done:<id>             its completion list
+KEYS[5i+1]       job:<id>            for the i-th job (i = 1..n):
+KEYS[5i+2]       started:<queue>       its queue's running jobs,
+KEYS[5i+3]       failed:<queue>        its queue's dead letters,
+KEYS[5i+4]       failed_expiry:<queue> their expiry times,
+KEYS[5i+5]       done:<id>             its completion list
 
 ARGV[1]          now (ms)
 ARGV[2]          max_lost: the number of lost leases that makes a poison pill
@@ -31,12 +32,12 @@ local NS, SEQ, EVENTS, NOW, WORKER = ARGV[3], KEYS[1], KEYS[4], ARGV[1], ''
 local now, max_lost = tonumber(ARGV[1]), tonumber(ARGV[2])
 local requeued, dead = 0, 0
 
-local function poison(id, key, failed, done, lost)
+local function poison(id, key, failed, expiries, done, lost)
   local message = 'the lease of this job expired ' .. lost .. ' times (its worker vanished '
     .. 'each time); treated as a poison pill and moved to the dead letters'
   redis.call('HSET', key, 'status', 'failed', 'ended_at', NOW,
     'exc_type', 'rqconc.errors.WorkerLost', 'exc_message', message, 'traceback', '')
-  add_dead_letter(failed, now, id)
+  add_dead_letter(failed, expiries, now, id, key)
   local outcome = cjson.encode({'rqconc.errors.WorkerLost', message, ''})
   redis.call('DEL', done)
   redis.call('RPUSH', done, 'failed:' .. outcome)
@@ -48,7 +49,7 @@ end
 
 for i = 1, (#ARGV - 3) / 2 do
   local id, token = ARGV[2 * i + 2], ARGV[2 * i + 3]
-  local key = KEYS[4 * i + 2]
+  local key = KEYS[5 * i + 1]
   local deadline = redis.call('ZSCORE', KEYS[2], id)
   local exists = redis.call('EXISTS', key) == 1
   local current = exists and (redis.call('HGET', key, 'token') or '') or token
@@ -57,7 +58,7 @@ for i = 1, (#ARGV - 3) / 2 do
     if token ~= '' then redis.call('HDEL', KEYS[3], token) end
     if exists then
       redis.call('HDEL', key, 'token')
-      redis.call('ZREM', KEYS[4 * i + 3], id)
+      redis.call('ZREM', KEYS[5 * i + 2], id)
       bump(key, 'attempts')
       local lost = bump(key, 'lost')
       if redis.call('HGET', key, 'cancel_requested') then
@@ -66,7 +67,7 @@ for i = 1, (#ARGV - 3) / 2 do
         settle_dependents(id, false)
         dead = dead + 1
       elseif lost >= max_lost then
-        poison(id, key, KEYS[4 * i + 4], KEYS[4 * i + 5], lost)
+        poison(id, key, KEYS[5 * i + 3], KEYS[5 * i + 4], KEYS[5 * i + 5], lost)
         dead = dead + 1
       else
         emit('requeued', id, redis.call('HGET', key, 'queue'), 'reason', 'lease expired')

@@ -8,6 +8,7 @@ KEYS[2]          failed:<queue>      dead letters
 KEYS[3]          job:<id>            the job's hash
 KEYS[4]          done:<id>           its completion list (holds the old outcome)
 KEYS[5]          events              the event stream
+KEYS[6]          failed_expiry:<queue>  when each dead letter's failure_ttl runs out
 
 ARGV[1]          job id
 ARGV[2]          now (ms since the epoch)
@@ -24,6 +25,7 @@ if not redis.call('ZSCORE', KEYS[2], id) then
   return 0
 end
 redis.call('ZREM', KEYS[2], id)
+redis.call('ZREM', KEYS[6], id)
 if redis.call('EXISTS', key) == 0 then
   return 0
 end

@@ -1,11 +1,15 @@
 """SPEC section 3, dead letters: failed-for-good jobs are listed in q.failed with their
 traceback; requeue(id), requeue_all() and purge() (requeueing resets attempts, keeps the id)."""
-import pytest
+import json
 
+import pytest
+from click.testing import CliRunner
+
+from rqconc.cli import cli
 from rqconc.errors import JobFailed
 from rqconc.job import JobStatus
 from tests.queue import tasks
-from tests.queue.helpers import take_and_run
+from tests.queue.helpers import take_and_run, wait_for
 
 
 def fail_for_good(queue, source, count=1):
@@ -46,3 +50,44 @@ def test_purge_deletes_the_dead_letters_and_their_data(queue, source, client, ke
     assert queue.failed.purge() == 2
     assert len(queue.failed) == 0
     assert not any(client.exists(keys.job(j.id), keys.done(j.id)) for j in jobs)
+
+
+
+def cli_json(redis_url, *args):
+    done = CliRunner().invoke(cli, [*args, "--json", "--url", redis_url])
+    assert done.exit_code == 0, done.output
+    return json.loads(done.output)
+
+
+def test_a_dead_letter_is_gone_from_q_failed_once_its_failure_ttl_expired(
+        queue, source, client, keys, redis_url):
+    kept = queue.enqueue(tasks.boom, "kept")
+    take_and_run(source, "c1")
+    brief = queue.enqueue(tasks.boom, "brief", failure_ttl=1)
+    take_and_run(source, "c2")
+    assert queue.failed.job_ids == [kept.id, brief.id] and len(queue.failed) == 2
+    wait_for(lambda: not client.exists(keys.job(brief.id), keys.done(brief.id)), timeout=5,
+             message="the dead letter's data to expire")
+    # No maintenance pass has run yet: the readers alone leave it out.
+    assert queue.failed.job_ids == [kept.id] and len(queue.failed) == 1
+    assert brief.id not in queue.failed and kept.id in queue.failed
+    assert [j.id for j in queue.failed.jobs()] == [kept.id]
+    assert [row["id"] for row in cli_json(redis_url, "failed", "list")] == [kept.id]
+    assert cli_json(redis_url, "info")["queues"][0]["failed"] == 1
+
+
+def test_a_maintenance_pass_drops_expired_dead_letters_from_the_registry(
+        queue, source, client, keys):
+    kept = queue.enqueue(tasks.boom, "kept")
+    take_and_run(source, "c1")
+    brief = queue.enqueue(tasks.boom, "brief", failure_ttl=1)
+    take_and_run(source, "c2")
+    source.maintain()
+    assert client.zscore(keys.failed("default"), brief.id) is not None  # not expired yet
+    wait_for(lambda: not client.exists(keys.job(brief.id)), timeout=5,
+             message="the dead letter's data to expire")
+    client.delete(keys.maintenance)  # the pass of another second
+    source.maintain()
+    assert [m.decode() for m in client.zrange(keys.failed("default"), 0, -1)] == [kept.id]
+    assert client.zscore(keys.failed_expiry("default"), brief.id) is None
+    assert queue.failed.job_ids == [kept.id] and queue.failed.requeue(brief.id) is False

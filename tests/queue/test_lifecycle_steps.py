@@ -207,6 +207,65 @@ def test_a_jobs_life_is_in_the_event_stream_in_order(queue, source, redis_url):
     assert [e["ts"] for e in events] == sorted(e["ts"] for e in events)
 
 
+def events_of(redis_url, job):
+    return [e["event"] for e in EventStream(redis_url).for_job(job.id)]
+
+
+def test_a_requeued_dead_letter_a_handed_back_job_and_a_recovered_one_are_requeued_events(
+        queue, source, steps, redis_url):
+    handed = queue.enqueue(tasks.add, 1, 1)
+    source.give_back(source.take("c1", 0.1))  # e.g. its child was suspended after the take
+    assert events_of(redis_url, handed) == ["queued", "started", "requeued", "queued"]
+    take_and_run(source, "c2")
+
+    lost = queue.enqueue(tasks.add, 2, 2)
+    steps.take("c3", ["default"], 0, "vanished-worker")  # its lease ends at once
+    assert steps.recover(max_lost=3) == (1, 0)
+    events = EventStream(redis_url).for_job(lost.id)
+    assert [e["event"] for e in events] == ["queued", "started", "requeued", "queued"]
+    assert events[2]["reason"] == "lease expired"
+    take_and_run(source, "c4")
+
+    dead = queue.enqueue(tasks.boom, retry=None)
+    take_and_run(source, "c5")
+    assert queue.failed.requeue(dead.id) is True
+    assert events_of(redis_url, dead) == ["queued", "started", "failed", "requeued", "queued"]
+
+
+def test_a_scheduled_job_is_a_scheduled_event_then_queued_when_due(queue, source, redis_url):
+    job = queue.enqueue_in(0.2, tasks.add, 1, 1)
+    assert events_of(redis_url, job) == ["scheduled"]
+    wait_for(lambda: take_and_run(source, "c1", timeout=0.05), timeout=5, message="due job")
+    assert events_of(redis_url, job) == ["scheduled", "queued", "started", "finished"]
+
+
+def test_a_deferred_job_is_a_deferred_event_until_its_parent_settles_it(queue, source,
+                                                                        redis_url):
+    parent = queue.enqueue(tasks.add, 1, 1)
+    child = queue.enqueue(tasks.add, 2, 2, depends_on=parent)
+    later = queue.enqueue_in(3600, tasks.add, 3, 3, depends_on=parent)
+    bad = queue.enqueue(tasks.boom, retry=None)
+    orphan = queue.enqueue(tasks.add, 4, 4, depends_on=bad)
+    assert {events_of(redis_url, j)[0] for j in (child, later, orphan)} == {"deferred"}
+    run_all(source)
+    assert events_of(redis_url, child) == ["deferred", "queued", "started", "finished"]
+    assert events_of(redis_url, later) == ["deferred", "scheduled"]  # released, not yet due
+    assert events_of(redis_url, orphan) == ["deferred", "canceled"]
+
+
+def test_canceling_a_waiting_or_a_running_job_is_a_canceled_event(queue, source, redis_url):
+    waiting = queue.enqueue_in(3600, tasks.add, 1, 1)
+    assert waiting.cancel() is True
+    assert events_of(redis_url, waiting) == ["scheduled", "canceled"]
+    running = queue.enqueue(tasks.add, 2, 2)
+    item = source.take("c1", 0.1)
+    assert running.cancel() is True
+    assert events_of(redis_url, running) == ["queued", "started"]  # asked, not yet stopped
+    source.canceled("c1")  # the supervisor ended the child running it
+    source.perform(item)  # a late outcome (an abandoned thread) is refused: no event
+    assert events_of(redis_url, running) == ["queued", "started", "canceled"]
+
+
 def test_the_event_stream_is_capped(queue, client):
     queue.enqueue_many([(tasks.add, (1, 1))] * 200)
     info = client.xinfo_stream(queue.keys.events)

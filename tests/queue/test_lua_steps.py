@@ -18,7 +18,8 @@ def take(steps, claim, queues=("default",), lease_ms=LEASE_MS):
 
 
 def test_every_script_file_has_a_header_listing_keys_argv_and_returns():
-    for name in ("enqueue", "take", "renew", "complete", "fail", "requeue_front", "recover"):
+    for name in ("enqueue", "take", "renew", "complete", "fail", "requeue_front", "recover",
+                 "requeue_failed", "purge_failed", "trim_ended"):
         header = script(name).source.split("]]")[0]
         assert "KEYS[1]" in header and "ARGV[1]" in header and "Returns" in header, name
 

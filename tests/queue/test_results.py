@@ -4,6 +4,7 @@ import time
 
 import pytest
 
+from rqconc.commands.info import queue_counts
 from rqconc.errors import JobFailed, NoSuchJob
 from rqconc.job import Job, JobStatus
 from rqconc.queue import Queue
@@ -98,6 +99,27 @@ def test_result_ttl_expiry_deletes_the_job_and_its_result(queue, source, client,
     queue.enqueue(tasks.add, 1, 1)
     take_and_run(source, "next")
     assert client.zscore(keys.finished("default"), job.id) is None
+
+
+def test_a_maintenance_pass_trims_expired_finished_entries_of_a_quiet_queue(
+        redis_url, make_source, client, keys):
+    quiet, busy = Queue("quiet", connection=redis_url), Queue("default", connection=redis_url)
+    source = make_source(["quiet", "default"])
+    brief = quiet.enqueue(tasks.add, 1, 2, result_ttl=1)
+    kept = quiet.enqueue(tasks.add, 3, 4, result_ttl=-1)
+    other = busy.enqueue(tasks.add, 5, 6, result_ttl=1)
+    for n in range(3):
+        take_and_run(source, f"c{n}")
+    wait_for(lambda: not client.exists(keys.job(brief.id), keys.job(other.id)), timeout=5,
+             message="the results to expire")
+    # Before any pass, `rqconc info` counts only the entries whose result is still kept.
+    counts = {row["name"]: row["finished"] for row in queue_counts(client, ["quiet", "default"],
+                                                                    keys)}
+    assert counts == {"quiet": 1, "default": 0}
+    assert client.zscore(keys.finished("quiet"), brief.id) is not None  # no completion since
+    source.maintain()
+    assert [m.decode() for m in client.zrange(keys.finished("quiet"), 0, -1)] == [kept.id]
+    assert client.zcard(keys.finished("default")) == 0
 
 
 def test_result_ttl_zero_keeps_nothing_but_current_waiters_get_the_value(queue, source, client,

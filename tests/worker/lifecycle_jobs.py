@@ -34,7 +34,8 @@ def broken(url: str) -> None:
 def nap(url: str, seconds: float) -> None:
     _client(url).rpush("started", "nap")
     time.sleep(seconds)
-    _client(url).rpush("order", "nap ended")  # must never happen for a canceled nap
+    # Never reached by a canceled nap, except in a thread, which cannot be killed.
+    _client(url).rpush("order", "nap ended")
 
 
 def stage(url: str, n: int, seconds: float = 0.0) -> object:

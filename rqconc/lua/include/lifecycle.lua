@@ -10,7 +10,7 @@ The including script defines these locals, before `--#include lifecycle`:
 Steps that end a job must release or cancel its dependents and create its follow-up jobs
 (callbacks, webhooks), and those job ids are only known here. So these functions complete
 key names from NS; the patterns mirror rqconc/keys.py (KeySpace) and share its hash tag,
-so every key stays in one cluster slot. tests/queue/test_lua_keys.py checks they agree.
+so every key stays in one cluster slot.
 ]]
 local EVENTS_MAXLEN = 10000
 
@@ -83,17 +83,27 @@ local function release(id, key)
   end
 end
 
+local DEFAULT_FAILURE_TTL = 31536000  -- a year, as rqconc/job.py
+
 -- Failures within one millisecond (or from a worker whose clock lags) must still requeue in
 -- the order they happened: a dead letter's score never goes below the latest one's.
-local function add_dead_letter(failed, now, id)
+-- The job hash expires by itself after failure_ttl, but the sorted set cannot: `expiries`
+-- records when, so readers hide the entry and maintenance (trim_ended) drops it.
+local function add_dead_letter(failed, expiries, now, id, key)
   local latest = redis.call('ZRANGE', failed, -1, -1, 'WITHSCORES')[2]
   local score = tonumber(now)
   if latest and tonumber(latest) >= score then score = tonumber(latest) + 0.001 end
   redis.call('ZADD', failed, score, id)
+  local ttl = ttl_of(key, 'failure_ttl', DEFAULT_FAILURE_TTL)
+  if ttl > 0 then
+    redis.call('ZADD', expiries, tonumber(now) + ttl * 1000, id)
+  else
+    redis.call('ZREM', expiries, id)
+  end
 end
 
 local function keep_for_failure_ttl(key, done)
-  local ttl = ttl_of(key, 'failure_ttl', 31536000)  -- absent: a year (DEFAULT_FAILURE_TTL)
+  local ttl = ttl_of(key, 'failure_ttl', DEFAULT_FAILURE_TTL)
   if ttl > 0 then
     redis.call('EXPIRE', key, ttl)
     redis.call('EXPIRE', done, ttl)
@@ -148,8 +158,20 @@ end
 local function spawn_followups(parent_id, parent_key, kind, outcome_field, outcome, specs)
   if specs == nil then specs = redis.call('HGET', parent_key, 'on_' .. kind .. '_jobs') end
   if not specs then return end
+  -- Only a corrupt write makes the specs unreadable. Raising here would abort the step
+  -- half-applied (Redis keeps a script's earlier writes), so the job's own outcome stands
+  -- and the hash says why its follow-ups were not created.
+  local ok, decoded = pcall(cjson.decode, specs)
+  if not ok or type(decoded) ~= 'table' then
+    redis.call('HSET', parent_key, 'followup_error', 'on_' .. kind .. '_jobs is not valid JSON')
+    return
+  end
   local attempts = redis.call('HGET', parent_key, 'attempts') or '0'
-  for _, spec in ipairs(cjson.decode(specs)) do
+  for _, spec in ipairs(decoded) do
+    if type(spec) ~= 'table' or type(spec.name) ~= 'string' or type(spec.fields) ~= 'table' then
+      redis.call('HSET', parent_key, 'followup_error', 'on_' .. kind .. '_jobs holds a bad entry')
+      return
+    end
     local id = parent_id .. '.' .. spec.name .. '.' .. attempts
     local key = job_key(id)
     if redis.call('EXISTS', key) == 0 then
