@@ -5,12 +5,13 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 
 import pytest
 
 from rqconc.job import Job
 from rqconc.queue import Queue
-from tests.support.redis_server import free_port
+from tests.support.redis_server import RedisServer, free_port
 from tests.support.waiting import wait_for
 from tests.support.worker_process import ROOT
 from tests.worker.conftest import RedisWorker
@@ -48,6 +49,18 @@ def ok(*args):
     done = rqconc(*args)
     assert done.returncode == 0, done.stderr
     return done.stdout
+
+
+def assert_table(text):
+    """`text` is a table whose columns line up: every line has the same number of cells
+    (two spaces or more apart), and each column's cells share a left or a right edge."""
+    lines = text.splitlines()
+    spans = [[m.span() for m in re.finditer(r"\S+(?: \S+)*", line)] for line in lines]
+    assert len(lines) >= 2 and len({len(row) for row in spans}) == 1, text
+    for column in zip(*spans):
+        starts, ends = {start for start, _ in column}, {end for _, end in column}
+        assert len(starts) == 1 or len(ends) == 1, f"column not aligned:\n{text}"
+    return [[line[start:end] for start, end in row] for line, row in zip(lines, spans)]
 
 
 def assert_one_line_error(done, code):
@@ -128,6 +141,37 @@ def test_info_ping_and_job_with_a_running_worker(redis_server, worker):
     assert json.loads(ok("info", "-W", "--json", "--url", url))["workers"] == []
 
 
+def test_info_workers_shows_a_busy_worker_and_its_job_in_aligned_columns(redis_server, worker):
+    url = redis_server.url
+    worker(url, "-q", "busy", "--name", "busy-worker")
+    worker(url, "-q", "other,default", "--name", "idle-worker-with-a-longer-name")
+    job = Queue("busy", url).enqueue("tests.worker.jobs:hold", url, "release")
+
+    def busy_report():
+        report = json.loads(ok("info", "-W", "--json", "--url", url))
+        states = [w["state"] for w in report["workers"]]
+        return report if states == ["busy", "idle"] else None
+
+    report = wait_for(busy_report, timeout=20, interval=0.1, message="one busy, one idle")
+    busy, idle = report["workers"]
+    assert (busy["name"], busy["busy"], busy["idle"], busy["current_jobs"]) == (
+        "busy-worker", 1, 1, [job.id])
+    assert (idle["busy"], idle["idle"], idle["current_jobs"]) == (0, 2, [])
+
+    queues_text, workers_text = ok("info", "-W", "--url", url).split("\n\n")
+    assert_table(queues_text)
+    header, *rows = assert_table(workers_text)
+    assert header == WORKER_FIELDS[:-2] + ["jobs", "last_heartbeat"]
+    assert rows[0][:10] == ["busy-worker", busy["host"], str(busy["pid"]), "threading", "2",
+                            "1", "1", "busy", "busy", "1"]
+    assert rows[1][7:10] == ["idle", "other,default", "0"]
+
+    redis_server.client().rpush("release", "done")
+    assert job.get(timeout=10) == "done"
+    wait_for(lambda: json.loads(ok("info", "-W", "--json", "--url", url))["workers"][0][
+        "current_jobs"] == [], timeout=10, interval=0.1, message="busy worker idle again")
+
+
 def test_enqueue_prints_the_id_alone_and_stores_the_call(redis_url):
     out = ok("enqueue", "-q", "mail", "--priority", 7, "--url", redis_url,
              "tests.worker.jobs:record", '"u"', 1.5, '{"k": [1, null]}')
@@ -182,8 +226,12 @@ def test_server_status_and_stop_manage_the_embedded_server(request):
     assert json.loads(ok("server", "status", "--json"))["running"] is False
 
 
-UNREACHABLE = [["info", "-W", "--json"], ["enqueue", "-q", "a", "m:f", "1"], ["job", "abc"],
-               ["ping", "--worker", "w"]]
+# Every command of SPEC section 1 that talks to Redis (cron list: test_cron_cli.py).
+UNREACHABLE = [["info", "-W", "--json"], ["info", "-W"], ["enqueue", "-q", "a", "m:f", "1"],
+               ["job", "abc"], ["ping", "--worker", "w"], ["suspend"], ["resume"],
+               ["requeue", "--all"], ["requeue", "abc"], ["failed", "list"],
+               ["failed", "show", "abc"], ["failed", "purge"], ["cancel", "abc"], ["events"],
+               ["events", "--follow"], ["cron", "remove", "abc"]]
 
 MISUSE = [
     (["enqueue", "-q", "a", "m:f", "1", "{oops"], "{oops"),
@@ -202,7 +250,30 @@ def test_unreachable_redis_is_one_line_without_the_password():
     for done in rqconc_all([[*args, "--url", url] for args in UNREACHABLE]):
         assert_one_line_error(done, 1)
         assert f"127.0.0.1:{port}" in done.stderr, done.args
-        assert "pw" not in done.stderr + done.stdout
+        assert "pw" not in done.stderr + done.stdout and done.stdout == "", done.args
+
+
+def test_events_follow_ends_with_one_line_when_redis_goes_away(redis_binary, request):
+    server = RedisServer(redis_binary, password="s3cretpw").start()
+    request.addfinalizer(server.close)
+    process = subprocess.Popen([sys.executable, "-c", ENTRY, "events", "--follow", "-n", "0",
+                                "--url", server.url], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    request.addfinalizer(lambda: process.poll() is None and process.kill())
+    printed = []
+    threading.Thread(target=lambda: printed.extend(process.stdout), daemon=True).start()
+    q = Queue("default", server.url)
+
+    def following():
+        q.enqueue("tests.worker.jobs:add", 1, 2)  # until the follower has printed one
+        return printed
+    wait_for(following, timeout=15, interval=0.1, message="a followed event")
+    server.kill()
+    process.wait(15)
+    done = subprocess.CompletedProcess(process.args, process.returncode, "",
+                                       process.stderr.read())
+    assert_one_line_error(done, 1)
+    assert f"127.0.0.1:{server.port}" in done.stderr and "s3cretpw" not in done.stderr
 
 
 def test_misuse_is_one_line_and_exit_2():

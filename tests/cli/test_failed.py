@@ -4,14 +4,14 @@ import json
 from rqconc.job import JobStatus
 from rqconc.queue import Queue
 from rqconc.worker_source import RedisSource
-from tests.cli.test_commands import rqconc
+from tests.cli.test_commands import assert_table, rqconc
 from tests.queue import tasks
 from tests.queue.helpers import take_and_run
 
 
-def dead_letters(url, count):
-    queue = Queue("mail", connection=url)
-    source = RedisSource(url, queues=["mail"], allow=["tests"])
+def dead_letters(url, count, queue_name="mail"):
+    queue = Queue(queue_name, connection=url)
+    source = RedisSource(url, queues=[queue_name], allow=["tests"])
     jobs = [queue.enqueue(tasks.boom, f"bad address {n}") for n in range(count)]
     for _ in jobs:
         take_and_run(source)
@@ -21,12 +21,19 @@ def dead_letters(url, count):
 
 def test_failed_list_and_show_name_each_dead_letter_and_its_error(redis_url):
     _, jobs = dead_letters(redis_url, 2)
+    _, (other,) = dead_letters(redis_url, 1, "newsletters")
     listed = rqconc("failed", "list", "--url", redis_url)
     assert listed.returncode == 0
-    assert all(job.id in listed.stdout for job in jobs) and "bad address 1" in listed.stdout
+    header, *rows = assert_table(listed.stdout)
+    assert header == ["ID", "QUEUE", "FUNCTION", "ATTEMPTS", "ERROR"]
+    expected = [[job.id, "mail", "tests.queue.tasks:boom", "1", f"ValueError: bad address {n}"]
+                for n, job in enumerate(jobs)]
+    expected.append([other.id, "newsletters", "tests.queue.tasks:boom", "1",
+                     "ValueError: bad address 0"])
+    assert sorted(rows) == sorted(expected)
     rows = json.loads(rqconc("failed", "list", "--json", "--url", redis_url).stdout)
-    assert sorted(row["id"] for row in rows) == sorted(job.id for job in jobs)
-    assert rows[0]["queue"] == "mail" and rows[0]["attempts"] == 1
+    assert sorted(row["id"] for row in rows) == sorted(job.id for job in [*jobs, other])
+    assert {(row["queue"], row["attempts"]) for row in rows} == {("mail", 1), ("newsletters", 1)}
     shown = rqconc("failed", "show", jobs[0].id, "--url", redis_url)
     assert shown.returncode == 0 and "Traceback" in shown.stdout
     missing = rqconc("failed", "show", "nope", "--url", redis_url)

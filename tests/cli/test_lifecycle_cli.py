@@ -35,6 +35,26 @@ def test_events_prints_a_jobs_transitions_in_text_and_json(redis_url):
     assert [line.split()[1:3] for line in text] == [["queued", job.id], ["canceled", job.id]]
 
 
+def test_events_text_lines_up_time_event_and_job(redis_url):
+    # A log, not a table (--follow prints each line as it comes, so later widths are
+    # unknown): the fixed-width leading columns line up, the rest follows as it is.
+    first = Queue("default", redis_url).enqueue("tests.worker.jobs:add", 1, 2)
+    second = Queue("newsletters", redis_url).enqueue_in(60, "tests.worker.jobs:add", 1, 2)
+    first.cancel()
+    second.cancel()
+    events = [json.loads(line) for line in ok("events", "--json", "--url", redis_url)
+              .splitlines()]
+    lines = ok("events", "--url", redis_url).splitlines()
+    assert [e["event"] for e in events] == ["queued", "scheduled", "canceled", "canceled"]
+    assert len(lines) == len(events)
+    for line, event in zip(lines, events):
+        assert line.split()[1:4] == [event["event"], event["job_id"], event["queue"]]
+    job_columns = {line.index(e["job_id"]) for line, e in zip(lines, events)}
+    queue_columns = {line.index(" " + e["queue"] + " ", line.index(e["job_id"]))
+                     for line, e in zip(lines, events)}
+    assert len(job_columns) == 1 and len(queue_columns) == 1, "\n".join(lines)
+
+
 def test_events_follow_prints_new_events_until_interrupted(redis_url):
     process = subprocess.Popen([sys.executable, "-c", ENTRY, "events", "--follow", "--json",
                                 "-n", "0", "--url", redis_url], cwd=ROOT,

@@ -22,3 +22,12 @@ def add(a: int, b: int) -> int:
 def nap(seconds: float) -> None:
     time.sleep(seconds)
 
+
+
+def hold(url: str, key: str, seconds: float = 60.0) -> str:
+    """Stay busy until the test pushes to the list `key` (BLPOP), so that it decides when
+    the job ends; a test that never releases it fails the job after `seconds`."""
+    popped = redis.Redis.from_url(url).blpop([key], timeout=seconds)
+    if popped is None:
+        raise TimeoutError(f"nobody pushed to {key} within {seconds} s")
+    return popped[1].decode()
