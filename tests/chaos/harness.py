@@ -1,5 +1,5 @@
-"""The chaos run: workers of every backend behind a breakable proxy, a seeded fault driver,
-and the audit that proves nothing was lost.
+"""The chaos run: workers of every backend behind a breakable proxy and a seeded fault driver
+that logs what each fault struck (the audit, tests/chaos/audit.py, checks the run against it).
 
 Three Redis roles:
 - the queue's Redis (append-only, fsync on every write): restarted by the driver;
@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import random
 import signal
-import statistics
 import subprocess
 import sys
 import threading
@@ -21,7 +20,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
 import psutil
 import redis
@@ -130,11 +129,32 @@ class ChaosWorker:
 
 @dataclass
 class FaultRecord:
+    """One injected fault and what it struck, in wall-clock time (`time.time()`, the clock
+    tests/chaos/jobs.py stamps each run with), for the audit to match repeated runs against."""
+
     kind: str
-    at: float
+    at: float  # monotonic, for recovery times
     wall: float = field(default_factory=time.time)
+    number: int = 0  # 1-based, in the order injected
     recovery: Optional[float] = None
     note: str = ""
+    hit: bool = False  # it struck a process or cut off live connections
+    # Processes killed or cold-stopped (a threading or gevent worker runs its jobs in the
+    # supervisor's pid), and by when all of them were gone.
+    victims: Set[int] = field(default_factory=set)
+    struck: Optional[float] = None
+    # When workers were cut off from the queue's Redis (Redis down, proxy dropping/stalling).
+    window: Optional[Tuple[float, float]] = None
+
+    @property
+    def began(self) -> float:
+        return self.window[0] if self.window else self.wall
+
+    @property
+    def ended(self) -> float:
+        if self.window:
+            return self.window[1]
+        return self.struck if self.struck is not None else self.wall
 
 
 @dataclass
@@ -274,12 +294,12 @@ class Chaos:
         while not self.enqueue_done.is_set():
             time.sleep(self.rng.uniform(0.8, 2.5))
             kind = first.pop() if first else self.rng.choices(kinds, weights)[0]
-            record = FaultRecord(kind, time.monotonic())
+            record = FaultRecord(kind, time.monotonic(), number=len(self.faults) + 1)
             getattr(self, kind)(record)
             self.faults.append(record)
-            print(f"fault {len(self.faults):3d} {kind:16s} recovery "
+            print(f"fault {record.number:3d} {kind:16s} recovery "
                   f"{'-' if record.recovery is None else f'{record.recovery:.2f}s'} "
-                  f"{record.note}", flush=True)
+                  f"{record.note}{'' if record.hit else ' (hit nothing)'}", flush=True)
 
     def _pick(self, process_only: bool = False) -> ChaosWorker:
         pool = [w for w in self.workers if w.running()
@@ -288,12 +308,16 @@ class Chaos:
 
     def kill_child(self, record: FaultRecord) -> None:
         worker = self._pick(process_only=True)
-        before = worker.children()
+        before: List[int] = []
+        # A worker just restarted may not have forked yet: a kill of nothing is no fault.
+        wait_until(lambda: before.extend(worker.children()) or before, 5)
         if not before:
             record.note = f"{worker.name}: no child to kill"
             return
         victim = self.rng.choice(before)
+        record.at, record.wall = time.monotonic(), time.time()
         os.kill(victim, signal.SIGKILL)
+        record.victims, record.struck, record.hit = {victim}, time.time(), True
         record.note = f"{worker.name} child {victim}"
         if wait_until(lambda: len(worker.children()) >= worker.size
                       and victim not in worker.children(), 15):
@@ -304,7 +328,9 @@ class Chaos:
     def kill_supervisor(self, record: FaultRecord) -> None:
         worker = self._pick()
         children = worker.children()
+        record.wall = time.time()
         os.kill(worker.pid, signal.SIGKILL)
+        record.victims, record.hit = {worker.pid, *children}, True
         worker.wait(5)
         record.note = f"{worker.name} (children {children})"
         # SPEC: children never outlive their supervisor (gone within 1 s; 3 s of slack for
@@ -318,22 +344,29 @@ class Chaos:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
+        record.struck = time.time()
         self._restart(worker, record)
 
     def warm_shutdown(self, record: FaultRecord) -> None:
         worker = self._pick()
+        children = worker.children()
         worker.process.send_signal(signal.SIGTERM)
+        record.hit = True
         code = worker.wait(20)
         record.note = f"{worker.name} exit {code}"
         if code is None:
             self.violations.add(f"{worker.name}: warm shutdown did not end within 20 s")
+            record.victims = {worker.pid, *children}  # killed: their jobs may run again
             worker.kill_all()
+            record.struck = time.time()
         elif code != 0:
             self.violations.add(f"{worker.name}: warm shutdown exited {code}, not 0")
         self._restart(worker, record)
 
     def cold_shutdown(self, record: FaultRecord) -> None:
         worker = self._pick()
+        record.victims, record.hit = {worker.pid, *worker.children()}, True
+        record.wall = time.time()
         worker.process.send_signal(signal.SIGTERM)
         time.sleep(self.rng.uniform(0.0, 0.05))
         worker.process.send_signal(signal.SIGTERM)
@@ -344,6 +377,7 @@ class Chaos:
             worker.kill_all()
         elif code not in (0, 1):  # 0 when it was all idle and gone before the second signal
             self.violations.add(f"{worker.name}: cold shutdown exited {code}")
+        record.struck = time.time()
         self._restart(worker, record)
 
     def _restart(self, worker: ChaosWorker, record: FaultRecord) -> None:
@@ -355,26 +389,35 @@ class Chaos:
 
     def redis_restart(self, record: FaultRecord) -> None:
         # SIGKILL, not a clean stop: with appendfsync always nothing acknowledged is lost.
+        began = time.time()
+        record.hit = self.server.process is not None and self.server.process.poll() is None
         self.server.kill()
         time.sleep(self.rng.uniform(0.1, 1.5))
         self.server.start()
-        record.note = "SIGKILL + restart (AOF)"
+        record.window = (began, time.time())  # until it answers again, AOF loaded
+        record.note = f"SIGKILL + restart (AOF), down {record.window[1] - began:.1f}s"
         self._measure_progress(record)
 
     def proxy_drop(self, record: FaultRecord) -> None:
         seconds = self.rng.uniform(0.5, 3.0)
+        record.hit = self.proxy.connections > 0
+        began = time.time()
         self.proxy.drop(seconds)
         record.note = f"{seconds:.1f}s"
         time.sleep(seconds)
+        record.window = (began, time.time())
         self._measure_progress(record)
 
     def proxy_stall(self, record: FaultRecord) -> None:
         # Longer than the 2 s lease half of the time: the jobs then held look abandoned and
         # are re-run elsewhere (counted as lost leases), the case fencing tokens exist for.
         seconds = self.rng.uniform(0.5, 4.0)
+        record.hit = self.proxy.connections > 0
+        began = time.time()
         self.proxy.stall(seconds)
         record.note = f"{seconds:.1f}s"
         time.sleep(seconds)
+        record.window = (began, time.time())
         self._measure_progress(record)
 
     def _finished_count(self) -> int:
@@ -421,110 +464,3 @@ class Chaos:
             if time.monotonic() > deadline:
                 return statuses or self.statuses()
             time.sleep(0.2)
-
-
-@dataclass
-class Audit:
-    statuses: Counter
-    lost: List[str]
-    unended: Dict[str, Optional[str]]
-    dead: Dict[str, str]
-    unexplained_dead: List[str]
-    duplicates: Dict[str, dict]
-    unexplained_duplicates: List[str]
-    finished_unrecorded: List[str]
-    wrong_results: List[str]
-
-
-def audit(chaos: Chaos, statuses: Dict[str, Optional[str]]) -> Audit:
-    """Check the record against Redis: every job accounted for, duplicates explained."""
-    direct, keys = chaos.direct, chaos.keys
-    pipe = direct.pipeline(transaction=False)
-    for job_id in chaos.ids:
-        pipe.hmget(keys.job(job_id), ["attempts", "lost", "exc_type", "exc_message", "result"])
-    fields = dict(zip(chaos.ids, pipe.execute()))
-    rpipe = chaos.record.pipeline(transaction=False)
-    for job_id in chaos.ids:
-        rpipe.lrange(f"executions:{chaos.tokens[job_id]}", 0, -1)
-    executions = dict(zip(chaos.ids, rpipe.execute()))
-    dead_letters = {i.decode() for i in direct.zrange(keys.failed(QUEUE), 0, -1)}
-    chaos.events.stopping.set()
-    chaos.events.join(30)
-
-    result = Audit(Counter(statuses.values()), [], {}, {}, [], {}, [], [], [])
-    for job_id in chaos.ids:
-        status = statuses.get(job_id)
-        attempts, lost, exc_type, exc_message, value = fields[job_id]
-        if status is None:
-            result.lost.append(job_id)
-            continue
-        if status not in ENDED:
-            result.unended[job_id] = status
-        runs = len(executions[job_id])
-        attempts_n, lost_n = int(attempts or 0), int(lost or 0)
-        interrupted = chaos.events.counts[job_id]["interrupted"]
-        if status == "finished":
-            if runs == 0:
-                result.finished_unrecorded.append(job_id)
-            if value is None or chaos.tokens[job_id] not in value.decode(errors="replace"):
-                result.wrong_results.append(job_id)
-        if status == "failed":
-            reason = f"{(exc_type or b'').decode()}: {(exc_message or b'').decode()}"
-            result.dead[job_id] = reason
-            # The only reason this job may fail: its worker vanished too often.
-            if job_id not in dead_letters or "WorkerLost" not in reason:
-                result.unexplained_dead.append(job_id)
-        if runs > 1:
-            # Each execution beyond the first must be paid for by an ended attempt (a child
-            # lost mid-job, a lease lost with its worker) or a cold-shutdown interruption.
-            starts = sorted(float(r.split()[1]) for r in executions[job_id])
-            info = {"runs": runs, "attempts": attempts_n, "lost": lost_n,
-                    "interrupted": interrupted, "status": status, "starts": starts}
-            result.duplicates[job_id] = info
-            if runs > attempts_n + interrupted or (attempts_n <= 1 and lost_n == 0
-                                                   and interrupted == 0):
-                result.unexplained_duplicates.append(job_id)
-    return result
-
-
-def fault_table(chaos: Chaos, result: Audit) -> str:
-    """Markdown: per fault kind, how often, lost jobs, duplicates, recovery median/max."""
-    by_kind: Dict[str, List[FaultRecord]] = defaultdict(list)
-    for record in chaos.faults:
-        by_kind[record.kind].append(record)
-    # Each extra execution is charged to the latest fault injected before the run it
-    # repeats could have ended (a run lasts <= 0.3 s): the fault that cut it short, or the
-    # stall / outage during which it started on a lease that then expired.
-    charged: Counter = Counter()
-    walls = sorted((r.wall, r.kind) for r in chaos.faults)
-    for info in result.duplicates.values():
-        for start in info["starts"][:-1]:
-            before = [kind for wall, kind in walls if wall <= start + 0.35]
-            charged[before[-1] if before else "(none)"] += 1
-    lines = ["| fault | injected | jobs lost | duplicate runs | recovery median | recovery max |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for kind in FAULTS:
-        records = by_kind.get(kind, [])
-        times = [r.recovery for r in records if r.recovery is not None]
-        median = f"{statistics.median(times):.2f} s" if times else "-"
-        worst = f"{max(times):.2f} s" if times else "-"
-        lines.append(f"| {kind} | {len(records)} | {len(result.lost)} | {charged.get(kind, 0)} | "
-                     f"{median} | {worst} |")
-    if charged.get("(none)"):
-        lines.append(f"| (no fault after the run) | - | - | {charged['(none)']} | - | - |")
-    dup_runs = sum(d["runs"] - 1 for d in result.duplicates.values())
-    by_interrupt = sum(1 for d in result.duplicates.values() if d["interrupted"])
-    by_lost = sum(1 for d in result.duplicates.values() if d["lost"])
-    by_worker_lost = sum(1 for d in result.duplicates.values()
-                         if d["attempts"] > 1 and not d["lost"] and not d["interrupted"])
-    lines += [
-        "",
-        f"Jobs: {len(chaos.ids)} enqueued; statuses {dict(result.statuses)}; "
-        f"lost {len(result.lost)}; dead letters {len(result.dead)}.",
-        f"Duplicate executions: {dup_runs} extra runs over {len(result.duplicates)} jobs "
-        f"(jobs whose runs include a cold-shutdown interruption: {by_interrupt}; a lease "
-        f"lost with its worker or partition: {by_lost}; only a child killed mid-job "
-        f"(WorkerLost): {by_worker_lost}); unexplained: "
-        f"{len(result.unexplained_duplicates)}.",
-    ]
-    return "\n".join(lines)

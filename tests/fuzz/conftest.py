@@ -20,7 +20,12 @@ _COMMON = dict(deadline=None, database=None, print_blob=True,
 settings.register_profile("default", max_examples=25,
                           phases=[Phase.explicit, Phase.reuse, Phase.generate], **_COMMON)
 settings.register_profile("deep", max_examples=400, **_COMMON)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
+settings.load_profile(PROFILE)
+# Time limit of each property test (pytest-timeout's 60 s suits the small profile): the deep
+# one runs 16 times the examples and shrinks a failure for up to 300 s (hypothesis' own cap),
+# each shrink step replaying an example that may wait 15 s on a job.
+PROPERTY_TIMEOUT = 600 if PROFILE == "deep" else 60
 
 
 @pytest.fixture(scope="module")

@@ -1,32 +1,76 @@
-"""A job hash holding bytes that are not UTF-8 (written straight into Redis): a job whose
-function or arguments are such bytes must fail with a clear reason, one whose description or
-meta are runs (the worker never reads them), and the worker must stay up. Each case gets its
-own Redis and worker, since such a job once took down every worker that touched it."""
+"""A job hash holding bytes that are not UTF-8 (written straight into Redis), in each field a
+job hash can hold: a field the worker reads to run the job (function, arguments, timeout,
+retry policy, ...) fails the job with a reason naming the field; a field only kept for people
+or for later steps (description, meta, timestamps, ...) lets it finish; and in every case the
+worker stays up and a good job enqueued after the bad one finishes. Each case gets its own
+Redis and worker, since such a job once took down every worker that touched it.
+
+The fields are those rqconc writes: queue.py and callbacks.py at enqueue, the Lua steps
+(lua/*.lua) as the job moves, job.py's readers; `scripts.TAKE_FIELDS` are the ones a worker
+receives with the job.
+"""
 import pytest
 
 from rqconc import Queue
+from rqconc.scripts import TAKE_FIELDS
 from tests.fuzz.test_corrupt_jobs import GOOD_FUNC, _ended, _inject
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.fuzz
 
+BINARY = b"\xc1\xff binary"
+# A job that fails however its fields read: what makes a field read on failure matter.
+FAILING_FUNC = "tests.fuzz.jobs:missing"
 
-@pytest.mark.parametrize("field,ends", [("args", b"failed"), ("kwargs", b"failed"),
-                                        ("func", b"failed"),
-                                        # Fields a worker never reads cannot harm the run.
-                                        ("description", b"finished"), ("meta", b"finished")])
+# Fields the worker receives with the job: the job fails, naming the field.
+READ_TO_RUN = [(name, GOOD_FUNC, b"failed") for name in TAKE_FIELDS]
+# Fields nobody needs to run or finish the job: it finishes (its outcome replaces some).
+INFORMATIONAL = [(name, GOOD_FUNC, b"finished") for name in (
+    "id", "status", "description", "meta", "created_at", "enqueued_at", "due_at", "started_at",
+    "ended_at", "worker", "token", "lost", "exc_type", "exc_message", "traceback", "result",
+    "depends_on", "pending_deps", "allow_failure", "flow_id", "next_id", "prev_id", "waiters",
+    "cancel_requested", "priority", "result_ttl", "failure_ttl", "on_failure_jobs")]
+# Fields the step that records a failure reads: the job still fails, for its own reason.
+READ_ON_FAILURE = [(name, FAILING_FUNC, b"failed") for name in (
+    "failure_ttl", "on_success_jobs", "priority", "result_ttl", "on_failure_jobs")]
+# Fields the step that records a success reads.
+READ_ON_SUCCESS = [("on_success_jobs", GOOD_FUNC, b"finished")]
+# Follow-up specs are decoded inside the step that ends the job: a corrupt one must leave
+# that step whole and say on the job why no follow-up was created.
+FOLLOWUP_FIELDS = {("on_success_jobs", b"finished"), ("on_failure_jobs", b"failed")}
+
+CASES = READ_TO_RUN + INFORMATIONAL + READ_ON_FAILURE + READ_ON_SUCCESS
+
+
+def _case_id(case):
+    field, func, _ = case
+    return f"{field}-{func.rpartition(':')[2]}"
+
+
+@pytest.mark.parametrize("field,func,ends", CASES, ids=[_case_id(c) for c in CASES])
 def test_non_utf8_field_fails_the_job_and_the_worker_stays_up(redis_server, start_redis_worker,
-                                                              field, ends):
+                                                              field, func, ends):
     client = redis_server.client()
     queue = Queue("fuzz", connection=redis_server.url)
     worker = start_redis_worker("forking", 1, redis_server.url, "-q", "fuzz")
-    bad = _inject(client, queue, {field: b"\xc1\xff binary"}, [], f"bin-{field}")
-    status = wait_for(lambda: _ended(client.hget(queue.keys.job(bad), "status")) or (
+    bad = _inject(client, queue, {"func": func, field: BINARY}, [], f"bin-{field}")
+    key = queue.keys.job(bad)
+    status = wait_for(lambda: _ended(client.hget(key, "status")) or (
         worker.process.poll() is not None and b"worker died"), timeout=15,
         message=f"{bad} to end")
     assert worker.process.poll() is None, worker.output()[-2000:]
-    assert status == ends
+    assert status == ends, client.hgetall(key)
+    if ends == b"failed":
+        exc_type, exc_message = client.hmget(key, ["exc_type", "exc_message"])
+        assert exc_type and exc_message, client.hgetall(key)
+        expected = field if func == GOOD_FUNC else "missing"
+        assert expected.encode() in exc_message, exc_message
+    if (field, ends) in FOLLOWUP_FIELDS:
+        assert client.hget(key, "followup_error") == f"{field} is not valid JSON".encode()
     assert queue.enqueue(GOOD_FUNC, "next").get(timeout=15) == "next"
+    # A child that died and was replaced looks up from outside: its supervisor logs it.
+    assert "died" not in worker.output(), worker.output()[-2000:]
+    assert client.zscore(queue.keys.active, bad) is None  # no lease left behind
 
 
 @pytest.mark.parametrize("field,func", [("failure_ttl", "tests.fuzz.jobs:missing"),

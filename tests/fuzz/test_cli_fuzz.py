@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from rqconc import Job
 from rqconc.cli import main
+from tests.fuzz.conftest import PROPERTY_TIMEOUT
 from tests.support.redis_server import free_port
 
 pytestmark = pytest.mark.fuzz
@@ -72,6 +73,7 @@ def _run(args, env_url):
     return code, out.getvalue(), err.getvalue()
 
 
+@pytest.mark.timeout(PROPERTY_TIMEOUT)
 @given(argv)
 @example(["enqueue", "-q", "fuzz", "tests.fuzz.jobs:echo", "[1,"])
 @example(["info", "--url", "redis://127.0.0.1:99999/0"])
@@ -90,6 +92,7 @@ def test_random_command_lines_exit_0_1_or_2_without_traceback(live_url, args):
         assert len(err.strip().splitlines()) <= 2 or "Usage:" in err, (args, err)
 
 
+@pytest.mark.timeout(PROPERTY_TIMEOUT)
 @given(argv)
 def test_random_command_lines_against_an_unreachable_redis(args):
     dead = f"redis://:s3cret-pw@127.0.0.1:{free_port()}/0"
@@ -105,6 +108,7 @@ json_values = st.recursive(
     max_leaves=12)
 
 
+@pytest.mark.timeout(PROPERTY_TIMEOUT)
 @given(st.lists(st.one_of(json_values.map(lambda v: json.dumps(v, ensure_ascii=False)),
                           st.text(max_size=20)), min_size=0, max_size=4))
 def test_enqueue_takes_any_json_argument_and_refuses_the_rest(live_url, raw_args):

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rqconc import Queue
+from tests.fuzz.conftest import PROPERTY_TIMEOUT
 from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.fuzz,
@@ -106,6 +107,7 @@ def _inject(client, queue, changes, deleted, seq):
 _count = [0]
 
 
+@pytest.mark.timeout(PROPERTY_TIMEOUT)
 @given(corruptions())
 def test_corrupt_job_fails_clearly_and_harms_nothing(fuzz_redis, fuzz_workers, corruption):
     changes, deleted = corruption

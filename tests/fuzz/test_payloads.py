@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from rqconc import Job, Queue
 from rqconc.keys import check_queue_name
+from tests.fuzz.conftest import PROPERTY_TIMEOUT
 
 pytestmark = [pytest.mark.fuzz,
               pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")]
@@ -22,6 +23,7 @@ ids = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Cc", "Zl
               min_size=1, max_size=40).filter(lambda s: not any(c.isspace() for c in s))
 
 
+@pytest.mark.timeout(PROPERTY_TIMEOUT)
 @given(value=json_values, description=texts, meta=st.dictionaries(texts, json_values,
                                                                    max_size=3),
        as_kwarg=st.booleans())
@@ -39,6 +41,7 @@ def test_unicode_everywhere_round_trips_through_a_worker(fuzz_redis, fuzz_worker
     assert fetched.meta == meta
 
 
+@pytest.mark.timeout(PROPERTY_TIMEOUT)
 @given(job_id=ids)
 def test_any_job_id_without_spaces_is_kept_exactly(fuzz_redis, job_id):
     queue = Queue("fuzz-ids", connection=fuzz_redis.url)
@@ -51,6 +54,7 @@ def test_any_job_id_without_spaces_is_kept_exactly(fuzz_redis, job_id):
     assert job_id in queue.job_ids
 
 
+@pytest.mark.timeout(PROPERTY_TIMEOUT)
 @given(name=st.text(alphabet=chars, max_size=20))
 def test_any_queue_name_is_accepted_or_refused_cleanly(fuzz_redis, name):
     try:
@@ -68,6 +72,7 @@ def test_any_queue_name_is_accepted_or_refused_cleanly(fuzz_redis, name):
 binary_spots = st.sampled_from(["arg", "kwarg", "nested", "meta", "meta_key"])
 
 
+@pytest.mark.timeout(PROPERTY_TIMEOUT)
 @given(spot=binary_spots, data=st.binary(min_size=1, max_size=20))
 def test_binary_is_refused_with_a_type_error_and_nothing_written(fuzz_redis, spot, data):
     queue = Queue("fuzz-bin", connection=fuzz_redis.url)
