@@ -139,7 +139,7 @@ class Steps:
         """Block up to `timeout` s on the queues' markers, then take, in one round trip: a
         blocked client's next command waits in Redis' input buffer and runs the moment the
         wait ends, so a woken child does not pay a second round trip before its job starts.
-        Needs a `ChildConnection`. Returns as `take`; -1 when the take script is not loaded
+        Needs a `DirectConnection`. Returns as `take`; -1 when the take script is not loaded
         (the next plain take loads it)."""
         keys, args = self._take_call(claim, queues, lease_ms, worker)
         take = script("take")

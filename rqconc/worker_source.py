@@ -25,8 +25,8 @@ import redis
 
 from rqconc import errors
 from rqconc.callbacks import callback_arguments
-from rqconc.child_connection import ChildConnection
 from rqconc.connection import connect, describe
+from rqconc.direct_connection import DirectConnection
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 from rqconc.flows import Next
 from rqconc.job import Job
@@ -208,10 +208,10 @@ class RedisSource(WorkSource):
 
     @property
     def hot_steps(self) -> Steps:
-        """This child's steps on its own connection (see child_connection.py)."""
+        """This child's steps on its own connection (see direct_connection.py)."""
         steps = getattr(self._child, "steps", None)
         if steps is None or getattr(self._child, "pid", 0) != os.getpid():
-            steps = Steps(ChildConnection(self.client), self.keys)  # type: ignore[arg-type]
+            steps = Steps(DirectConnection(self.client), self.keys)  # type: ignore[arg-type]
             self._child.steps, self._child.pid = steps, os.getpid()
         return steps
 

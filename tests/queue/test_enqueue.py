@@ -4,6 +4,7 @@ import time
 
 import pytest
 
+from rqconc.direct_connection import DirectConnection
 from rqconc.errors import ConnectionError as RQConnectionError
 from rqconc.errors import NoSuchJob
 from rqconc.job import Job, JobStatus
@@ -80,14 +81,18 @@ def test_fetching_an_unknown_job_raises_no_such_job(queue):
         Job.fetch("nope", connection=queue.connection)
 
 
-def test_enqueue_many_is_one_round_trip_and_returns_jobs_in_order(redis_url):
+def test_enqueue_many_is_one_round_trip_and_returns_jobs_in_order(redis_url, monkeypatch):
     client = counting_client(redis_url)
     queue = Queue("batch", connection=client)
     queue.enqueue(tasks.add, 0, 0)  # the script is loaded once per server
     calls = [(tasks.add, (n, 1)) for n in range(100)] + [(tasks.echo, (1,), {"k": "v"})]
+    writes = []  # enqueue writes to its own connections (direct_connection.py), not the pool's
+    send = DirectConnection._send
+    monkeypatch.setattr(DirectConnection, "_send", lambda self, packed: (
+        writes.append(packed), send(self, packed))[1])
     before_evalsha, before_sent = evalsha_calls(client), CountingConnection.sent
     jobs = queue.enqueue_many(calls, priority=5)
-    assert CountingConnection.sent - before_sent == 1
+    assert len(writes) == 1 and CountingConnection.sent == before_sent
     assert evalsha_calls(client) - before_evalsha == 1
     assert [j.args for j in jobs[:3]] == [[0, 1], [1, 1], [2, 1]]
     assert jobs[-1].kwargs == {"k": "v"}

@@ -2,7 +2,7 @@
 import threading
 import time
 
-from rqconc.child_connection import ChildConnection
+from rqconc.direct_connection import DirectConnection
 from rqconc.job import JobStatus
 from rqconc.scripts import Steps, script
 
@@ -285,7 +285,9 @@ def test_a_take_or_chained_take_under_a_revoked_claim_leaves_the_job_waiting(que
 # ---- an idle child's wait and take in one round trip ----
 
 def child_steps(client, keys):
-    return Steps(ChildConnection(client), keys)
+    # A worker's first take is a plain one, which loads the script; the wait then finds it.
+    client.script_load(script("take").source)
+    return Steps(DirectConnection(client), keys)
 
 
 def test_wait_then_take_returns_the_job_enqueued_while_it_blocked(queue, client, keys):
