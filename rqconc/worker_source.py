@@ -304,6 +304,7 @@ class RedisSource(WorkSource):
     def perform(self, item: WorkItem, chain: Optional[NextClaim] = None
                 ) -> Optional[WorkItem]:
         fields, corrupt = _decoded(item.payload)
+        self._log_transition("started", item.item_id, fields.get("queue", ""))
         started = time.monotonic()
         outcome = corrupt or self._execute(fields)
         duration = time.monotonic() - started

@@ -44,6 +44,11 @@ def test_json_format_every_line_is_an_object_with_the_job_fields(
         assert {"ts", "level", "logger", "message"} <= set(entry), entry
     finished = {e["job_id"]: e for e in entries if e.get("event") == "finished"}
     assert set(finished) == {j.id for j in jobs}, lines
+    # Exactly one line per transition, started before finished.
+    transitions = [(e["job_id"], e["event"]) for e in entries if "event" in e]
+    for job in jobs:
+        assert [t for t in transitions if t[0] == job.id] == [(job.id, "started"),
+                                                              (job.id, "finished")]
     for entry in finished.values():
         assert entry["queue"] == "default" and entry["worker"] == "w-json"
         assert entry["level"] == "INFO" and entry["logger"] == "rqconc.worker"
