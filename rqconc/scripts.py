@@ -113,9 +113,13 @@ class Steps:
         k = self.keys
         common = common or {}
         keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events]
+        ids = "" if fresh_ids else "1"
+        if (fresh_ids and due_ms is None and len(jobs) == 1 and "depends_on" not in common
+                and "depends_on" not in jobs[0][1]):
+            ids = "plain"  # the step's fast path
         args: List[Any] = [queue, now_ms() if now is None else now,
                            "" if due_ms is None else due_ms, len(jobs), k.prefix, priority,
-                           "" if fresh_ids else "1", len(common)]
+                           ids, len(common)]
         for pair in common.items():
             args += pair
         job_prefix = k.job_prefix

@@ -24,7 +24,8 @@ ARGV[4]          n, the number of jobs
 ARGV[5]          namespace prefix "{ns}:" (done:<id> and parents' keys are completed from it)
 ARGV[6]          the jobs' priority (0..100)
 ARGV[7]          "1" when the caller chose the ids: one that exists is refused, and its
-                 done:<id> cleared; "" for fresh random ids, which need neither
+                 done:<id> cleared; "" for fresh random ids, which need neither; "plain"
+                 for one job with a fresh id, waiting now, depending on nothing
 ARGV[8]          c, then c field/value pairs that every job's hash holds
 ARGV[9+2c...]    per job: id, k, then k field/value pairs of its own
 
@@ -34,6 +35,25 @@ Returns {1, n} when every job was stored,
         (in both refusals nothing at all is written).
 ]]
 local NS, SEQ, EVENTS, NOW, WORKER = ARGV[5], KEYS[1], KEYS[6], ARGV[2], ''
+
+-- The plain single job, what producers send in a loop: the same writes as the general path
+-- below makes for it, without the include's closures, the id and parent checks and the
+-- per-job bookkeeping (about a third of this step's cost).
+if ARGV[7] == 'plain' then
+  local queue, id, common_last = ARGV[1], ARGV[9 + 2 * tonumber(ARGV[8])], 8 + 2 * tonumber(ARGV[8])
+  local fields = {'queue', queue, 'created_at', NOW, 'status', 'queued', 'enqueued_at', NOW}
+  for j = 9, common_last do fields[#fields + 1] = ARGV[j] end
+  for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end
+  redis.call('SADD', KEYS[2], queue)
+  redis.call('HSET', KEYS[7], unpack(fields))
+  local score = (100 - tonumber(ARGV[6])) * 4294967296 + 2147483648 + redis.call('INCR', SEQ)
+  redis.call('ZADD', KEYS[3], score, id)
+  redis.call('ZADD', KEYS[4], 0, '0')
+  redis.call('XADD', EVENTS, 'MAXLEN', '~', 10000, '*', 'event', 'queued', 'job_id', id,  -- EVENTS_MAXLEN
+    'queue', queue, 'ts', NOW, 'worker', WORKER)
+  return {1, 1}
+end
+
 --#include lifecycle
 
 local queue, due, n, chosen_ids = ARGV[1], ARGV[3], tonumber(ARGV[4]), ARGV[7] == '1'
