@@ -46,7 +46,10 @@ class PooledConnection:
         try:
             connection = self._idle.pop()
         except IndexError:
-            connection = DirectConnection(self._client)
+            try:
+                connection = DirectConnection(self._client)
+            except redis.exceptions.ConnectionError:  # the pool's max_connections is reached
+                return self._client.execute_command(*args)
         try:
             reply = connection.execute(*args)
         except redis.exceptions.ResponseError:

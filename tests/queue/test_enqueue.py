@@ -1,8 +1,11 @@
 """SPEC sections 3, 4 and 7: enqueueing, its options, and what bad input gets."""
 import datetime as dt
+import os
+import threading
 import time
 
 import pytest
+import redis
 
 from rqconc.direct_connection import DirectConnection
 from rqconc.errors import ConnectionError as RQConnectionError
@@ -218,3 +221,50 @@ def test_takes_just_before_a_scheduled_job_is_due_never_block_forever(queue, sou
             item = source.take(f"claim-{n}", 0.25)
         assert item.item_id == job.id
         source.perform(item)
+
+
+# ---- enqueue on its own connections (pooled_connection.py) ----
+
+def test_threads_enqueueing_at_once_share_a_few_connections_and_lose_nothing(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    queue = Queue("threads", connection=client)
+    ids, errors_seen = [], []
+
+    def produce(n):
+        try:
+            ids.extend(queue.enqueue(tasks.add, n, i).id for i in range(100))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors_seen.append(exc)
+    threads = [threading.Thread(target=produce, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors_seen == []
+    assert len(set(ids)) == 800 and set(queue.job_ids) == set(ids)
+    # One connection per thread at most (plus the test's own), never one per call.
+    assert len(client.client_list()) <= 8 + 2
+
+
+def test_a_forked_process_enqueues_on_connections_of_its_own(redis_url):
+    queue = Queue("forked", connection=redis.Redis.from_url(redis_url))
+    first = queue.enqueue(tasks.add, 1, 1)  # the parent now holds an idle connection
+    pid = os.fork()
+    if pid == 0:  # the child: exit code 0 only if its enqueue went through
+        try:
+            queue.enqueue(tasks.add, 2, 2, job_id="from-child")
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    last = queue.enqueue(tasks.add, 3, 3)  # the parent's connection still in step
+    assert queue.job_ids == [first.id, "from-child", last.id]
+
+
+def test_a_pool_at_its_max_connections_still_enqueues_through_the_client(redis_url):
+    client = redis.Redis(connection_pool=redis.ConnectionPool.from_url(
+        redis_url, max_connections=1))
+    client.ping()  # the pool's only connection exists now
+    job = Queue("capped", connection=client).enqueue(tasks.add, 1, 2)
+    assert Queue("capped", connection=client).job_ids == [job.id]
