@@ -78,8 +78,11 @@ class DirectConnection:
     def execute(self, *args: Any) -> Any:
         self._send(hiredis.pack_command(args))
         reply = self._reply()
-        if isinstance(reply, redis.exceptions.ResponseError):
-            raise reply  # the server answered: the connection is fine
+        # An error reply comes back as an exception object (not raised): a ResponseError
+        # (NOSCRIPT, ...) or, while a restarted server loads its data, a ConnectionError
+        # (LOADING), which callers must meet as the outage it is.
+        if isinstance(reply, Exception):
+            raise reply
         return reply
 
     def pipelined(self, *commands: Sequence[Any]) -> List[Any]:

@@ -56,7 +56,7 @@ class PooledConnection:
             self._idle.append(connection)
             raise
         except _CONNECTION_FAILED:
-            connection.close()
+            connection.close()  # a LOADING reply lands here too: the client's retries wait
             return self._client.execute_command(*args)
         # Anything else (an interrupt mid-read) leaves the connection out of the list; the
         # DirectConnection has closed it.
