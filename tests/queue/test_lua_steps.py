@@ -4,7 +4,7 @@ import time
 
 from rqconc.direct_connection import DirectConnection
 from rqconc.job import JobStatus
-from rqconc.scripts import Steps, script
+from rqconc.scripts import Steps, _expand, script
 
 LEASE_MS = 15_000
 
@@ -319,3 +319,17 @@ def test_wait_then_take_without_the_script_loaded_takes_nothing_then_a_take_load
     assert steps.wait_then_take(0.1, "claim-1", ["default"], LEASE_MS, "w") == -1
     assert queue.job_ids == [job.id]
     assert take(steps, "claim-2")[0] == job.id
+
+
+def test_key_names_built_inside_lua_match_keyspace(client, keys):
+    """The few keys a step only learns while it runs are named in lua/include/lifecycle.lua
+    and take.lua; they must be the very keys keys.py names (same hash tag, same slot)."""
+    source = ("local NS, SEQ, EVENTS, NOW, WORKER = ARGV[1], '', '', '0', ''\n"
+              + _expand("--#include lifecycle\n") + "\n"
+              "return {job_key('j'), queue_key('q'), marker_key('q'), scheduled_key('q'), "
+              "started_key('q'), deferred_key('q'), done_key('j'), dependents_key('j'), "
+              "NS .. 'revoked:' .. 'c'}")
+    built = [b.decode() for b in client.eval(source, 0, keys.prefix)]
+    assert built == [keys.job("j"), keys.queue("q"), keys.marker("q"), keys.scheduled("q"),
+                     keys.started("q"), keys.deferred("q"), keys.done("j"),
+                     keys.dependents("j"), keys.revoked("c")]

@@ -10,7 +10,8 @@ The including script defines these locals, before `--#include lifecycle`:
 Steps that end a job must release or cancel its dependents and create its follow-up jobs
 (callbacks, webhooks), and those job ids are only known here. So these functions complete
 key names from NS; the patterns mirror rqconc/keys.py (KeySpace) and share its hash tag,
-so every key stays in one cluster slot.
+so every key stays in one cluster slot. tests/queue/test_lua_steps.py
+(test_key_names_built_inside_lua_match_keyspace) checks that they agree.
 ]]
 local EVENTS_MAXLEN = 10000
 
