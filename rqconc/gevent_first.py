@@ -27,6 +27,10 @@ def patch_if_gevent(argv: Sequence[str]) -> None:
 
 def console_main() -> None:
     """The `rqconc` console script."""
+    if sys.argv[1:2] == ["worker"]:
+        from rqconc.pid1 import backend_named, split_if_pid1
+
+        split_if_pid1(backend_named(sys.argv[2:], positional=False))
     patch_if_gevent(sys.argv[2:] if sys.argv[1:2] == ["worker"] else [])
     from rqconc.cli import main
 

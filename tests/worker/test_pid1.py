@@ -13,9 +13,10 @@ import pytest
 import redis
 
 from rqconc import Job, JobStatus, Queue
+from rqconc.pid1 import backend_named
 from rqconc.registry import list_workers
 from tests.cli.test_commands import rqconc
-from tests.support.worker_process import PROCESS_BACKENDS, ROOT, wait_for
+from tests.support.worker_process import BACKENDS, PROCESS_BACKENDS, ROOT, wait_for
 
 
 def spawn_orphan(url: str) -> int:
@@ -109,21 +110,27 @@ def pool_children(worker):
 
 
 @needs_unshare
-@pytest.mark.parametrize("backend", PROCESS_BACKENDS)
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_as_pid1_the_worker_reaps_orphans_and_sigterm_is_a_warm_shutdown(
         backend, redis_server, pid1_worker):
     worker = pid1_worker(backend, 2, redis_server.url)
     wait_for(lambda: "supervisor pid1 started" in worker.output(), message="worker up")
-    assert "pid=1" in worker.output()  # it really is PID 1 of its namespace
+    if backend in PROCESS_BACKENDS:
+        assert "pid=1" in worker.output()  # the supervisor really is PID 1 of its namespace
+        below = 2  # PID 1's pool children
+    else:  # PID 1 is rqconc's init (rqconc/pid1.py); the supervisor runs as its child
+        assert f"PID 1 of its namespace: the {backend} worker runs as pid" in worker.output()
+        below = 1
     client = redis_server.client()
     q = Queue(connection=redis_server.url)
     q.enqueue("tests.worker.test_pid1:spawn_orphan", redis_server.url).get(timeout=15)
     # The daemon now hangs below PID 1 (its parent exited); let it exit too.
-    wait_for(lambda: len(pool_children(worker) or []) == 3, message="orphan adopted by PID 1")
+    wait_for(lambda: len(pool_children(worker) or []) == below + 1,
+             message="orphan adopted by PID 1")
     client.rpush("orphan:go", 1)
     wait_for(lambda: client.llen("orphan:exiting") == 1, message="orphan exiting")
-    # Once it has exited, nothing stays a zombie and only the two pool children remain.
-    wait_for(lambda: pool_children(worker) is not None and len(pool_children(worker)) == 2,
+    # Once it has exited, nothing stays a zombie and only PID 1's own children remain.
+    wait_for(lambda: pool_children(worker) is not None and len(pool_children(worker)) == below,
              timeout=5, message=f"orphan reaped, have {worker.descendants()}")
 
     # A job still running when SIGTERM reaches PID 1 finishes (warm), and only once.
@@ -173,3 +180,16 @@ def test_ping_worker_is_the_health_check(redis_server, start_redis_worker):
     client.hset(key, "last_heartbeat", int((time.time() - ttl - 1) * 1000))
     stale = rqconc("ping", "--worker", "probe-me", "--url", url)
     assert stale.returncode == 1 and "probe-me" in stale.stderr
+
+
+@pytest.mark.parametrize("argv,positional,backend", [
+    (["threading", "4", "-q", "a"], True, "threading"),
+    (["-b", "gevent", "-n", "2"], False, "gevent"),
+    (["-n", "2", "--backend", "threading"], False, "threading"),
+    (["--backend=gevent"], False, "gevent"),
+    (["-bthreading"], False, "threading"),
+    (["-n", "2"], False, None),
+])
+def test_the_entry_points_read_the_backend_before_anything_is_imported(argv, positional,
+                                                                       backend):
+    assert backend_named(argv, positional) == backend
