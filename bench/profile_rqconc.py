@@ -108,7 +108,8 @@ def cpu_per_job(server: PrivateRedis, backend: str, size: int, jobs: int) -> Dic
     try:
         procs = {"redis-server": psutil.Process(server.process.pid),
                  "supervisor": psutil.Process(worker.pid)}
-        for i, pid in enumerate(children_of(worker.pid)):
+        process_children = backend in ("forking", "multiprocessing")
+        for i, pid in enumerate(children_of(worker.pid) if process_children else []):
             procs[f"child{i}"] = psutil.Process(pid)
         while int(client.get(COUNTER) or 0) < 500:
             time.sleep(0.002)
