@@ -52,3 +52,12 @@ def test_a_server_loading_its_data_raises_busy_loading_not_a_reply(tmp_path):
         assert all(o == b"PONG" or isinstance(o, type) for o in outcomes), outcomes[-5:]
     finally:
         server.close()
+
+
+def test_a_resp3_client_gets_the_same_replies(redis_url):
+    """A client made with protocol=3 hands its handshake to every DirectConnection; the
+    take step's reply holds nils for absent fields, which RESP3 encodes differently."""
+    connection = DirectConnection(redis.Redis.from_url(redis_url, protocol=3))
+    assert connection.execute("EVAL", "return {1, false, 'x', {2, false}}", 0) == [
+        1, None, b"x", [2, None]]
+    assert connection.execute("HELLO")[b"proto"] == 3
