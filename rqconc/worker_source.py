@@ -16,40 +16,28 @@ import os
 import socket
 import threading
 import time
-import traceback
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 from urllib.parse import quote
 
 import redis
 
 from rqconc import errors
-from rqconc.callbacks import callback_arguments
 from rqconc.connection import connect, describe
 from rqconc.direct_connection import DirectConnection
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
-from rqconc.flows import Next
-from rqconc.job import Job
+from rqconc.job_runner import REDIS_DOWN, JobRunner, Outcome, decoded
 from rqconc.keys import KeySpace, check_queue_name
 from rqconc.registry import DEFAULT_TTL, WorkerRegistry
 from rqconc.retry import Backoff, policy_of
 from rqconc.scheduler import run_scheduler
 from rqconc.scripts import Steps, now_ms, text
 from rqconc.serialization import (
-    get_serializer,
-    is_allowed,
     mro_names,
-    resolve_function,
-    split_function_name,
     type_name,
 )
 
 log = logging.getLogger("rqconc.worker")
 
-# Transient: the server is away, restarting (LOADING is a ConnectionError) or, during a
-# failover, a replica that does not take writes yet.
-REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
-              redis.exceptions.ReadOnlyError)
 STRATEGIES = ("ordered", "round-robin")
 MAX_BLOCK = 0.25  # longest BZPOPMIN: a stop request is seen at least this often
 MIN_BLOCK = 0.01  # shortest BZPOPMIN whose timeout cannot truncate to 0 ("forever")
@@ -83,46 +71,6 @@ def url_of(client: redis.Redis) -> str:
             f"/{kwargs.get('db', 0)}")
 
 
-@dataclass
-class Outcome:
-    """What running a job produced: a serialized result, or a failure to record."""
-
-    result: Optional[str] = None
-    serializer: str = "json"
-    exc: Optional[Tuple[str, str, str]] = None  # type name, message, traceback
-    exc_mro: Tuple[str, ...] = ()
-    retryable: bool = False
-    next_stage: Optional[Tuple[str, Dict[str, Any]]] = None  # a flow's next job (id, fields)
-
-
-def _short(value: str, limit: int = 300) -> str:
-    """A corrupt value quoted in an error message, cut so that the message stays short."""
-    return value if len(value) <= limit else value[: limit - 3] + "..."
-
-
-def _decoded(payload: Dict[str, Any]) -> Tuple[Dict[str, str], Optional[Outcome]]:
-    """The job's fields as text; a field that is not UTF-8 fails the job (its bytes were not
-    written by rqconc) instead of running it on mangled data."""
-    fields, bad = {}, []
-    for name, value in payload.items():
-        try:
-            fields[text(name)] = value.decode() if isinstance(value, bytes) else str(value)
-        except UnicodeDecodeError:
-            fields[text(name)] = value.decode("utf-8", "replace")
-            bad.append(text(name))
-    if not bad:
-        return fields, None
-    message = f"corrupt job data: field(s) {', '.join(bad)} are not valid UTF-8"
-    return fields, Outcome(exc=("ValueError", message, ""))
-
-
-def _loads(serializer: Any, data: Optional[str], empty_text: str, empty: type) -> Any:
-    """Arguments as stored; most jobs have none, which needs no decoding."""
-    if data is None or (data == empty_text and serializer.name == "json"):
-        return empty()
-    return serializer.loads(data)
-
-
 def _work_item(claim: str, taken: Any) -> Optional[WorkItem]:
     """The WorkItem of a take's reply; None when it took nothing (a due time)."""
     if taken is None or isinstance(taken, int):
@@ -130,14 +78,6 @@ def _work_item(claim: str, taken: Any) -> Optional[WorkItem]:
     job_id, fields = taken
     deadline = time.time() + _number(fields.get("timeout"), 180.0)
     return WorkItem(claim, job_id, deadline=deadline, payload=fields)
-
-
-class Refused(Exception):
-    """The job cannot even be started (corrupt, not allowed, unimportable): a final failure."""
-
-    def __init__(self, exc_type: str, message: str) -> None:
-        super().__init__(message)
-        self.exc_type = exc_type
 
 
 class RedisSource(WorkSource):
@@ -159,16 +99,13 @@ class RedisSource(WorkSource):
         # Per child (thread-local: greenlet-local under gevent): the steps on its own
         # connection, for the take, completion and marker wait that every job pays for.
         self._child = threading.local()
-        self._functions: Dict[str, Callable[..., Any]] = {}  # resolved, per process
         if isinstance(url, redis.Redis):  # used as is here; other processes get its URL
             self._client, self._client_pid = url, os.getpid()
             url = url_of(url)
         self.url = url
         self.queues = [check_queue_name(q) for q in queues]
         self.strategy = strategy
-        self.allow = list(allow)
-        # Unpickling runs code chosen by whoever can write to Redis: a worker opts in.
-        self.allow_pickle = allow_pickle
+        self.runner = JobRunner(self, allow, allow_pickle)
         self.lease_seconds = lease_seconds
         self.max_lost = max_lost
         self.keys = KeySpace(namespace)
@@ -227,7 +164,7 @@ class RedisSource(WorkSource):
             self._client, self._client_pid = None, 0
             self._orphans = []
             self._backoff = Backoff()
-            self._functions = {}
+            self.runner.forget_functions()
         self._child.steps = None  # a thread or greenlet of the supervisor's process: its own
 
     def child_stopping(self) -> None:
@@ -303,10 +240,10 @@ class RedisSource(WorkSource):
 
     def perform(self, item: WorkItem, chain: Optional[NextClaim] = None
                 ) -> Optional[WorkItem]:
-        fields, corrupt = _decoded(item.payload)
+        fields, corrupt = decoded(item.payload)
         self._log_transition("started", item.item_id, fields.get("queue", ""))
         started = time.monotonic()
-        outcome = corrupt or self._execute(fields)
+        outcome = corrupt or self.runner.run(fields)
         duration = time.monotonic() - started
         # Failures are rare: only a success takes the next job in the same step.
         next_claim = chain() if chain is not None and outcome.exc is None else None
@@ -320,87 +257,6 @@ class RedisSource(WorkSource):
                 self._orphans.append(next_claim)
         self._until_recorded(lambda: self._record(item, fields, outcome, duration))
         return None
-
-    def _execute(self, fields: Dict[str, str]) -> Outcome:
-        try:
-            func, args, kwargs, serializer = self._prepare(fields)
-        except Refused as refused:
-            return Outcome(exc=(refused.exc_type, str(refused), ""))
-        try:
-            result = func(*args, **kwargs)
-        except Exception as exc:  # the job's own failure; BaseException ends the child
-            return Outcome(exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
-                           exc_mro=tuple(mro_names(type(exc))), retryable=True)
-        try:
-            next_stage = None
-            if isinstance(result, Next):
-                next_stage = result.prepare(self.client, self.keys.namespace)
-                result = result.result
-            return Outcome(result=serializer.dumps(result, "return value"),
-                           serializer=serializer.name, next_stage=next_stage)
-        except (TypeError, ValueError) as exc:  # deterministic: a retry would fail the same
-            return Outcome(exc=(type(exc).__name__, str(exc), traceback.format_exc()))
-
-    def _prepare(self, fields: Dict[str, str]) -> Tuple[Callable[..., Any], list, dict, Any]:
-        name = fields.get("func", "")
-        # Cached only once allowed and imported: a hit needs no check again.
-        func = self._functions.get(name) or self._allowed_function(name)
-        self._check_serializer(fields.get("serializer", "json"), f"job of {_short(name)}")
-        try:
-            serializer = get_serializer(fields.get("serializer", "json"))
-            args = _loads(serializer, fields.get("args"), "[]", list)
-            kwargs = _loads(serializer, fields.get("kwargs"), "{}", dict)
-            if not isinstance(args, list) or not isinstance(kwargs, dict):
-                raise ValueError("arguments are not a list and a dict")
-        except Exception as exc:
-            raise Refused("ValueError", f"corrupt job data: cannot decode the arguments of "
-                                        f"{name}: {exc}") from None
-        if fields.get("callback_of"):  # a callback or webhook: (job, result or error) first
-            args = [*self._callback_arguments(fields), *args]
-        return func, args, kwargs, serializer
-
-    def _allowed_function(self, name: str) -> Callable[..., Any]:
-        """The function a job names, checked against the allow-list before any import."""
-        try:
-            module, _ = split_function_name(name)
-        except ValueError as exc:
-            raise Refused("ValueError", f"corrupt job data: {exc}") from None
-        if not is_allowed(module, self.allow):
-            allowed = ", ".join(self.allow) or "none besides rqconc.demo"
-            raise Refused(type_name(errors.NotAllowed),
-                          f"function {name} is not allowed on this worker: module {module!r} "
-                          f"matches none of its allowed prefixes ({allowed}); start the worker "
-                          f"with --allow {module.split('.')[0]} to run it")
-        try:
-            func = resolve_function(name)
-        except Exception as exc:
-            raise Refused(type_name(type(exc)),
-                          f"cannot import {_short(name)}: {_short(str(exc))}") from None
-        self._functions[name] = func
-        return func
-
-    def _check_serializer(self, name: str, what: str) -> None:
-        if name == "pickle" and not self.allow_pickle:
-            raise Refused(type_name(errors.NotAllowed),
-                          f"the {what} carries a pickled payload, which this worker does not "
-                          "accept (unpickling runs code chosen by whoever can write to "
-                          "Redis); start the worker with --allow-pickle "
-                          "(Supervisor(allow_pickle=True)) if your Redis is trusted")
-
-    def _callback_arguments(self, fields: Dict[str, str]) -> Tuple[Any, Any]:
-        parent_id = fields["callback_of"]
-        self._check_serializer(fields.get("parent_serializer", "json"),
-                               f"result of job {parent_id}")
-        try:
-            # The parent may be gone already (result_ttl=0): the job then has its id only.
-            stored = self.client.hgetall(self.keys.job(parent_id))
-            parent = Job(parent_id, self.client, self.keys.namespace, stored)
-            return callback_arguments(fields, parent)
-        except REDIS_DOWN:
-            raise
-        except Exception as exc:
-            raise Refused("ValueError", f"corrupt callback data for job {parent_id}: "
-                                        f"{exc}") from None
 
     def _record(self, item: WorkItem, fields: Dict[str, str], outcome: Outcome,
                 duration: float, next_claim: Optional[str] = None) -> Optional[WorkItem]:
