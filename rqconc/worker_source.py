@@ -31,10 +31,7 @@ from rqconc.registry import DEFAULT_TTL, WorkerRegistry
 from rqconc.retry import Backoff, policy_of
 from rqconc.scheduler import run_scheduler
 from rqconc.scripts import Steps, now_ms, text
-from rqconc.serialization import (
-    mro_names,
-    type_name,
-)
+from rqconc.serialization import mro_names, type_name
 
 log = logging.getLogger("rqconc.worker")
 
