@@ -46,9 +46,11 @@ def worker_options(command: Callable) -> Callable:
         click.option("--fake-log", default=None, help="fake source: event log file."),
         click.option("--demo", type=click.IntRange(min=1), default=None, metavar="N",
                      help="Fill the queue with N demo jobs, show progress, exit."),
-        click.option("--log-level", default="INFO", show_default=True,
+        click.option("--log-level", default=None,
                      type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"],
-                                       case_sensitive=False)),
+                                       case_sensitive=False),
+                     help="[default: INFO; WARNING with --demo, whose live display shows "
+                     "every job]"),
         click.option("--log-format", type=click.Choice(logs.FORMATS), default="text",
                      show_default=True, help="'json': one object per line (ts, level, "
                      "logger, message and the record's fields)."),
@@ -69,7 +71,8 @@ def build_source(options: Dict[str, Any]) -> Optional[WorkSource]:
 
 def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     """Build the supervisor that the options describe and run it in the foreground."""
-    logs.configure(options["log_level"], options["log_format"], sys.stderr)
+    level = options["log_level"] or ("WARNING" if options["demo"] else "INFO")
+    logs.configure(level, options["log_format"], sys.stderr)
     preload = tuple(options["preload"])
     if backend == "multiprocessing":  # spawned interpreters inherit no logging set-up
         preload = (logs.CHILD_SETUP, *preload)
