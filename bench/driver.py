@@ -53,7 +53,6 @@ def _relative(argv: List[str]) -> str:
     return " ".join(shown)
 
 
-
 def distinct_resident_mb(pids: List[int]) -> Any:
     """The physical memory the processes occupy together, each page once: the union of the
     frames of their resident pages (/proc/PID/pagemap). A sum of RSS counts every page a
@@ -76,6 +75,7 @@ def distinct_resident_mb(pids: List[int]) -> Any:
     if not frames or frames == {0}:
         return None
     return len(frames) * page / 2**20
+
 
 class Driver:
     def __init__(self, args: argparse.Namespace) -> None:

@@ -238,9 +238,9 @@ def fmt(summary: Dict[str, Any], row: Row) -> str:
     return f"{summary['median']:,.0f}"
 
 
-
 def _mb(value: Any) -> str:
     return "n/a (needs root)" if value is None else f"{value:.1f} MB"
+
 
 def fmt_runs(summary: Dict[str, Any], row: Row) -> str:
     if "values" not in summary:

@@ -1,25 +1,36 @@
-"""gevent must patch the standard library before anything imports it; this module imports
-nothing but `sys` so that entry points can decide first thing."""
+"""What a worker entry point decides before anything else is imported: gevent must patch the
+standard library before anything imports it, and as PID 1 an in-process worker splits below
+a reaping init (pid1.py). This module imports nothing but `sys` so that entry points can
+decide first thing."""
 from __future__ import annotations
 
 import sys
-from typing import Sequence
+from typing import Optional, Sequence
 
 
-def wants_gevent(argv: Sequence[str]) -> bool:
-    """Whether a command line asks for the gevent backend (`gevent` positional, `-b gevent`,
-    `--backend gevent`, `--backend=gevent`, `-bgevent`)."""
+def backend_named(argv: Sequence[str], positional: bool) -> Optional[str]:
+    """The backend a worker command line names: the first argument of `main.py BACKEND SIZE`
+    (`positional`), else `-b NAME`, `--backend NAME`, `--backend=NAME` or `-bNAME`."""
     args = list(argv)
+    if positional:
+        return args[0] if args else None
     for i, arg in enumerate(args):
-        if arg in ("-b", "--backend") and i + 1 < len(args) and args[i + 1] == "gevent":
-            return True
-        if arg in ("--backend=gevent", "-bgevent"):
-            return True
-    return len(args) > 0 and args[0] == "gevent"
+        if arg in ("-b", "--backend") and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--backend="):
+            return arg.partition("=")[2]
+        if arg.startswith("-b") and len(arg) > 2 and not arg.startswith("--"):
+            return arg[2:]
+    return None
 
 
-def patch_if_gevent(argv: Sequence[str]) -> None:
-    if wants_gevent(argv):
+def prepare_worker_process(argv: Sequence[str], positional: bool) -> None:
+    """Split below an init when PID 1 (threading, gevent), then patch for gevent."""
+    from rqconc.pid1 import split_if_pid1
+
+    backend = backend_named(argv, positional)
+    split_if_pid1(backend)
+    if backend == "gevent":
         from gevent import monkey
 
         monkey.patch_all()
@@ -28,10 +39,7 @@ def patch_if_gevent(argv: Sequence[str]) -> None:
 def console_main() -> None:
     """The `rqconc` console script."""
     if sys.argv[1:2] == ["worker"]:
-        from rqconc.pid1 import backend_named, split_if_pid1
-
-        split_if_pid1(backend_named(sys.argv[2:], positional=False))
-    patch_if_gevent(sys.argv[2:] if sys.argv[1:2] == ["worker"] else [])
+        prepare_worker_process(sys.argv[2:], positional=False)
     from rqconc.cli import main
 
     main()

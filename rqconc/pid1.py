@@ -15,28 +15,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Optional, Sequence
+from typing import Optional
 
 IN_PROCESS_BACKENDS = ("threading", "gevent")
 # What the worker reacts to (docs/operations.md): each one reaches it once, from here.
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU,
              signal.SIGUSR1, signal.SIGQUIT)
-
-
-def backend_named(argv: Sequence[str], positional: bool) -> Optional[str]:
-    """The backend a worker command line names: the first argument of `main.py BACKEND SIZE`
-    (`positional`), else `-b NAME`, `--backend NAME`, `--backend=NAME` or `-bNAME`."""
-    args = list(argv)
-    if positional:
-        return args[0] if args else None
-    for i, arg in enumerate(args):
-        if arg in ("-b", "--backend") and i + 1 < len(args):
-            return args[i + 1]
-        if arg.startswith("--backend="):
-            return arg.partition("=")[2]
-        if arg.startswith("-b") and len(arg) > 2 and not arg.startswith("--"):
-            return arg[2:]
-    return None
 
 
 def split_if_pid1(backend: Optional[str]) -> None:

@@ -40,16 +40,18 @@ local NS, SEQ, EVENTS, NOW, WORKER = ARGV[5], KEYS[1], KEYS[6], ARGV[2], ''
 -- below makes for it, without the include's closures, the id and parent checks and the
 -- per-job bookkeeping (about a third of this step's cost).
 if ARGV[7] == 'plain' then
-  local queue, id, common_last = ARGV[1], ARGV[9 + 2 * tonumber(ARGV[8])], 8 + 2 * tonumber(ARGV[8])
+  local queue, common_last = ARGV[1], 8 + 2 * tonumber(ARGV[8])
+  local id = ARGV[common_last + 1]  -- then k and the job's own pairs
   local fields = {'queue', queue, 'created_at', NOW, 'status', 'queued', 'enqueued_at', NOW}
   for j = 9, common_last do fields[#fields + 1] = ARGV[j] end
   for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end
   redis.call('SADD', KEYS[2], queue)
   redis.call('HSET', KEYS[7], unpack(fields))
+  -- queue_score and emit of include/lifecycle, inlined (10000: its EVENTS_MAXLEN).
   local score = (100 - tonumber(ARGV[6])) * 4294967296 + 2147483648 + redis.call('INCR', SEQ)
   redis.call('ZADD', KEYS[3], score, id)
   redis.call('ZADD', KEYS[4], 0, '0')
-  redis.call('XADD', EVENTS, 'MAXLEN', '~', 10000, '*', 'event', 'queued', 'job_id', id,  -- EVENTS_MAXLEN
+  redis.call('XADD', EVENTS, 'MAXLEN', '~', 10000, '*', 'event', 'queued', 'job_id', id,
     'queue', queue, 'ts', NOW, 'worker', WORKER)
   return {1, 1}
 end

@@ -52,7 +52,6 @@ def test_purge_deletes_the_dead_letters_and_their_data(queue, source, client, ke
     assert not any(client.exists(keys.job(j.id), keys.done(j.id)) for j in jobs)
 
 
-
 def cli_json(redis_url, *args):
     done = CliRunner().invoke(cli, [*args, "--json", "--url", redis_url])
     assert done.exit_code == 0, done.output

@@ -23,7 +23,6 @@ def nap(seconds: float) -> None:
     time.sleep(seconds)
 
 
-
 def hold(url: str, key: str, seconds: float = 60.0) -> str:
     """Stay busy until the test pushes to the list `key` (BLPOP), so that it decides when
     the job ends; a test that never releases it fails the job after `seconds`."""

@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from rqconc import Job, JobStatus, Queue
-from rqconc.pid1 import backend_named
+from rqconc.gevent_first import backend_named
 from rqconc.registry import list_workers
 from tests.cli.test_commands import rqconc
 from tests.support.worker_process import BACKENDS, PROCESS_BACKENDS, ROOT, wait_for
