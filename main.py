@@ -1,4 +1,5 @@
 """python main.py BACKEND SIZE [options]: the same as `rqconc worker -b BACKEND -n SIZE`."""
+
 import sys
 
 if __name__ == "__main__":
@@ -8,6 +9,6 @@ if __name__ == "__main__":
 
     prepare_worker_process(sys.argv[1:], positional=True)
 
-    from rqconc.cli import run_main_py
+    from rqconc.cli.app import run_main_py
 
     run_main_py()

@@ -9,6 +9,7 @@ No leases, events, fencing, results, retries or supervision. rqconc's `forking 2
 divided by this is how much of the machine the framework leaves to jobs; a peer cannot
 beat it either, so a target above it cannot be met on this machine.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -79,8 +80,9 @@ def one_run(url: str, processes: int, jobs: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=3)
@@ -91,9 +93,11 @@ def main() -> None:
         version = server.version()
     finally:
         server.stop()
-    print(f"bare loop, {args.processes} processes, {args.jobs:,} no-op jobs, Redis {version}, "
-          f"{os.cpu_count()} cores: median {statistics.median(rates):,.0f} jobs/s "
-          f"(runs: {', '.join(f'{r:,.0f}' for r in rates)})")
+    print(
+        f"bare loop, {args.processes} processes, {args.jobs:,} no-op jobs, Redis {version}, "
+        f"{os.cpu_count()} cores: median {statistics.median(rates):,.0f} jobs/s "
+        f"(runs: {', '.join(f'{r:,.0f}' for r in rates)})"
+    )
 
 
 if __name__ == "__main__":

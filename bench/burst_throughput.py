@@ -6,6 +6,7 @@
 Starts a private redis-server, enqueues the jobs (enqueue_many), times the worker from
 its start to its exit, and prints each run and the median.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,9 +34,20 @@ def start_redis() -> tuple:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     workdir = tempfile.mkdtemp(prefix="rqconc-bench-")
-    process = subprocess.Popen([shutil.which("redis-server"), "--port", str(port), "--save", "",
-                                "--appendonly", "no", "--dir", workdir],
-                               stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [
+            shutil.which("redis-server"),
+            "--port",
+            str(port),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            workdir,
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     url = f"redis://127.0.0.1:{port}/0"
     client = redis.Redis.from_url(url)
     for _ in range(200):
@@ -55,9 +67,26 @@ def one_run(url: str, backend: str, size: int, jobs: int) -> float:
         queue.enqueue_many([("bench.tasks:noop", ())] * min(1000, jobs - start), result_ttl=0)
     env = dict(os.environ, BENCH_REDIS_URL=url)
     began = time.perf_counter()
-    subprocess.run([sys.executable, str(ROOT / "main.py"), backend, str(size), "--burst",
-                    "--url", url, "-q", "bench", "--allow", "bench", "--log-level", "WARNING"],
-                   cwd=ROOT, env=env, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "main.py"),
+            backend,
+            str(size),
+            "--burst",
+            "--url",
+            url,
+            "-q",
+            "bench",
+            "--allow",
+            "bench",
+            "--log-level",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
     elapsed = time.perf_counter() - began
     done = int(client.get("bench:done") or 0)
     if done != jobs:
@@ -75,14 +104,18 @@ def main() -> None:
     process, url = start_redis()
     try:
         version = redis.Redis.from_url(url).info("server")["redis_version"]
-        print(f"machine: {platform.node()}, {os.cpu_count()} cores, Python "
-              f"{platform.python_version()}, Redis {version}")
+        print(
+            f"machine: {platform.node()}, {os.cpu_count()} cores, Python "
+            f"{platform.python_version()}, Redis {version}"
+        )
         rates = []
         for run in range(args.runs):
             rate = one_run(url, args.backend, args.size, args.jobs)
             rates.append(rate)
-            print(f"run {run + 1}: {args.jobs} no-op jobs, {args.backend} {args.size}: "
-                  f"{rate:,.0f} jobs/s (worker start to exit)")
+            print(
+                f"run {run + 1}: {args.jobs} no-op jobs, {args.backend} {args.size}: "
+                f"{rate:,.0f} jobs/s (worker start to exit)"
+            )
         print(f"median of {args.runs}: {statistics.median(rates):,.0f} jobs/s")
     finally:
         process.terminate()

@@ -3,6 +3,7 @@
 Imported by the orchestrator (rqconc's .venv) and by the drivers (rqconc's .venv for rqconc,
 bench/.peers-venv for the peers), so it needs nothing but the standard library and redis-py.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import redis
 
 ROOT = Path(__file__).resolve().parents[1]
-COUNTER = "bench:done"      # every no-op and sleep task INCRs this once
-STARTS = "bench:starts"     # the latency task RPUSHes its start time (time.time()) here
+COUNTER = "bench:done"  # every no-op and sleep task INCRs this once
+STARTS = "bench:starts"  # the latency task RPUSHes its start time (time.time()) here
 
 
 class Timeout(Exception):
@@ -59,10 +60,29 @@ class PrivateRedis:
 
     def start(self) -> PrivateRedis:
         self.process = subprocess.Popen(
-            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", self.dir,
-             "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-             "--logfile", os.path.join(self.dir, "redis.log")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                self.dir,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--loglevel",
+                "warning",
+                "--logfile",
+                os.path.join(self.dir, "redis.log"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         client = redis.Redis.from_url(self.url)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -98,11 +118,19 @@ class Workers:
         self.commands: List[str] = []
         self.pidfile = pidfile
 
-    def start(self, argv: Sequence[str], env: Dict[str, str], log_path: Optional[str] = None
-              ) -> subprocess.Popen:
+    def start(
+        self, argv: Sequence[str], env: Dict[str, str], log_path: Optional[str] = None
+    ) -> subprocess.Popen:
         log = open(log_path, "ab") if log_path else subprocess.DEVNULL
-        process = subprocess.Popen(list(argv), cwd=str(ROOT), env=env, stdin=subprocess.DEVNULL,
-                                   stdout=log, stderr=log, start_new_session=True)
+        process = subprocess.Popen(
+            list(argv),
+            cwd=str(ROOT),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
         if log_path:
             log.close()
         self.processes.append(process)
@@ -125,8 +153,10 @@ class Workers:
     def check_alive(self) -> None:
         for process in self.processes:
             if process.poll() is not None:
-                raise RuntimeError(f"a worker exited early with code {process.returncode}: "
-                                   f"{' '.join(map(str, process.args))}")
+                raise RuntimeError(
+                    f"a worker exited early with code {process.returncode}: "
+                    f"{' '.join(map(str, process.args))}"
+                )
 
 
 def kill_group(pgid: int) -> None:
@@ -143,8 +173,9 @@ def worker_env(url: str, extra: Optional[Dict[str, str]] = None) -> Dict[str, st
     return env
 
 
-def wait_count(client: redis.Redis, target: int, deadline: float,
-               workers: Optional[Workers] = None) -> Tuple[float, int, float]:
+def wait_count(
+    client: redis.Redis, target: int, deadline: float, workers: Optional[Workers] = None
+) -> Tuple[float, int, float]:
     """Poll the counter until it reaches `target`.
 
     Returns (t_first, count_first, t_done): the first moment (perf_counter) the counter was

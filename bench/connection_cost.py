@@ -8,6 +8,7 @@ A private redis-server; each row is the median of --runs runs, each of --calls c
 loop: calls/s and the client's CPU per call (user + system, so the socket syscalls count).
 Rows of one run alternate, so a machine that speeds up or slows down meanwhile hits all alike.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.common import PrivateRedis  # noqa: E402
 from rqconc import Queue  # noqa: E402
-from rqconc.direct_connection import DirectConnection  # noqa: E402
-from rqconc.scripts import Steps  # noqa: E402
+from rqconc.connection.direct import DirectConnection  # noqa: E402
+from rqconc.queue.steps import Steps  # noqa: E402
 
 
 def timed(call: Callable[[], object], calls: int) -> Tuple[float, float]:
@@ -54,10 +55,12 @@ def main() -> None:
         rows: Dict[str, Callable[[], object]] = {
             "INCR, redis-py client": lambda: client.incr("cost:n"),
             "INCR, DirectConnection": lambda: direct.execute("INCR", "cost:n"),
-            "Queue.enqueue, redis-py evalsha": lambda: plain.enqueue("bench.tasks:noop",
-                                                                     result_ttl=0),
-            "Queue.enqueue (PooledConnection)": lambda: fast.enqueue("bench.tasks:noop",
-                                                                     result_ttl=0),
+            "Queue.enqueue, redis-py evalsha": lambda: plain.enqueue(
+                "bench.tasks:noop", result_ttl=0
+            ),
+            "Queue.enqueue (PooledConnection)": lambda: fast.enqueue(
+                "bench.tasks:noop", result_ttl=0
+            ),
         }
         for call in rows.values():
             call()  # connect and load the script outside the clock
@@ -68,9 +71,11 @@ def main() -> None:
                 results[name].append(timed(call, args.calls))
     finally:
         server.stop()
-    print(f"machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
-          f"Python {platform.python_version()}, redis-py {redis.__version__}; "
-          f"{args.calls:,} calls x {args.runs} runs, medians")
+    print(
+        f"machine: {os.cpu_count()} cores, {platform.processor() or platform.machine()}, "
+        f"Python {platform.python_version()}, redis-py {redis.__version__}; "
+        f"{args.calls:,} calls x {args.runs} runs, medians"
+    )
     print(f"| {'path':34} | calls/s | client CPU per call (us) |")
     print(f"| {'-' * 34} | ---: | ---: |")
     for name, runs in results.items():

@@ -23,6 +23,7 @@ Workloads:
   memory      (rqconc) `forking 4` after 2,000 no-op jobs: RSS and USS (psutil) of the
               supervisor and of each child. -> {"supervisor": {...}, "children": [...]}
 """
+
 from __future__ import annotations
 
 import argparse
@@ -93,8 +94,10 @@ class Driver:
         log = None
         if self.args.logdir:
             Path(self.args.logdir).mkdir(parents=True, exist_ok=True)
-            log = str(Path(self.args.logdir) / f"{self.args.system}-{self.args.workload}-"
-                                                f"{mode.replace(':', '_')}.log")
+            log = str(
+                Path(self.args.logdir) / f"{self.args.system}-{self.args.workload}-"
+                f"{mode.replace(':', '_')}.log"
+            )
         for argv in commands:
             self.workers.start(argv, env, log)
         return [_relative(argv) for argv in commands]
@@ -111,8 +114,13 @@ class Driver:
         done = int(self.client.get(COUNTER) or 0)
         if done != n:  # a duplicate run would inflate the count: refuse the measurement
             raise RuntimeError(f"{done} completions counted for {n} jobs")
-        return {"rate": counted / seconds, "seconds": seconds, "counted_jobs": counted,
-                "jobs": n, "commands": commands}
+        return {
+            "rate": counted / seconds,
+            "seconds": seconds,
+            "counted_jobs": counted,
+            "jobs": n,
+            "commands": commands,
+        }
 
     def enqueue(self) -> Dict[str, Any]:
         n = self.args.jobs
@@ -130,16 +138,22 @@ class Driver:
             for _ in range(n):
                 self.peer.enqueue(kind)
         seconds = time.perf_counter() - began
-        return {"rate": n / seconds, "seconds": seconds, "jobs": n,
-                "api": self.peer.BATCH_API if self.args.batch else "single"}
+        return {
+            "rate": n / seconds,
+            "seconds": seconds,
+            "jobs": n,
+            "api": self.peer.BATCH_API if self.args.batch else "single",
+        }
 
     def latency(self) -> Dict[str, Any]:
         self.client.flushall()
         commands = self.start_workers(self.args.mode)
         for _ in range(5):  # the first one waits for start-up; the others warm caches
             self.peer.enqueue("stamp")
-            if self.client.blpop([STARTS], timeout=max(1, self.deadline - time.monotonic())) \
-                    is None:
+            if (
+                self.client.blpop([STARTS], timeout=max(1, self.deadline - time.monotonic()))
+                is None
+            ):
                 raise Timeout("the worker did not start a warm-up job in time")
             self.workers.check_alive()
         time.sleep(0.2)
@@ -154,9 +168,13 @@ class Driver:
             time.sleep(LATENCY_GAP)
         self.workers.kill()
         latencies.sort()
-        return {"median_ms": statistics.median(latencies),
-                "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
-                "max_ms": latencies[-1], "jobs": len(latencies), "commands": commands}
+        return {
+            "median_ms": statistics.median(latencies),
+            "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))],
+            "max_ms": latencies[-1],
+            "jobs": len(latencies),
+            "commands": commands,
+        }
 
     def backlog(self) -> Dict[str, Any]:
         queued, window = self.args.queued, self.args.jobs
@@ -170,12 +188,18 @@ class Driver:
                 fill_seconds = self.fill_backlog(queued)
             self.client.set(COUNTER, 0)
             commands = self.start_workers(self.args.mode)
-            t_first, count_first, t_done = wait_count(self.client, window, self.deadline,
-                                                      self.workers)
+            t_first, count_first, t_done = wait_count(
+                self.client, window, self.deadline, self.workers
+            )
             rates.append((window - count_first) / (t_done - t_first))
             self.workers.kill()
-        return {"rates": rates, "queued": queued, "window": window,
-                "fill_seconds": fill_seconds, "commands": commands}
+        return {
+            "rates": rates,
+            "queued": queued,
+            "window": window,
+            "fill_seconds": fill_seconds,
+            "commands": commands,
+        }
 
     def fill_backlog(self, queued: int) -> float:
         began = time.perf_counter()
@@ -183,8 +207,9 @@ class Driver:
             import multiprocessing
 
             with multiprocessing.get_context("fork").Pool(2) as pool:
-                pool.starmap(self.peer.fill, [("noop", queued // 2),
-                                              ("noop", queued - queued // 2)])
+                pool.starmap(
+                    self.peer.fill, [("noop", queued // 2), ("noop", queued - queued // 2)]
+                )
         else:
             self.peer.fill("noop", queued)
         return time.perf_counter() - began
@@ -202,14 +227,20 @@ class Driver:
 
         def usage(process: psutil.Process) -> Dict[str, float]:
             info = process.memory_full_info()
-            return {"pid": process.pid, "rss_mb": info.rss / 2**20, "uss_mb": info.uss / 2**20,
-                    "pss_mb": getattr(info, "pss", 0) / 2**20}
+            return {
+                "pid": process.pid,
+                "rss_mb": info.rss / 2**20,
+                "uss_mb": info.uss / 2**20,
+                "pss_mb": getattr(info, "pss", 0) / 2**20,
+            }
 
         children = supervisor.children(recursive=True)
-        result = {"supervisor": usage(supervisor), "children": [usage(c) for c in children],
-                  "distinct_mb": distinct_resident_mb([supervisor.pid] +
-                                                      [c.pid for c in children]),
-                  "commands": commands}
+        result = {
+            "supervisor": usage(supervisor),
+            "children": [usage(c) for c in children],
+            "distinct_mb": distinct_resident_mb([supervisor.pid] + [c.pid for c in children]),
+            "commands": commands,
+        }
         self.workers.kill()
         return result
 
@@ -223,8 +254,9 @@ class Driver:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("system")
-    parser.add_argument("workload",
-                        choices=["throughput", "enqueue", "latency", "backlog", "memory"])
+    parser.add_argument(
+        "workload", choices=["throughput", "enqueue", "latency", "backlog", "memory"]
+    )
     parser.add_argument("--url", required=True)
     parser.add_argument("--mode", default="")
     parser.add_argument("--task", default="noop", choices=["noop", "sleep10"])

@@ -12,6 +12,7 @@
 5. prints, per process, the functions with the most samples (self and cumulative) and writes
    the raw collapsed stacks to --out.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,20 @@ def fill(url: str, n: int) -> None:
 
 
 def start_worker(url: str, backend: str, size: int) -> subprocess.Popen:
-    argv = [sys.executable, "main.py", backend, str(size), "-q", "bench", "--url", url,
-            "--allow", "bench", "--log-level", "WARNING"]
+    argv = [
+        sys.executable,
+        "main.py",
+        backend,
+        str(size),
+        "-q",
+        "bench",
+        "--url",
+        url,
+        "--allow",
+        "bench",
+        "--log-level",
+        "WARNING",
+    ]
     return subprocess.Popen(argv, cwd=str(ROOT), env=worker_env(url), start_new_session=True)
 
 
@@ -62,7 +75,7 @@ def children_of(pid: int) -> List[int]:
 
 def commandstats(client: redis.Redis) -> Dict[str, Tuple[int, int]]:
     stats = client.info("commandstats")
-    return {name[len("cmdstat_"):]: (v["calls"], v["usec"]) for name, v in stats.items()}
+    return {name[len("cmdstat_") :]: (v["calls"], v["usec"]) for name, v in stats.items()}
 
 
 def monitor_one_job(url: str, backend: str) -> List[str]:
@@ -76,8 +89,9 @@ def monitor_one_job(url: str, backend: str) -> List[str]:
     def listen() -> None:
         with client.monitor() as monitor:
             for event in monitor.listen():
-                lines.append(f"{event['client_address']}:{event['client_port']} "
-                             f"{event['command'][:160]}")
+                lines.append(
+                    f"{event['client_address']}:{event['client_port']} {event['command'][:160]}"
+                )
                 if stop.is_set():
                     return
 
@@ -106,8 +120,10 @@ def cpu_per_job(server: PrivateRedis, backend: str, size: int, jobs: int) -> Dic
     fill(server.url, jobs)
     worker = start_worker(server.url, backend, size)
     try:
-        procs = {"redis-server": psutil.Process(server.process.pid),
-                 "supervisor": psutil.Process(worker.pid)}
+        procs = {
+            "redis-server": psutil.Process(server.process.pid),
+            "supervisor": psutil.Process(worker.pid),
+        }
         process_children = backend in ("forking", "multiprocessing")
         for i, pid in enumerate(children_of(worker.pid) if process_children else []):
             procs[f"child{i}"] = psutil.Process(pid)
@@ -116,6 +132,7 @@ def cpu_per_job(server: PrivateRedis, backend: str, size: int, jobs: int) -> Dic
 
         def cpu() -> Dict[str, float]:
             return {n: sum(p.cpu_times()[:2]) for n, p in procs.items()}
+
         before, count0, t0 = cpu(), int(client.get(COUNTER)), time.perf_counter()
         while int(client.get(COUNTER) or 0) < jobs:
             time.sleep(0.01)
@@ -143,8 +160,15 @@ def collapse(path: Path) -> Tuple[collections.Counter, collections.Counter, int]
             continue
         n = int(count)
         samples += n
-        frames = [f.split(" (")[0] + " (" + f.split(" (")[1].split(":")[0].replace(
-            str(ROOT) + "/", "") + ")" if " (" in f else f for f in stack.split(";")]
+        frames = [
+            f.split(" (")[0]
+            + " ("
+            + f.split(" (")[1].split(":")[0].replace(str(ROOT) + "/", "")
+            + ")"
+            if " (" in f
+            else f
+            for f in stack.split(";")
+        ]
         own[frames[-1]] += n
         for frame in set(frames):
             total[frame] += n
@@ -158,9 +182,12 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=40000)
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "profile"))
-    parser.add_argument("--cpu-only", action="store_true",
-                        help="sample only threads on the CPU (for threading/gevent: one "
-                             "process whose idle slots would swamp the profile)")
+    parser.add_argument(
+        "--cpu-only",
+        action="store_true",
+        help="sample only threads on the CPU (for threading/gevent: one "
+        "process whose idle slots would swamp the profile)",
+    )
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -172,8 +199,10 @@ def main() -> None:
         report["cpu_us_per_job"] = cpu_per_job(server, args.backend, args.size, args.jobs // 2)
         lines = monitor_one_job(url, args.backend)
         (out / "monitor.txt").write_text("\n".join(lines) + "\n")
-        print(f"MONITOR: {len(lines)} commands for 20 jobs (+ start-up and ticks); "
-              f"see {out / 'monitor.txt'}")
+        print(
+            f"MONITOR: {len(lines)} commands for 20 jobs (+ start-up and ticks); "
+            f"see {out / 'monitor.txt'}"
+        )
 
         client.flushall()
         fill(url, args.jobs)
@@ -183,14 +212,34 @@ def main() -> None:
         while int(client.get(COUNTER) or 0) < 200:
             time.sleep(0.005)
         spies = []
-        targets = [("supervisor", worker.pid)] + [(f"child{i}", pid)
-                                                  for i, pid in enumerate(kids[:1])]
+        targets = [("supervisor", worker.pid)] + [
+            (f"child{i}", pid) for i, pid in enumerate(kids[:1])
+        ]
         for name, pid in targets:
-            spies.append((name, subprocess.Popen(
-                [PYSPY, "record", "-p", str(pid), "-d", str(int(args.seconds)), "-r", "250",
-                 *([] if args.cpu_only else ["--idle"]), "-f", "raw",
-                 "-o", str(out / f"{name}.txt")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+            spies.append(
+                (
+                    name,
+                    subprocess.Popen(
+                        [
+                            PYSPY,
+                            "record",
+                            "-p",
+                            str(pid),
+                            "-d",
+                            str(int(args.seconds)),
+                            "-r",
+                            "250",
+                            *([] if args.cpu_only else ["--idle"]),
+                            "-f",
+                            "raw",
+                            "-o",
+                            str(out / f"{name}.txt"),
+                        ],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    ),
+                )
+            )
         count0, t0 = int(client.get(COUNTER) or 0), time.perf_counter()
         for _, spy in spies:
             spy.wait(args.seconds + 30)
@@ -199,11 +248,15 @@ def main() -> None:
         kill_group(worker.pid)
         worker.wait(5)
         jobs = count1 - count0
-        print(f"\n{args.backend} {args.size}: {jobs} jobs in {t1 - t0:.2f} s while profiled: "
-              f"{jobs / (t1 - t0):,.0f} jobs/s (py-spy slows it)")
+        print(
+            f"\n{args.backend} {args.size}: {jobs} jobs in {t1 - t0:.2f} s while profiled: "
+            f"{jobs / (t1 - t0):,.0f} jobs/s (py-spy slows it)"
+        )
         done = int(client.get(COUNTER) or 0)
-        print(f"\nRedis commands per job over the whole drain ({done} jobs; inner Lua calls "
-              "included; usec = Redis CPU):")
+        print(
+            f"\nRedis commands per job over the whole drain ({done} jobs; inner Lua calls "
+            "included; usec = Redis CPU):"
+        )
         rows = []
         for name, (calls, usec) in after.items():
             calls0, usec0 = before.get(name, (0, 0))
@@ -213,8 +266,10 @@ def main() -> None:
         for name, calls, usec in rows:
             print(f"  {name:22} {calls:7.3f} calls/job  {usec:7.1f} usec/job")
         report["commands_per_job"] = rows
-        print("  (evalsha's usec include the commands its script calls, which are listed too;"
-              " get: the driver polling the counter)")
+        print(
+            "  (evalsha's usec include the commands its script calls, which are listed too;"
+            " get: the driver polling the counter)"
+        )
         for name, _ in targets:
             own, total, samples = collapse(out / f"{name}.txt")
             kind = "on-CPU only" if args.cpu_only else "wall clock, idle included"
@@ -225,8 +280,11 @@ def main() -> None:
             print("  most samples, cumulative:")
             for frame, n in total.most_common(28):
                 print(f"    {100 * n / samples:5.1f}%  {frame}")
-            report[name] = {"samples": samples, "self": own.most_common(30),
-                            "cumulative": total.most_common(60)}
+            report[name] = {
+                "samples": samples,
+                "self": own.most_common(30),
+                "cumulative": total.most_common(60),
+            }
         (out / "report.json").write_text(json.dumps(report, indent=1))
     finally:
         server.stop()

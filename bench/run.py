@@ -15,6 +15,7 @@
 --rerun runs the rqconc rows only and adds them to RESULTS.md as one more re-run
 (the machine is shared: the re-runs show how much the numbers move).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,10 +51,10 @@ SYSTEMS = ("rqconc", "rq", "celery", "dramatiq", "huey", "arq")
 
 @dataclass
 class Row:
-    group: str          # a workload (the table's sections, the chart's panels)
+    group: str  # a workload (the table's sections, the chart's panels)
     system: str
-    label: str          # how the system runs it
-    workload: str       # bench.driver workload
+    label: str  # how the system runs it
+    workload: str  # bench.driver workload
     mode: str = ""
     task: str = "noop"
     jobs: int = 0
@@ -84,32 +85,44 @@ ROWS: List[Row] = [
     Row(NOOP, "dramatiq", "-p 2 -t 1", "throughput", "2:1", jobs=1000),
     Row(NOOP, "huey", "-k process -w 2", "throughput", "process:2", jobs=4000),
     Row(NOOP, "arq", "2 processes, max_jobs 10", "throughput", "2:10", jobs=1400),
-
     Row(IO20, "rqconc", "threading 20", "throughput", "threading:20", "sleep10", 2000),
     Row(IO20, "rqconc", "gevent 20", "throughput", "gevent:20", "sleep10", 2000),
-    Row(IO20, "rq", "1 x SimpleWorker (no threads)", "throughput", "simple:1", "sleep10", 100,
-        note=RQ_NOTE),
+    Row(
+        IO20,
+        "rq",
+        "1 x SimpleWorker (no threads)",
+        "throughput",
+        "simple:1",
+        "sleep10",
+        100,
+        note=RQ_NOTE,
+    ),
     Row(IO20, "celery", "-P threads -c 20", "throughput", "threads:20", "sleep10", 700),
     Row(IO20, "celery", "-P gevent -c 20", "throughput", "gevent:20", "sleep10", 350),
     Row(IO20, "dramatiq", "-p 1 -t 20", "throughput", "1:20", "sleep10", 1200),
     Row(IO20, "huey", "-k thread -w 20", "throughput", "thread:20", "sleep10", 1200),
     Row(IO20, "huey", "-k greenlet -w 20", "throughput", "greenlet:20", "sleep10", 100),
     Row(IO20, "arq", "1 process, max_jobs 20", "throughput", "1:20", "sleep10", 600),
-
     Row(IO100, "rqconc", "threading 100", "throughput", "threading:100", "sleep10", 5000),
     Row(IO100, "rqconc", "gevent 100", "throughput", "gevent:100", "sleep10", 5000),
-    Row(IO100, "rq", "1 x SimpleWorker (no threads)", "throughput", "simple:1", "sleep10", 100,
-        note=RQ_NOTE),
+    Row(
+        IO100,
+        "rq",
+        "1 x SimpleWorker (no threads)",
+        "throughput",
+        "simple:1",
+        "sleep10",
+        100,
+        note=RQ_NOTE,
+    ),
     Row(IO100, "celery", "-P threads -c 100", "throughput", "threads:100", "sleep10", 1000),
     Row(IO100, "celery", "-P gevent -c 100", "throughput", "gevent:100", "sleep10", 500),
     Row(IO100, "dramatiq", "-p 1 -t 100", "throughput", "1:100", "sleep10", 1000),
     Row(IO100, "huey", "-k thread -w 100", "throughput", "thread:100", "sleep10", 2000),
     Row(IO100, "huey", "-k greenlet -w 100", "throughput", "greenlet:100", "sleep10", 150),
     Row(IO100, "arq", "1 process, max_jobs 100", "throughput", "1:100", "sleep10", 600),
-
     *[Row(ENQ1, s, "enqueue()", "enqueue", jobs=1000) for s in SYSTEMS],
     *[Row(ENQB, s, "batch", "enqueue", jobs=3000, extra=["--batch", "1"]) for s in SYSTEMS],
-
     Row(LAT, "rqconc", "forking 2", "latency", "forking:2", jobs=200),
     Row(LAT, "rq", "2 x SimpleWorker", "latency", "simple:2", jobs=200),
     Row(LAT, "rq", "2 x Worker (fork per job)", "latency", "fork:2", jobs=200),
@@ -117,13 +130,26 @@ ROWS: List[Row] = [
     Row(LAT, "dramatiq", "-p 2 -t 1", "latency", "2:1", jobs=200),
     Row(LAT, "huey", "-k process -w 2", "latency", "process:2", jobs=200),
     Row(LAT, "arq", "2 processes, poll_delay 5 ms", "latency", "2:10", jobs=200),
-
     Row(MEMORY, "rqconc", "forking 4", "memory", "forking:4", timeout=60),
-
-    Row(BACKLOG, "rqconc", "1,000 queued", "backlog", "forking:2", jobs=1000,
-        extra=["--queued", "1000"]),
-    Row(BACKLOG, "rqconc", "{backlog:,} queued", "backlog", "forking:2", jobs=1000,
-        timeout=400, extra=["--queued", "{backlog}"]),
+    Row(
+        BACKLOG,
+        "rqconc",
+        "1,000 queued",
+        "backlog",
+        "forking:2",
+        jobs=1000,
+        extra=["--queued", "1000"],
+    ),
+    Row(
+        BACKLOG,
+        "rqconc",
+        "{backlog:,} queued",
+        "backlog",
+        "forking:2",
+        jobs=1000,
+        timeout=400,
+        extra=["--queued", "{backlog}"],
+    ),
 ]
 
 
@@ -136,14 +162,27 @@ def ensure_peers_venv() -> None:
     print(f"installing the peers into {PEERS_VENV.relative_to(ROOT)} ...", flush=True)
     if not Path(PEERS_PYTHON).exists():
         subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
-    subprocess.run([PEERS_PYTHON, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                    "-r", str(REQUIREMENTS)], check=True)
+    subprocess.run(
+        [
+            PEERS_PYTHON,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            "-r",
+            str(REQUIREMENTS),
+        ],
+        check=True,
+    )
     marker.write_text(digest + "\n")
 
 
 def peer_versions() -> Dict[str, str]:
-    code = ("import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in "
-            "['rq', 'celery', 'dramatiq', 'huey', 'arq', 'redis', 'hiredis', 'gevent']}))")
+    code = (
+        "import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in "
+        "['rq', 'celery', 'dramatiq', 'huey', 'arq', 'redis', 'hiredis', 'gevent']}))"
+    )
     out = subprocess.run([PEERS_PYTHON, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
 
@@ -152,16 +191,39 @@ def peer_versions() -> Dict[str, str]:
 def run_driver(row: Row, url: str, backlog: int, runs: int) -> Dict[str, Any]:
     python = RQCONC_PYTHON if row.system == "rqconc" else PEERS_PYTHON
     extra = [a.format(backlog=backlog) for a in row.extra]
-    argv = [python, "-m", "bench.driver", row.system, row.workload, "--url", url,
-            "--task", row.task, "--jobs", str(row.jobs), "--timeout", str(row.timeout),
-            "--logdir", str(RESULTS_DIR / "logs"), "--runs", str(runs), *extra]
+    argv = [
+        python,
+        "-m",
+        "bench.driver",
+        row.system,
+        row.workload,
+        "--url",
+        url,
+        "--task",
+        row.task,
+        "--jobs",
+        str(row.jobs),
+        "--timeout",
+        str(row.timeout),
+        "--logdir",
+        str(RESULTS_DIR / "logs"),
+        "--runs",
+        str(runs),
+        *extra,
+    ]
     if row.mode:
         argv += ["--mode", row.mode]
     with tempfile.NamedTemporaryFile("r", prefix="bench-pids-", delete=False) as pidfile:
         argv += ["--pidfile", pidfile.name]
     stderr_log = open(RESULTS_DIR / "logs" / "drivers.log", "a")
-    process = subprocess.Popen(argv, cwd=str(ROOT), stdout=subprocess.PIPE, stderr=stderr_log,
-                               text=True, start_new_session=True)
+    process = subprocess.Popen(
+        argv,
+        cwd=str(ROOT),
+        stdout=subprocess.PIPE,
+        stderr=stderr_log,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, _ = process.communicate(timeout=row.timeout + 30)
     except subprocess.TimeoutExpired:
@@ -228,11 +290,13 @@ def fmt(summary: Dict[str, Any], row: Row) -> str:
         uss = mem["supervisor"]["uss_mb"] + sum(c["uss_mb"] for c in children)
         pss = mem["supervisor"]["pss_mb"] + sum(c["pss_mb"] for c in children)
         each = ", ".join(f"{c['rss_mb']:.1f}/{c['uss_mb']:.1f}" for c in children)
-        return (f"supervisor RSS/USS {mem['supervisor']['rss_mb']:.1f}/"
-                f"{mem['supervisor']['uss_mb']:.1f}; children RSS/USS {each}; sum of RSS "
-                f"{rss:.1f}, of USS {uss:.1f}, of PSS {pss:.1f}; supervisor RSS + children "
-                f"USS {mem['supervisor']['rss_mb'] + uss - mem['supervisor']['uss_mb']:.1f}; "
-                f"distinct resident pages {_mb(mem.get('distinct_mb'))}")
+        return (
+            f"supervisor RSS/USS {mem['supervisor']['rss_mb']:.1f}/"
+            f"{mem['supervisor']['uss_mb']:.1f}; children RSS/USS {each}; sum of RSS "
+            f"{rss:.1f}, of USS {uss:.1f}, of PSS {pss:.1f}; supervisor RSS + children "
+            f"USS {mem['supervisor']['rss_mb'] + uss - mem['supervisor']['uss_mb']:.1f}; "
+            f"distinct resident pages {_mb(mem.get('distinct_mb'))}"
+        )
     if row.workload == "latency":
         return f"median {summary['median']:.2f}, p99 {summary['p99']:.2f}"
     return f"{summary['median']:,.0f}"
@@ -246,8 +310,9 @@ def fmt_runs(summary: Dict[str, Any], row: Row) -> str:
     if "values" not in summary:
         return ""
     if row.workload == "latency":
-        return "; ".join(f"{m:.2f}/{p:.2f}" for m, p in
-                         zip(summary["values"], summary["p99_values"]))
+        return "; ".join(
+            f"{m:.2f}/{p:.2f}" for m, p in zip(summary["values"], summary["p99_values"])
+        )
     return ", ".join(f"{v:,.0f}" for v in summary["values"])
 
 
@@ -260,13 +325,17 @@ def jobs_of(row: Row, backlog: int) -> str:
 
 
 def table(rows: List[Row], summaries: List[Dict[str, Any]], backlog: int) -> List[str]:
-    lines = ["| workload | system | how | jobs | result (median) | each run |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| workload | system | how | jobs | result (median) | each run |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for row, summary in zip(rows, summaries):
         label = row.label.format(backlog=backlog)
         system = f"**{row.system}**" if row.system == "rqconc" else row.system
-        lines.append(f"| {row.group} | {system} | {label} | {jobs_of(row, backlog)} | "
-                     f"{fmt(summary, row)} | {fmt_runs(summary, row)} |")
+        lines.append(
+            f"| {row.group} | {system} | {label} | {jobs_of(row, backlog)} | "
+            f"{fmt(summary, row)} | {fmt_runs(summary, row)} |"
+        )
     return lines
 
 
@@ -277,9 +346,11 @@ def machine_info(redis_version: str) -> List[str]:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-        mem_kb = next(int(line.split()[1]) for line in
-                      Path("/proc/meminfo").read_text().splitlines()
-                      if line.startswith("MemTotal"))
+        mem_kb = next(
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        )
         memory = f"{mem_kb / 2**20:.1f} GiB"
     except (OSError, StopIteration):
         memory = "unknown"
@@ -287,17 +358,27 @@ def machine_info(redis_version: str) -> List[str]:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         load = "unknown"
-    commit = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=str(ROOT),
-                            capture_output=True, text=True).stdout.strip() or "unknown"
-    return [f"- cores: {os.cpu_count()}; CPU: {cpu}; memory: {memory}",
-            f"- Redis {redis_version} (private server, `--save \"\" --appendonly no`), "
-            f"Python {platform.python_version()}, {platform.platform()}",
-            f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; load average "
-            f"at the end: {load}; rqconc at `{commit}`"]
+    commit = (
+        subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=str(ROOT),
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        or "unknown"
+    )
+    return [
+        f"- cores: {os.cpu_count()}; CPU: {cpu}; memory: {memory}",
+        f'- Redis {redis_version} (private server, `--save "" --appendonly no`), '
+        f"Python {platform.python_version()}, {platform.platform()}",
+        f"- date: {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; load average "
+        f"at the end: {load}; rqconc at `{commit}`",
+    ]
 
 
-def write_chart(rows: List[Row], summaries: List[Dict[str, Any]], path: Path,
-                backlog: int) -> Optional[str]:
+def write_chart(
+    rows: List[Row], summaries: List[Dict[str, Any]], path: Path, backlog: int
+) -> Optional[str]:
     """A bar chart per workload, drawn by the peers' matplotlib (not in rqconc's .venv)."""
     panels: Dict[str, List[Dict[str, Any]]] = {}
     for row, summary in zip(rows, summaries):
@@ -305,15 +386,19 @@ def write_chart(rows: List[Row], summaries: List[Dict[str, Any]], path: Path,
             continue
         bars = panels.setdefault(row.group, [])
         label = f"{row.system}: {row.label.format(backlog=backlog)}"
-        bars.append({"label": label, "value": summary["median"],
-                     "rqconc": row.system == "rqconc"})
+        bars.append({"label": label, "value": summary["median"], "rqconc": row.system == "rqconc"})
         if row.group == LAT:
-            bars.append({"label": label + " (p99)", "value": summary["p99"],
-                         "rqconc": row.system == "rqconc", "p99": True})
+            bars.append(
+                {
+                    "label": label + " (p99)",
+                    "value": summary["p99"],
+                    "rqconc": row.system == "rqconc",
+                    "p99": True,
+                }
+            )
     spec = json.dumps({"panels": panels, "path": str(path)})
     script = BENCH / "chart.py"
-    done = subprocess.run([PEERS_PYTHON, str(script)], input=spec, text=True,
-                          capture_output=True)
+    done = subprocess.run([PEERS_PYTHON, str(script)], input=spec, text=True, capture_output=True)
     if done.returncode != 0:
         return done.stderr.strip().splitlines()[-1] if done.stderr else "chart failed"
     return None
@@ -323,8 +408,10 @@ def hiredis_note() -> str:
     try:
         import hiredis
     except ImportError:
-        return ("its redis-py parses replies in Python: hiredis is not installed there, while "
-                "the peers' redis-py uses it (arq requires it).")
+        return (
+            "its redis-py parses replies in Python: hiredis is not installed there, while "
+            "the peers' redis-py uses it (arq requires it)."
+        )
     return f"hiredis {hiredis.__version__} there too, as in the peers' virtualenv."
 
 
@@ -333,8 +420,11 @@ def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float])
     measured = [(r, s) for r, s in zip(rows, summaries) if "median" in s]
 
     def best(group: str, ours: bool, lowest: bool = False) -> Any:
-        found = [(s["median"], r) for r, s in measured
-                 if r.group == group and (r.system == "rqconc") == ours]
+        found = [
+            (s["median"], r)
+            for r, s in measured
+            if r.group == group and (r.system == "rqconc") == ours
+        ]
         if not found:
             return None, None
         return (min if lowest else max)(found, key=lambda pair: pair[0])
@@ -342,8 +432,10 @@ def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float])
     def name(row: Row) -> str:
         return f"{row.system} {row.label}"
 
-    lines = ["| SPEC section 5 target | rqconc (best mode) | best peer | ratio | met? |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = [
+        "| SPEC section 5 target | rqconc (best mode) | best peer | ratio | met? |",
+        "| --- | --- | --- | --- | --- |",
+    ]
 
     def add(target: str, group: str, need: Any, lowest: bool = False) -> None:
         ours, our_row = best(group, True, lowest)
@@ -353,31 +445,43 @@ def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float])
             return
         ratio = peer / ours if lowest else ours / peer
         ok = need(ours, ratio)
-        lines.append(f"| {target} | {ours:,.0f} ({name(our_row)}) | {peer:,.0f} "
-                     f"({name(peer_row)}) | {ratio:.2f}x | {'yes' if ok else '**no**'} |")
+        lines.append(
+            f"| {target} | {ours:,.0f} ({name(our_row)}) | {peer:,.0f} "
+            f"({name(peer_row)}) | {ratio:.2f}x | {'yes' if ok else '**no**'} |"
+        )
 
-    add("no-op, 2 processes: ahead of every peer, >= 1.5x the best", NOOP,
-        lambda ours, ratio: ratio >= 1.5)
-    add("10 ms jobs, 20 slots: >= 1,700 jobs/s (85% of 2,000)", IO20,
-        lambda ours, ratio: ours >= 1700 and ratio > 1)
+    add(
+        "no-op, 2 processes: ahead of every peer, >= 1.5x the best",
+        NOOP,
+        lambda ours, ratio: ratio >= 1.5,
+    )
+    add(
+        "10 ms jobs, 20 slots: >= 1,700 jobs/s (85% of 2,000)",
+        IO20,
+        lambda ours, ratio: ours >= 1700 and ratio > 1,
+    )
     add("10 ms jobs, 100 slots: ahead of every peer", IO100, lambda ours, ratio: ratio > 1)
-    add("enqueue, single calls: ahead of every peer (issue #7)", ENQ1,
-        lambda ours, ratio: ratio > 1)
-    add("enqueue, batch API: ahead of every peer (issue #7)", ENQB,
-        lambda ours, ratio: ratio > 1)
+    add(
+        "enqueue, single calls: ahead of every peer (issue #7)", ENQ1, lambda ours, ratio: ratio > 1
+    )
+    add("enqueue, batch API: ahead of every peer (issue #7)", ENQB, lambda ours, ratio: ratio > 1)
     lat = [(r, s) for r, s in measured if r.group == LAT and r.system == "rqconc"]
     if lat:
         median, p99 = lat[0][1]["median"], lat[0][1]["p99"]
         peer, peer_row = best(LAT, False, lowest=True)
-        lines.append(f"| latency: median < 1 ms, p99 < 3 ms | median {median:.2f}, p99 "
-                     f"{p99:.2f} | median {peer:.2f} ({name(peer_row)}) | "
-                     f"{peer / median:.2f}x | {'yes' if median < 1 and p99 < 3 else '**no**'} |")
+        lines.append(
+            f"| latency: median < 1 ms, p99 < 3 ms | median {median:.2f}, p99 "
+            f"{p99:.2f} | median {peer:.2f} ({name(peer_row)}) | "
+            f"{peer / median:.2f}x | {'yes' if median < 1 and p99 < 3 else '**no**'} |"
+        )
     backlog = [s["median"] for r, s in measured if r.group == BACKLOG]
     if len(backlog) == 2:
         change = backlog[1] / backlog[0] - 1
-        lines.append(f"| 1k vs 1M queued: same throughput within 20% | {backlog[0]:,.0f} vs "
-                     f"{backlog[1]:,.0f} | - | {change:+.0%} | "
-                     f"{'yes' if abs(change) <= 0.2 else '**no**'} |")
+        lines.append(
+            f"| 1k vs 1M queued: same throughput within 20% | {backlog[0]:,.0f} vs "
+            f"{backlog[1]:,.0f} | - | {change:+.0%} | "
+            f"{'yes' if abs(change) <= 0.2 else '**no**'} |"
+        )
     memory = [s["memory"] for r, s in zip(rows, summaries) if r.group == MEMORY and "memory" in s]
     if memory:
         procs = [memory[0]["supervisor"], *memory[0]["children"]]
@@ -385,26 +489,38 @@ def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float])
         distinct = memory[0].get("distinct_mb")
         met = "yes" if distinct is not None and distinct < 100 else "**no**"
         summed = "yes" if rss < 100 else "**no**"
-        lines.append(f"| forking 4: under 100 MB RSS in all | {_mb(distinct)} resident in all "
-                     f"(each page once); sum of PSS {pss:.0f} MB; sum of RSS {rss:.0f} MB | - | "
-                     f"- | {met} as the group's resident pages; {summed} as a sum of "
-                     "per-process RSS (shared pages counted once per process) |")
+        lines.append(
+            f"| forking 4: under 100 MB RSS in all | {_mb(distinct)} resident in all "
+            f"(each page once); sum of PSS {pss:.0f} MB; sum of RSS {rss:.0f} MB | - | "
+            f"- | {met} as the group's resident pages; {summed} as a sum of "
+            "per-process RSS (shared pages counted once per process) |"
+        )
     if bare:
         ours, _ = best(NOOP, True)
         peer, peer_row = best(NOOP, False)
         limit = statistics.median(bare)
         peer_name = name(peer_row) if peer_row else "the best peer"
-        lines += ["", f"The physical limit on this machine, measured in the same run "
-                  f"(`bench/bare_loop.py`: 2 processes, one minimal Lua step per job plus the "
-                  f"task's `INCR`, no framework): **{limit:,.0f} no-op jobs/s** (runs: "
-                  f"{', '.join(f'{b:,.0f}' for b in bare)}). rqconc reaches "
-                  f"{(ours or 0) / limit:.0%} of it, {peer_name} {(peer or 0) / limit:.0%}."]
+        lines += [
+            "",
+            f"The physical limit on this machine, measured in the same run "
+            f"(`bench/bare_loop.py`: 2 processes, one minimal Lua step per job plus the "
+            f"task's `INCR`, no framework): **{limit:,.0f} no-op jobs/s** (runs: "
+            f"{', '.join(f'{b:,.0f}' for b in bare)}). rqconc reaches "
+            f"{(ours or 0) / limit:.0%} of it, {peer_name} {(peer or 0) / limit:.0%}.",
+        ]
     return lines
 
 
-def write_results(rows: List[Row], summaries: List[Dict[str, Any]], redis_version: str,
-                  versions: Dict[str, str], elapsed: float, backlog: int, runs: int,
-                  bare: List[float]) -> None:
+def write_results(
+    rows: List[Row],
+    summaries: List[Dict[str, Any]],
+    redis_version: str,
+    versions: Dict[str, str],
+    elapsed: float,
+    backlog: int,
+    runs: int,
+    bare: List[float],
+) -> None:
     commands: List[str] = []
     seen = set()
     for row, summary in zip(rows, summaries):
@@ -412,19 +528,33 @@ def write_results(rows: List[Row], summaries: List[Dict[str, Any]], redis_versio
             key = (row.system, row.label, command)
             if key not in seen and row.workload != "enqueue":
                 seen.add(key)
-                commands.append(f"- {row.system}, {row.label.format(backlog=backlog)} "
-                                f"({row.group}): `{command}`")
+                commands.append(
+                    f"- {row.system}, {row.label.format(backlog=backlog)} "
+                    f"({row.group}): `{command}`"
+                )
     notes = sorted({f"- {row.system}, {row.group}: {row.note}" for row in rows if row.note})
-    apis = sorted({f"- {row.system}: {s['api']}" for row, s in zip(rows, summaries)
-                   if row.group == ENQB and s.get("api")})
+    apis = sorted(
+        {
+            f"- {row.system}: {s['api']}"
+            for row, s in zip(rows, summaries)
+            if row.group == ENQB and s.get("api")
+        }
+    )
     version_line = ", ".join(f"{k} {v}" for k, v in versions.items())
     text = TEMPLATE.format(
         table="\n".join(table(rows, summaries, backlog)),
         verdict="\n".join(verdict(rows, summaries, bare)),
-        machine="\n".join(machine_info(redis_version)), versions=version_line,
-        commands="\n".join(commands), notes="\n".join(notes), apis="\n".join(apis),
-        elapsed=elapsed, runs=runs, python=platform.python_version(),
-        backlog=f"{backlog:,}", hiredis=hiredis_note())
+        machine="\n".join(machine_info(redis_version)),
+        versions=version_line,
+        commands="\n".join(commands),
+        notes="\n".join(notes),
+        apis="\n".join(apis),
+        elapsed=elapsed,
+        runs=runs,
+        python=platform.python_version(),
+        backlog=f"{backlog:,}",
+        hiredis=hiredis_note(),
+    )
     reruns = RESULTS_DIR / "reruns.md"
     if reruns.exists():
         text += "\n" + reruns.read_text()
@@ -515,15 +645,18 @@ between runs (see the re-runs of the rqconc rows below).
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--only", default="", help="comma list of systems to run")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--budget", type=float, default=690,
-                        help="seconds; rows that would start later are skipped")
+    parser.add_argument(
+        "--budget", type=float, default=690, help="seconds; rows that would start later are skipped"
+    )
     parser.add_argument("--backlog", type=int, default=1_000_000)
-    parser.add_argument("--rerun", action="store_true",
-                        help="rqconc rows only, added to RESULTS.md as a re-run")
+    parser.add_argument(
+        "--rerun", action="store_true", help="rqconc rows only, added to RESULTS.md as a re-run"
+    )
     args = parser.parse_args()
     began = time.monotonic()
     RESULTS_DIR.mkdir(exist_ok=True)
@@ -543,13 +676,19 @@ def main() -> None:
                 summaries.append({"error": f"skipped: the {args.budget:g} s budget is spent"})
             else:
                 summaries.append(measure(row, server.url, args.runs, args.backlog))
-            print(f"{row.group:48} {row.system:9} {row.label.format(backlog=args.backlog):34}"
-                  f" {fmt(summaries[-1], row)}", flush=True)
+            print(
+                f"{row.group:48} {row.system:9} {row.label.format(backlog=args.backlog):34}"
+                f" {fmt(summaries[-1], row)}",
+                flush=True,
+            )
         bare: List[float] = []
         if not only:
             bare = [bare_loop.one_run(server.url, 2, BARE_JOBS) for _ in range(args.runs)]
-            print(f"bare loop (no framework), 2 processes: "
-                  f"{', '.join(f'{b:,.0f}' for b in bare)} jobs/s", flush=True)
+            print(
+                f"bare loop (no framework), 2 processes: "
+                f"{', '.join(f'{b:,.0f}' for b in bare)} jobs/s",
+                flush=True,
+            )
         signal.signal(signal.SIGTERM, previous)
     finally:
         server.stop()
@@ -560,11 +699,18 @@ def main() -> None:
     if args.rerun:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%H:%M UTC")
         reruns = RESULTS_DIR / "reruns.md"
-        previous_text = reruns.read_text() if reruns.exists() else \
-            "## Re-runs of the rqconc rows\n\n`.venv/bin/python bench/run.py --rerun`, " \
+        previous_text = (
+            reruns.read_text()
+            if reruns.exists()
+            else "## Re-runs of the rqconc rows\n\n`.venv/bin/python bench/run.py --rerun`, "
             "after the full run (same machine, other load).\n"
-        reruns.write_text(previous_text + f"\n### Re-run at {stamp}\n\n" +
-                          "\n".join(table(rows, summaries, args.backlog)) + "\n")
+        )
+        reruns.write_text(
+            previous_text
+            + f"\n### Re-run at {stamp}\n\n"
+            + "\n".join(table(rows, summaries, args.backlog))
+            + "\n"
+        )
         results = BENCH / "RESULTS.md"
         if results.exists():
             text = results.read_text()
@@ -582,8 +728,9 @@ def main() -> None:
     chart_error = write_chart(rows, summaries, BENCH / "results.png", args.backlog)
     if chart_error:
         print(f"chart not written: {chart_error}")
-    write_results(rows, summaries, redis_version, peer_versions(), elapsed, args.backlog,
-                  args.runs, bare)
+    write_results(
+        rows, summaries, redis_version, peer_versions(), elapsed, args.backlog, args.runs, bare
+    )
     print(f"\nwrote bench/RESULTS.md and bench/results.png in {elapsed:.0f} s")
 
 

@@ -1,5 +1,6 @@
 """rqconc's benchmark tasks. The no-op does one INCR, as every peer's no-op does (SPEC
 section 5); the sleep task sleeps 10 ms first; stamp records when it started."""
+
 import os
 import time
 

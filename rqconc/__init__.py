@@ -3,6 +3,7 @@
 Names are imported on first use, so that `import rqconc` stays cheap and the gevent
 entry points can patch the standard library before redis or threading are imported.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -11,12 +12,12 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Supervisor": "rqconc.supervisor",
-    "Queue": "rqconc.queue",
-    "Job": "rqconc.job",
-    "JobStatus": "rqconc.job",
-    "Priority": "rqconc.queue",
-    "Retry": "rqconc.retry",
+    "Supervisor": "rqconc.worker.supervisor",
+    "Queue": "rqconc.queue.queue",
+    "Job": "rqconc.queue.job",
+    "JobStatus": "rqconc.queue.job",
+    "Priority": "rqconc.queue.queue",
+    "Retry": "rqconc.queue.retry",
     "WorkSource": "rqconc.engine.source",
     "WorkItem": "rqconc.engine.source",
     "ConnectionError": "rqconc.errors",
@@ -26,9 +27,9 @@ _EXPORTS = {
     "WorkerLost": "rqconc.errors",
     "NotAllowed": "rqconc.errors",
     "JobCanceled": "rqconc.errors",
-    "Dependency": "rqconc.dependency",
-    "Next": "rqconc.flows",
-    "EventStream": "rqconc.events",
+    "Dependency": "rqconc.queue.dependency",
+    "Next": "rqconc.queue.flows",
+    "EventStream": "rqconc.queue.events",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,4 +1,5 @@
 """Exception types users see. The CLI turns each into one line and an exit code."""
+
 from __future__ import annotations
 
 import builtins

@@ -2,6 +2,7 @@
 standard library before anything imports it, and as PID 1 an in-process worker splits below
 a reaping init (pid1.py). This module imports nothing but `sys` so that entry points can
 decide first thing."""
+
 from __future__ import annotations
 
 import sys
@@ -26,7 +27,7 @@ def backend_named(argv: Sequence[str], positional: bool) -> Optional[str]:
 
 def prepare_worker_process(argv: Sequence[str], positional: bool) -> None:
     """Split below an init when PID 1 (threading, gevent), then patch for gevent."""
-    from rqconc.pid1 import split_if_pid1
+    from rqconc.engine.pid1 import split_if_pid1
 
     backend = backend_named(argv, positional)
     split_if_pid1(backend)
@@ -40,6 +41,6 @@ def console_main() -> None:
     """The `rqconc` console script."""
     if sys.argv[1:2] == ["worker"]:
         prepare_worker_process(sys.argv[2:], positional=False)
-    from rqconc.cli import main
+    from rqconc.cli.app import main
 
     main()

@@ -1,4 +1,5 @@
 """The benchmark harness still runs: the rqconc driver on 200 no-op jobs (about 3 s)."""
+
 import json
 import subprocess
 import sys
@@ -9,9 +10,28 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_rqconc_driver_counts_every_job(redis_url, tmp_path):
     done = subprocess.run(
-        [sys.executable, "-m", "bench.driver", "rqconc", "throughput", "--mode", "forking:2",
-         "--jobs", "200", "--url", redis_url, "--timeout", "40", "--logdir", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=55)
+        [
+            sys.executable,
+            "-m",
+            "bench.driver",
+            "rqconc",
+            "throughput",
+            "--mode",
+            "forking:2",
+            "--jobs",
+            "200",
+            "--url",
+            redis_url,
+            "--timeout",
+            "40",
+            "--logdir",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=55,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.splitlines()[-1])
     assert "error" not in result, result

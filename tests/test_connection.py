@@ -1,4 +1,5 @@
 """Connections (SPEC sections 4, 6, 7): precedence, credentials, TLS, clear errors."""
+
 from __future__ import annotations
 
 import builtins
@@ -11,8 +12,10 @@ from urllib.parse import quote
 import pytest
 import redis
 
-from rqconc import connection, embedded, errors
-from rqconc.connection import backoff_delays, connect, describe, redact, translated_errors
+from rqconc import errors
+from rqconc.connection import clients as connection
+from rqconc.connection import embedded
+from rqconc.connection.clients import backoff_delays, connect, describe, redact, translated_errors
 from tests.support.redis_server import RedisServer, free_port, system_redis_binary
 from tests.test_embedded import embedded_home  # noqa: F401 - the fixture, used by name
 
@@ -50,14 +53,33 @@ def tls_files(tmp_path_factory):
     if not shutil.which("openssl") or not system_redis_binary():
         pytest.skip("needs openssl and a system redis-server")
     where = tmp_path_factory.mktemp("tls")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                    "-keyout", str(where / "key.pem"), "-out", str(where / "cert.pem"),
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-keyout",
+            str(where / "key.pem"),
+            "-out",
+            str(where / "cert.pem"),
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     return where
 
 
 # --- precedence: explicit > REDIS_URL > embedded ---------------------------------------------
+
 
 def test_explicit_url_beats_redis_url(two_servers, monkeypatch):
     explicit, from_env = two_servers
@@ -95,6 +117,7 @@ def test_without_url_the_embedded_server_is_used(monkeypatch):
 
 
 # --- credentials ------------------------------------------------------------------------------
+
 
 def test_password_in_the_url_works(password_server):
     client = connect(password_server.url)
@@ -138,8 +161,9 @@ def test_acl_user_and_password_in_the_url_work(redis_binary):
 
 def test_unix_socket_url_with_password_works(redis_binary, tmp_path):
     socket_path = tmp_path / "r.sock"
-    server = RedisServer(redis_binary, password=PASSWORD,
-                         extra_args=("--unixsocket", str(socket_path))).start()
+    server = RedisServer(
+        redis_binary, password=PASSWORD, extra_args=("--unixsocket", str(socket_path))
+    ).start()
     try:
         client = connect(f"unix://:{PASSWORD}@{socket_path}?db=3")
         assert client.ping()
@@ -150,10 +174,22 @@ def test_unix_socket_url_with_password_works(redis_binary, tmp_path):
 
 def test_tls_url_with_password_works(tls_files):
     tls_port = free_port()
-    server = RedisServer(system_redis_binary(), password=PASSWORD, extra_args=(
-        "--tls-port", str(tls_port), "--tls-cert-file", str(tls_files / "cert.pem"),
-        "--tls-key-file", str(tls_files / "key.pem"),
-        "--tls-ca-cert-file", str(tls_files / "cert.pem"), "--tls-auth-clients", "no"))
+    server = RedisServer(
+        system_redis_binary(),
+        password=PASSWORD,
+        extra_args=(
+            "--tls-port",
+            str(tls_port),
+            "--tls-cert-file",
+            str(tls_files / "cert.pem"),
+            "--tls-key-file",
+            str(tls_files / "key.pem"),
+            "--tls-ca-cert-file",
+            str(tls_files / "cert.pem"),
+            "--tls-auth-clients",
+            "no",
+        ),
+    )
     try:
         server.start()
     except RuntimeError:
@@ -168,6 +204,7 @@ def test_tls_url_with_password_works(tls_files):
 
 
 # --- unreachable and dead servers -------------------------------------------------------------
+
 
 def test_unreachable_url_is_a_clear_connection_error_without_the_password():
     port = free_port()  # nothing listens there
@@ -221,6 +258,7 @@ def test_url_options_override_the_defaults(redis_server):
 
 # --- bad input --------------------------------------------------------------------------------
 
+
 def test_a_url_with_an_unknown_scheme_is_refused_without_its_password():
     with pytest.raises(ValueError, match="redis://") as caught:
         connect(f"http://:{PASSWORD}@example.com/0")
@@ -235,19 +273,23 @@ def test_a_connection_of_the_wrong_type_is_refused():
 
 # --- redaction and backoff --------------------------------------------------------------------
 
-@pytest.mark.parametrize("url, shown", [
-    ("redis://localhost:6379/0", "redis://localhost:6379/0"),
-    ("redis://:pw@host:1/0", "redis://:***@host:1/0"),
-    ("redis://alice:pw@host/2?x=1", "redis://alice:***@host/2?x=1"),
-    ("rediss://alice:p%40w@[::1]:6380/0", "rediss://alice:***@[::1]:6380/0"),
-    ("redis://alice:p@w@host:1", "redis://alice:***@host:1"),
-    ("redis://pw@host", "redis://***@host"),
-    ("redis://:p/w@host:1/0", "redis://***@host:1/0"),
-    ("unix://:pw@/run/redis.sock?db=1", "unix://:***@/run/redis.sock?db=1"),
-    ("unix:///run/redis.sock?db=1&password=pw", "unix:///run/redis.sock?db=1&password=***"),
-    ("unix:///run/a@b/redis.sock", "unix:///run/a@b/redis.sock"),
-    ("redis://[::1", "redis://[::1"),
-])
+
+@pytest.mark.parametrize(
+    "url, shown",
+    [
+        ("redis://localhost:6379/0", "redis://localhost:6379/0"),
+        ("redis://:pw@host:1/0", "redis://:***@host:1/0"),
+        ("redis://alice:pw@host/2?x=1", "redis://alice:***@host/2?x=1"),
+        ("rediss://alice:p%40w@[::1]:6380/0", "rediss://alice:***@[::1]:6380/0"),
+        ("redis://alice:p@w@host:1", "redis://alice:***@host:1"),
+        ("redis://pw@host", "redis://***@host"),
+        ("redis://:p/w@host:1/0", "redis://***@host:1/0"),
+        ("unix://:pw@/run/redis.sock?db=1", "unix://:***@/run/redis.sock?db=1"),
+        ("unix:///run/redis.sock?db=1&password=pw", "unix:///run/redis.sock?db=1&password=***"),
+        ("unix:///run/a@b/redis.sock", "unix:///run/a@b/redis.sock"),
+        ("redis://[::1", "redis://[::1"),
+    ],
+)
 def test_redact_hides_every_password(url, shown):
     assert redact(url) == shown
 
@@ -257,7 +299,7 @@ def test_backoff_delays_grow_exponentially_with_jitter_up_to_30_seconds():
     first = [next(delays) for _ in range(20)]
 
     for attempt, delay in enumerate(first):
-        ceiling = min(30.0, 0.5 * 2 ** attempt)
+        ceiling = min(30.0, 0.5 * 2**attempt)
         assert ceiling / 2 <= delay <= ceiling
     assert max(first) <= 30.0 and min(first[-5:]) >= 15.0
     again = backoff_delays()

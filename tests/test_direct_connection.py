@@ -1,12 +1,13 @@
 """The hot steps' own connection (rqconc/direct_connection.py) against a real redis-server:
 error replies raise redis-py's exception types and leave the connection in step, and a
 server that is still loading its data after a restart is an outage, never a reply."""
+
 import threading
 
 import pytest
 import redis
 
-from rqconc.direct_connection import DirectConnection
+from rqconc.connection.direct import DirectConnection
 from tests.conftest import REDIS_BINARIES
 from tests.support.redis_server import RedisServer
 
@@ -27,8 +28,9 @@ def test_error_replies_raise_redis_py_types_and_the_connection_stays_in_step(red
 def test_a_server_loading_its_data_raises_busy_loading_not_a_reply(tmp_path):
     # 7.0 refuses DEBUG unless enabled; 6.2 has no such option and allows it.
     if "redis-system" in REDIS_BINARIES:
-        server = RedisServer(REDIS_BINARIES["redis-system"],
-                             extra_args=("--enable-debug-command", "yes")).start()
+        server = RedisServer(
+            REDIS_BINARIES["redis-system"], extra_args=("--enable-debug-command", "yes")
+        ).start()
     else:
         server = RedisServer(REDIS_BINARIES["redis-6.2"]).start()
     try:
@@ -59,5 +61,9 @@ def test_a_resp3_client_gets_the_same_replies(redis_url):
     take step's reply holds nils for absent fields, which RESP3 encodes differently."""
     connection = DirectConnection(redis.Redis.from_url(redis_url, protocol=3))
     assert connection.execute("EVAL", "return {1, false, 'x', {2, false}}", 0) == [
-        1, None, b"x", [2, None]]
+        1,
+        None,
+        b"x",
+        [2, None],
+    ]
     assert connection.execute("HELLO")[b"proto"] == 3

@@ -8,6 +8,7 @@ project's virtualenv first on PATH. Every `rqconc ...` and `python main.py ...` 
 bash block (runnable or not) must parse with the real command line: options, choices, ranges
 and arguments, without running it.
 """
+
 import os
 import re
 import shlex
@@ -21,16 +22,19 @@ from typing import List
 import click
 import pytest
 
-from rqconc.cli import cli, main_py
-from rqconc.worker_command import check_backend_and_size
+from rqconc.cli.app import cli, main_py
+from rqconc.cli.worker import check_backend_and_size
 from tests.support.worker_process import ROOT
 
 MARKER = "<!-- test: run -->"
 SHELLS = {"bash", "sh", "shell", "console"}
 DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 # Values for variables that parse-only lines use (runnable blocks get the real environment).
-PLACEHOLDERS = {"POD_NAME": "worker-0", "REDIS_URL": "redis://localhost:6379/0",
-                "HOSTNAME": "worker-0"}
+PLACEHOLDERS = {
+    "POD_NAME": "worker-0",
+    "REDIS_URL": "redis://localhost:6379/0",
+    "HOSTNAME": "worker-0",
+}
 
 
 @dataclass
@@ -62,8 +66,9 @@ def blocks(doc: Path) -> List[Block]:
         if runnable and language not in SHELLS | {"python"}:
             raise AssertionError(f"{doc.name}:{index + 1}: {MARKER} before a {language!r} block")
         if language in SHELLS or runnable:
-            found.append(Block(doc, index + 1, runnable, "\n".join(lines[index + 1:end]),
-                               language))
+            found.append(
+                Block(doc, index + 1, runnable, "\n".join(lines[index + 1 : end]), language)
+            )
         index = end + 1
     return found
 
@@ -79,12 +84,15 @@ def command_lines(block: Block) -> List[List[str]]:
     joined = re.sub(r"\\\n\s*", " ", block.text)
     commands = []
     for line in joined.splitlines():
-        expanded = re.sub(r"\$\{?(\w+)\}?", lambda m: PLACEHOLDERS.get(m.group(1), m.group(0)),
-                          line)
+        expanded = re.sub(
+            r"\$\{?(\w+)\}?", lambda m: PLACEHOLDERS.get(m.group(1), m.group(0)), line
+        )
         words = shlex.split(expanded, comments=True)
         words = [w for w in words if not re.match(r"^\d?>", w) and w != "&"]
-        if words[:1] == ["rqconc"] or words[:2] in (["python", "main.py"],
-                                                   [".venv/bin/python", "main.py"]):
+        if words[:1] == ["rqconc"] or words[:2] in (
+            ["python", "main.py"],
+            [".venv/bin/python", "main.py"],
+        ):
             if "$" in " ".join(words):
                 # A shell variable: a runnable block runs it for real; elsewhere it must be
                 # one of PLACEHOLDERS.
@@ -113,8 +121,11 @@ def parse(words: List[str]) -> None:
 
 
 def test_the_docs_mark_runnable_blocks_and_have_commands_to_parse():
-    assert {doc.name for doc in RUNNABLE_DOCS} >= {"operations.md", "migrating-from-rq.md",
-                                                   "choosing-a-backend.md"}
+    assert {doc.name for doc in RUNNABLE_DOCS} >= {
+        "operations.md",
+        "migrating-from-rq.md",
+        "choosing-a-backend.md",
+    }
     assert sum(len(command_lines(b)) for b in ALL_BLOCKS if not b.runnable) >= 5
     assert sum(len(command_lines(b)) for b in ALL_BLOCKS if b.runnable) >= 20
 
@@ -127,23 +138,35 @@ def test_every_command_in_the_docs_parses(block):
         except (click.ClickException, click.exceptions.Exit) as exc:
             if isinstance(exc, click.exceptions.Exit) and exc.exit_code == 0:
                 continue  # --help
-            raise AssertionError(f"{block}: {' '.join(words)!r} does not parse: "
-                                 f"{exc}") from None
+            raise AssertionError(f"{block}: {' '.join(words)!r} does not parse: {exc}") from None
 
 
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("doc", RUNNABLE_DOCS, ids=lambda d: d.name)
 def test_runnable_blocks_run(doc, redis_server, tmp_path):
-    env = dict(os.environ, REDIS_URL=redis_server.url, RQCONC_HOME=str(tmp_path / "home"),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    env = dict(
+        os.environ,
+        REDIS_URL=redis_server.url,
+        RQCONC_HOME=str(tmp_path / "home"),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
     for block in (b for b in blocks(doc) if b.runnable):
-        argv = ([sys.executable, "-c"] if block.language == "python" else
-                ["bash", "-euo", "pipefail", "-c"])
+        argv = (
+            [sys.executable, "-c"]
+            if block.language == "python"
+            else ["bash", "-euo", "pipefail", "-c"]
+        )
         # Its own process group, so a worker the block started in the background cannot
         # outlive it, whatever happens.
-        process = subprocess.Popen([*argv, block.text], cwd=ROOT, env=env, text=True,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            [*argv, block.text],
+            cwd=ROOT,
+            env=env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         try:
             stdout, stderr = process.communicate(timeout=90)
         finally:
@@ -154,4 +177,5 @@ def test_runnable_blocks_run(doc, redis_server, tmp_path):
             process.wait()
         assert process.returncode == 0, (
             f"{block} exited {process.returncode}\n{block.text}\n--- stdout\n"
-            f"{stdout[-3000:]}\n--- stderr\n{stderr[-3000:]}")
+            f"{stdout[-3000:]}\n--- stderr\n{stderr[-3000:]}"
+        )

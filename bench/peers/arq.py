@@ -4,6 +4,7 @@ poll_delay is 5 ms, its best setting for these workloads. Results are not kept.
 
 Started as `python -m bench.peers.arq MAX_JOBS` so that its per-job INFO log lines
 (the `arq` command's default) are off, as they are for every other system."""
+
 from __future__ import annotations
 
 import asyncio
@@ -64,6 +65,7 @@ async def _get_pool():
 def enqueue(kind: str) -> None:
     async def send():
         await (await _get_pool()).enqueue_job(kind)
+
     _run(send())
 
 
@@ -72,6 +74,7 @@ def enqueue_batch(kind: str, n: int) -> None:
         pool = await _get_pool()
         for start in range(0, n, BATCH):
             await asyncio.gather(*(pool.enqueue_job(kind) for _ in range(min(BATCH, n - start))))
+
     _run(send())
 
 

@@ -1,5 +1,6 @@
 """Celery with the Redis broker, results ignored, tuned for throughput (no gossip, mingle
 or heartbeat; prefetch multiplier 4, the default)."""
+
 from __future__ import annotations
 
 import os
@@ -12,9 +13,13 @@ from celery import Celery, group
 
 URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 app = Celery("bench", broker=URL)
-app.conf.update(task_ignore_result=True, task_default_queue="bench",
-                broker_connection_retry_on_startup=True, worker_hijack_root_logger=False,
-                worker_send_task_events=False)
+app.conf.update(
+    task_ignore_result=True,
+    task_default_queue="bench",
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+    worker_send_task_events=False,
+)
 BATCH_API = "group(...).apply_async() (publishes one message per task)"
 BATCH = 1000
 
@@ -67,8 +72,19 @@ def workers(mode: str, python: str) -> List[List[str]]:
     """mode: prefork:N, solo:N (N solo processes), threads:N, gevent:N."""
     pool, count = mode.split(":")
     celery = str(Path(python).parent / "celery")
-    base = [celery, "-A", "bench.peers.celery", "worker", "-Q", "bench", "-l", "WARNING",
-            "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    base = [
+        celery,
+        "-A",
+        "bench.peers.celery",
+        "worker",
+        "-Q",
+        "bench",
+        "-l",
+        "WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
     if pool == "solo":
         return [base + ["-P", "solo", "-n", f"bench{i}@%h"] for i in range(int(count))]
     return [base + ["-P", pool, "-c", count]]

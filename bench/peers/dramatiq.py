@@ -1,4 +1,5 @@
 """Dramatiq with its Redis broker: `dramatiq` with -p processes x -t threads."""
+
 from __future__ import annotations
 
 import os
@@ -62,5 +63,15 @@ def fill(kind: str, n: int) -> None:
 def workers(mode: str, python: str) -> List[List[str]]:
     """mode: PROCESSES:THREADS."""
     processes, threads = mode.split(":")
-    return [[str(Path(python).parent / "dramatiq"), "bench.peers.dramatiq", "-p", processes,
-             "-t", threads, "-Q", "bench"]]
+    return [
+        [
+            str(Path(python).parent / "dramatiq"),
+            "bench.peers.dramatiq",
+            "-p",
+            processes,
+            "-t",
+            threads,
+            "-Q",
+            "bench",
+        ]
+    ]

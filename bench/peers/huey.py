@@ -1,4 +1,5 @@
 """Huey with RedisHuey (blocking BRPOP dequeue, the default); results not stored."""
+
 from __future__ import annotations
 
 import os
@@ -60,5 +61,15 @@ def fill(kind: str, n: int) -> None:
 def workers(mode: str, python: str) -> List[List[str]]:
     """mode: WORKER_TYPE:N (process, thread, greenlet)."""
     kind, count = mode.split(":")
-    return [[str(Path(python).parent / "huey_consumer"), "bench.peers.huey.huey",
-             "-k", kind, "-w", count, "-q", "-C"]]
+    return [
+        [
+            str(Path(python).parent / "huey_consumer"),
+            "bench.peers.huey.huey",
+            "-k",
+            kind,
+            "-w",
+            count,
+            "-q",
+            "-C",
+        ]
+    ]

@@ -1,4 +1,5 @@
 """RQ: `rq worker` processes. RQ has no threads or greenlets: one process runs one job."""
+
 from __future__ import annotations
 
 import os
@@ -13,8 +14,10 @@ URL = os.environ.get("BENCH_REDIS_URL", "")
 QUEUE = "bench"
 BATCH_API = "Queue.enqueue_many (one pipeline per batch)"
 BATCH = 1000
-WORKER_CLASSES = {"simple": "rq.worker.SimpleWorker",  # runs jobs in the worker process
-                  "fork": "rq.worker.Worker"}          # classic: forks one process per job
+WORKER_CLASSES = {
+    "simple": "rq.worker.SimpleWorker",  # runs jobs in the worker process
+    "fork": "rq.worker.Worker",
+}  # classic: forks one process per job
 
 _client = None
 _queue = None
@@ -56,8 +59,9 @@ def enqueue(kind: str) -> None:
 
 def enqueue_batch(kind: str, n: int) -> None:
     for start in range(0, n, BATCH):
-        queue().enqueue_many([Queue.prepare_data(TASKS[kind], result_ttl=0)
-                              for _ in range(min(BATCH, n - start))])
+        queue().enqueue_many(
+            [Queue.prepare_data(TASKS[kind], result_ttl=0) for _ in range(min(BATCH, n - start))]
+        )
 
 
 fill = enqueue_batch
@@ -67,6 +71,19 @@ def workers(mode: str, python: str) -> List[List[str]]:
     """mode: simple:N or fork:N — N separate `rq worker` processes of that class."""
     kind, count = mode.split(":")
     rq = str(Path(python).parent / "rq")
-    return [[rq, "worker", "--url", os.environ["BENCH_REDIS_URL"], "-w", WORKER_CLASSES[kind],
-             "--quiet", "--disable-job-desc-logging", "-n", f"bench-{i}", QUEUE]
-            for i in range(int(count))]
+    return [
+        [
+            rq,
+            "worker",
+            "--url",
+            os.environ["BENCH_REDIS_URL"],
+            "-w",
+            WORKER_CLASSES[kind],
+            "--quiet",
+            "--disable-job-desc-logging",
+            "-n",
+            f"bench-{i}",
+            QUEUE,
+        ]
+        for i in range(int(count))
+    ]

@@ -1,4 +1,5 @@
 """rqconc: tasks in bench/tasks.py (allowed with --allow bench); workers are `main.py`."""
+
 from __future__ import annotations
 
 import os
@@ -7,8 +8,7 @@ from typing import List
 from rqconc import Queue
 
 QUEUE = "bench"
-TASKS = {"noop": "bench.tasks:noop", "sleep10": "bench.tasks:sleep10",
-         "stamp": "bench.tasks:stamp"}
+TASKS = {"noop": "bench.tasks:noop", "sleep10": "bench.tasks:sleep10", "stamp": "bench.tasks:stamp"}
 BATCH_API = "Queue.enqueue_many (one Lua step per batch)"
 BATCH = 1000
 
@@ -37,5 +37,19 @@ fill = enqueue_batch
 def workers(mode: str, python: str) -> List[List[str]]:
     """mode: BACKEND:SIZE, e.g. forking:2, threading:20, gevent:100."""
     backend, size = mode.split(":")
-    return [[python, "main.py", backend, size, "-q", QUEUE, "--url",
-             os.environ["BENCH_REDIS_URL"], "--allow", "bench", "--log-level", "WARNING"]]
+    return [
+        [
+            python,
+            "main.py",
+            backend,
+            size,
+            "-q",
+            QUEUE,
+            "--url",
+            os.environ["BENCH_REDIS_URL"],
+            "--allow",
+            "bench",
+            "--log-level",
+            "WARNING",
+        ]
+    ]

@@ -1,4 +1,5 @@
 """`--demo N`: fill a queue with N demo jobs, show live progress, print a summary."""
+
 from __future__ import annotations
 
 import random
@@ -7,7 +8,7 @@ import sys
 import time
 from typing import Any, Dict, List
 
-from rqconc.connection import connect, describe, resolve_url
+from rqconc.connection.clients import connect, describe, resolve_url
 
 STATE_MARK = {"idle": ".", "busy": "#", "starting": "~", "ending": "x", "exited": "x"}
 DEMO_QUEUE = "demo"
@@ -23,15 +24,19 @@ def _calls(count: int, seed: int = 4711) -> List[tuple]:
         elif roll < 0.35:
             calls.append(("rqconc.demo.tasks:render_thumbnail", (rng.randint(2000, 20000),), 1))
         else:
-            calls.append(("rqconc.demo.tasks:send_sms",
-                          (f"+49{rng.randint(10**8, 10**9)}", "code 4711",
-                           rng.uniform(0.001, 0.01)), rng.choice((0, 1, 2))))
+            calls.append(
+                (
+                    "rqconc.demo.tasks:send_sms",
+                    (f"+49{rng.randint(10**8, 10**9)}", "code 4711", rng.uniform(0.001, 0.01)),
+                    rng.choice((0, 1, 2)),
+                )
+            )
     return calls
 
 
 def _enqueue(url: str, count: int) -> List[str]:
-    from rqconc.queue import Queue
-    from rqconc.retry import Retry
+    from rqconc.queue.queue import Queue
+    from rqconc.queue.retry import Retry
 
     queue = Queue(DEMO_QUEUE, connection=url)
     queue.empty()
@@ -46,7 +51,7 @@ def _enqueue(url: str, count: int) -> List[str]:
 
 def _summary(url: str, job_ids: List[str], elapsed: float, backend: str, size: int) -> str:
     client = connect(url)
-    from rqconc.keys import KeySpace
+    from rqconc.queue.keys import KeySpace
 
     keys = KeySpace()
     pipe = client.pipeline(transaction=False)
@@ -57,18 +62,22 @@ def _summary(url: str, job_ids: List[str], elapsed: float, backend: str, size: i
     failed = sum(1 for row in rows if row[0] == b"failed")
     waits = sorted(float(s) - float(e) for _, e, s in rows if e and s)  # stored in ms
     pct = (lambda p: waits[min(len(waits) - 1, int(p * len(waits)))]) if waits else None
-    lines = [f"{len(job_ids)} demo jobs on {size} {backend} children in {elapsed:.2f} s: "
-             f"{(finished + failed) / elapsed:.0f} jobs/s",
-             f"finished {finished}, failed {failed} (the demo's card payments fail on purpose)"]
+    lines = [
+        f"{len(job_ids)} demo jobs on {size} {backend} children in {elapsed:.2f} s: "
+        f"{(finished + failed) / elapsed:.0f} jobs/s",
+        f"finished {finished}, failed {failed} (the demo's card payments fail on purpose)",
+    ]
     if pct:
-        lines.append(f"time in the queue: median {statistics.median(waits):.0f}"
-                     f" ms, p90 {pct(0.9):.0f} ms, p99 {pct(0.99):.0f} ms")
+        lines.append(
+            f"time in the queue: median {statistics.median(waits):.0f}"
+            f" ms, p90 {pct(0.9):.0f} ms, p99 {pct(0.99):.0f} ms"
+        )
     return "\n".join(lines)
 
 
 def run_demo(backend: str, size: int, options: Dict[str, Any]) -> int:
-    from rqconc.queue import Queue
-    from rqconc.supervisor import Supervisor
+    from rqconc.queue.queue import Queue
+    from rqconc.worker.supervisor import Supervisor
 
     url = resolve_url(options.get("url"))
     count = options["demo"]
@@ -87,8 +96,15 @@ def run_demo(backend: str, size: int, options: Dict[str, Any]) -> int:
         sys.stdout.write(f"\r{done:>8}/{count} done  children [{marks}]  {rate:7.0f} jobs/s ")
         sys.stdout.flush()
 
-    sup = Supervisor(backend, size, [DEMO_QUEUE], connection=url, burst=True, on_tick=show,
-                     name=options.get("name"))
+    sup = Supervisor(
+        backend,
+        size,
+        [DEMO_QUEUE],
+        connection=url,
+        burst=True,
+        on_tick=show,
+        name=options.get("name"),
+    )
     code = sup.run()
     print("\n" + _summary(url, job_ids, time.monotonic() - began, backend, size))
     return code

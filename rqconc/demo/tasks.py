@@ -1,5 +1,6 @@
 """The demo's jobs: a realistic mix of I/O waits, CPU bursts and failures.
 A worker always allows this module."""
+
 from __future__ import annotations
 
 import time

@@ -3,6 +3,7 @@
 The same loop runs in a forked process, a multiprocessing process, a thread or a greenlet;
 the backend only decides how it is started and how it can be ended.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -104,6 +105,7 @@ def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]
 
     def next_claim() -> Optional[str]:  # asked once the item ran: retiring or paused by now?
         return slots.begin_chain(index, generation, uid)
+
     while True:
         # Per item, not throttled: the id in `ps` must be the one running now, and a long
         # item may follow a short one at any moment.

@@ -10,6 +10,7 @@ Two modes:
 With `log` set, every event (taken, started, done, failed, given_back, interrupted, lost,
 timed_out, canceled) is appended to that file as one JSON line, which tests read.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -32,8 +33,13 @@ class ChildCrash(BaseException):
 
 
 class FakeSource(WorkSource):
-    def __init__(self, spool: Optional[str] = None, log: Optional[str] = None,
-                 seed: Optional[int] = None, mean_seconds: float = 0.2) -> None:
+    def __init__(
+        self,
+        spool: Optional[str] = None,
+        log: Optional[str] = None,
+        seed: Optional[int] = None,
+        mean_seconds: float = 0.2,
+    ) -> None:
         self.spool = Path(spool) if spool else None
         self.log = log
         self.mean_seconds = mean_seconds
@@ -62,8 +68,14 @@ class FakeSource(WorkSource):
     def tick(self, info: SupervisorInfo) -> None:
         if self.spool is None:
             return
-        status = {"state": info.state, "busy": info.busy, "idle": info.idle, "size": info.size,
-                  "suspended": info.suspended, "children": [list(c) for c in info.children]}
+        status = {
+            "state": info.state,
+            "busy": info.busy,
+            "idle": info.idle,
+            "size": info.size,
+            "suspended": info.suspended,
+            "children": [list(c) for c in info.children],
+        }
         tmp = self.spool / "status.tmp"
         tmp.write_text(json.dumps(status))
         tmp.rename(self.spool / "supervisor-status")  # readers never see half a file
@@ -101,8 +113,7 @@ class FakeSource(WorkSource):
             return WorkItem(claim, path.stem, deadline, spec)
         return None
 
-    def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None
-                ) -> Optional[WorkItem]:
+    def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None) -> Optional[WorkItem]:
         spec: Dict[str, Any] = item.payload
         self.record("started", item=item.item_id, claim=item.claim)
         if spec.get("exit") is not None:

@@ -3,6 +3,7 @@
 One implementation per backend (`rqconc/engine/backends/`). The supervisor drives the
 pool; the pool never decides anything itself.
 """
+
 from __future__ import annotations
 
 import signal

@@ -1,4 +1,5 @@
 """What the two process backends share: pids, zombie reaping, memory readings."""
+
 from __future__ import annotations
 
 import os

@@ -17,6 +17,7 @@ The supervisor reads slots for counting, titles and deadline checks without any 
 (`peek`, `count`, `overdue`): a torn read of plain fields only misinforms a display or
 triggers a check that is done again under the slot's lock (`take_over_*`) before it acts.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -101,10 +102,21 @@ def _clip(text: str, size: int) -> bytes:
 
 
 def _copy(index: int, slot: Any) -> SlotView:
-    return SlotView(index, ChildState(slot.state), bool(slot.retire), slot.generation,
-                    slot.pid, slot.jobs_done, slot.busy_since, slot.deadline, slot.loop_tick,
-                    _text(slot.claim), _text(slot.next_claim), _text(slot.item_id),
-                    _text(slot.error))
+    return SlotView(
+        index,
+        ChildState(slot.state),
+        bool(slot.retire),
+        slot.generation,
+        slot.pid,
+        slot.jobs_done,
+        slot.busy_since,
+        slot.deadline,
+        slot.loop_tick,
+        _text(slot.claim),
+        _text(slot.next_claim),
+        _text(slot.item_id),
+        _text(slot.error),
+    )
 
 
 class SlotTable:
@@ -118,8 +130,14 @@ class SlotTable:
     supervisor frees the lock of a slot whose child is gone before its next child uses it.
     """
 
-    def __init__(self, capacity: int, lock_factory: Callable[[], Any],
-                 shared_factory: Any = None, *, children_are_processes: bool = False) -> None:
+    def __init__(
+        self,
+        capacity: int,
+        lock_factory: Callable[[], Any],
+        shared_factory: Any = None,
+        *,
+        children_are_processes: bool = False,
+    ) -> None:
         self.capacity = capacity
         self.children_are_processes = children_are_processes
         self._lock_factory: Optional[Callable[[], Any]] = lock_factory
@@ -159,8 +177,12 @@ class SlotTable:
             lock = self._locks[index] = self._lock_factory()
         held = lock.acquire(True, STUCK_LOCK_SECONDS)
         if not held:
-            log.warning("the lock of slot %d was held for %.0f s: its child died inside it; "
-                        "going on without it", index, STUCK_LOCK_SECONDS)
+            log.warning(
+                "the lock of slot %d was held for %.0f s: its child died inside it; "
+                "going on without it",
+                index,
+                STUCK_LOCK_SECONDS,
+            )
         try:
             yield self._cells[index]
         finally:
@@ -317,8 +339,12 @@ class SlotTable:
         slot, lock = self._cells[index], self._locks[index]
         lock.acquire()
         try:
-            if (slot.generation != generation or slot.state != _BUSY or slot.retire
-                    or self._head.paused):
+            if (
+                slot.generation != generation
+                or slot.state != _BUSY
+                or slot.retire
+                or self._head.paused
+            ):
                 return None
             slot.seq = seq = slot.seq + 1
             claim = f"{uid}.{index}.{generation}.{seq}"
@@ -327,8 +353,9 @@ class SlotTable:
         finally:
             lock.release()
 
-    def chain_busy(self, index: int, generation: int, item_id: str,
-                   deadline: Optional[float]) -> bool:
+    def chain_busy(
+        self, index: int, generation: int, item_id: str, deadline: Optional[float]
+    ) -> bool:
         """BUSY with the item taken under the next claim, which becomes the claim; False if
         the child may not run it (it must end, or the worker was paused meanwhile): the
         item is then to be given back."""
@@ -339,8 +366,12 @@ class SlotTable:
         now = time.time()
         lock.acquire()
         try:
-            if (slot.generation != generation or slot.state != _BUSY or slot.retire
-                    or self._head.paused):
+            if (
+                slot.generation != generation
+                or slot.state != _BUSY
+                or slot.retire
+                or self._head.paused
+            ):
                 return False
             slot.jobs_done += 1
             slot.claim = slot.next_claim
@@ -352,8 +383,9 @@ class SlotTable:
         finally:
             lock.release()
 
-    def mark_busy(self, index: int, generation: int, item_id: str,
-                  deadline: Optional[float]) -> bool:
+    def mark_busy(
+        self, index: int, generation: int, item_id: str, deadline: Optional[float]
+    ) -> bool:
         """IDLE → BUSY; False if the supervisor ended this child first."""
         slot, lock = self._cells[index], self._locks[index]
         data = _clip(item_id, ITEM_ID_BYTES)

@@ -14,6 +14,7 @@ One source object serves the supervisor and all its children. Process backends h
 child a copy (by fork or by pickling), and every child calls `child_started()` first, so
 a source must not carry sockets across that boundary: open connections lazily.
 """
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -69,8 +70,7 @@ class WorkSource(ABC):
         """Wait up to `timeout` seconds for one item; None when there is none."""
 
     @abstractmethod
-    def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None
-                ) -> Optional[WorkItem]:
+    def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None) -> Optional[WorkItem]:
         """Run the item and record its outcome. Exceptions of the work itself are the
         source's to record; anything escaping ends the child (and the item is lost).
         A source may take the child's next item in the same step that records this one

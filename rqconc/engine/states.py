@@ -1,4 +1,5 @@
 """The states of a supervisor and of its children."""
+
 from __future__ import annotations
 
 import enum

@@ -3,6 +3,7 @@
 Signal handlers only record the signal; the loop dispatches each to one `handle_*` method
 (gunicorn's arbiter is the model). States: ready → running → stopping → stopped.
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,19 +47,27 @@ class ChildSnapshot:
     jobs_done: int
 
 
-class Supervisor:
+class BaseSupervisor:
     """Runs `size` children of one backend that take work from `source`."""
 
     # Shown in the process title; a source-aware subclass names its queues here.
     queues: Sequence[str] = ()
 
-    def __init__(self, backend: Union[str, type] = "forking", size: int = 1,
-                 source: Optional[WorkSource] = None, *, name: Optional[str] = None,
-                 shutdown_timeout: Optional[float] = None,
-                 max_jobs_per_child: Optional[int] = None,
-                 max_memory_per_child: Optional[float] = None,
-                 take_timeout: float = 0.25, preload: Sequence[str] = (), burst: bool = False,
-                 on_tick: Optional[Callable[[Supervisor], None]] = None) -> None:
+    def __init__(
+        self,
+        backend: Union[str, type] = "forking",
+        size: int = 1,
+        source: Optional[WorkSource] = None,
+        *,
+        name: Optional[str] = None,
+        shutdown_timeout: Optional[float] = None,
+        max_jobs_per_child: Optional[int] = None,
+        max_memory_per_child: Optional[float] = None,
+        take_timeout: float = 0.25,
+        preload: Sequence[str] = (),
+        burst: bool = False,
+        on_tick: Optional[Callable[[BaseSupervisor], None]] = None,
+    ) -> None:
         self._pool_class = pool_class(backend) if isinstance(backend, str) else backend
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"size must be an integer >= 1, not {size!r}")
@@ -93,22 +102,22 @@ class Supervisor:
     def run(self) -> int:
         """Serve in the foreground with signal handlers installed; returns the exit code."""
         if threading.current_thread() is not threading.main_thread():
-            raise RuntimeError("Supervisor.run() installs signal handlers and must be called "
-                               "from the main thread; use start() to embed it")
+            raise RuntimeError(
+                "Supervisor.run() installs signal handlers and must be called "
+                "from the main thread; use start() to embed it"
+            )
         self._pool = self._make_pool()
-        previous = {s: self._pool.install_signal(s, self._requests.append)
-                    for s in HANDLED_SIGNALS}
+        previous = {s: self._pool.install_signal(s, self._requests.append) for s in HANDLED_SIGNALS}
         try:
             return self._serve()
         finally:
             for signum, handler in previous.items():
                 self._pool.restore_signal(signum, handler)
 
-    def start(self) -> Supervisor:
+    def start(self) -> BaseSupervisor:
         """Serve in the background (no signal handlers); returns at once."""
         self._pool = self._make_pool()
-        self._thread = threading.Thread(target=self._serve, name="rqconc-supervisor",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="rqconc-supervisor", daemon=True)
         self._thread.start()
         return self
 
@@ -131,8 +140,15 @@ class Supervisor:
         # the lock of a slot whose child died (see SlotTable.prepare).
         for index in sorted(self._pool.live()):
             view = self._slots.peek(index)
-            snapshots.append(ChildSnapshot(index, view.state.label, view.item_id or None,
-                                           view.pid or self._pool.pid(index), view.jobs_done))
+            snapshots.append(
+                ChildSnapshot(
+                    index,
+                    view.state.label,
+                    view.item_id or None,
+                    view.pid or self._pool.pid(index),
+                    view.jobs_done,
+                )
+            )
         return snapshots
 
     # ---- the loop ----
@@ -147,11 +163,19 @@ class Supervisor:
 
     def _serve(self) -> int:
         self.state = SupervisorState.RUNNING
-        log.info("supervisor %s started: backend=%s size=%d pid=%d", self.name, self.backend,
-                 self.size, os.getpid())
+        log.info(
+            "supervisor %s started: backend=%s size=%d pid=%d",
+            self.name,
+            self.backend,
+            self.size,
+            os.getpid(),
+        )
         if self.max_memory_per_child and not self._pool.children_are_processes:
-            log.warning("--max-memory-per-child applies to process backends only; "
-                        "the %s backend ignores it", self.backend)
+            log.warning(
+                "--max-memory-per-child applies to process backends only; "
+                "the %s backend ignores it",
+                self.backend,
+            )
         try:
             self.source.supervisor_started(self.info())
             self._fill()
@@ -181,10 +205,13 @@ class Supervisor:
             if self.state is SupervisorState.STOPPING:
                 if not self._pool.live():
                     return
-                if self.shutdown_timeout is not None and \
-                        time.monotonic() - self._stop_started > self.shutdown_timeout:
-                    log.warning("shutdown timeout of %ss expired: cold shutdown",
-                                self.shutdown_timeout)
+                if (
+                    self.shutdown_timeout is not None
+                    and time.monotonic() - self._stop_started > self.shutdown_timeout
+                ):
+                    log.warning(
+                        "shutdown timeout of %ss expired: cold shutdown", self.shutdown_timeout
+                    )
                     self.handle_cold()
             self._pool.sleep(LOOP_INTERVAL)
 
@@ -193,8 +220,9 @@ class Supervisor:
             self.handle_cold()
         self.state = SupervisorState.STOPPED
         if self.exit_code is None:
-            self.exit_code = EXIT_BOOT_FAILURE if self.boot_error else (
-                EXIT_COLD if self._cold else EXIT_WARM)
+            self.exit_code = (
+                EXIT_BOOT_FAILURE if self.boot_error else (EXIT_COLD if self._cold else EXIT_WARM)
+            )
         try:
             self.source.supervisor_stopped(self.info())
         finally:
@@ -204,10 +232,15 @@ class Supervisor:
     def _dispatch_requests(self) -> None:
         while self._requests:
             request = self._requests.pop(0)
-            handler = {signal.SIGINT: self.handle_term, signal.SIGTERM: self.handle_term,
-                       WARM: self.handle_term, COLD: self.handle_cold,
-                       signal.SIGHUP: self.handle_hup, signal.SIGTTIN: self.handle_ttin,
-                       signal.SIGTTOU: self.handle_ttou}[request]
+            handler = {
+                signal.SIGINT: self.handle_term,
+                signal.SIGTERM: self.handle_term,
+                WARM: self.handle_term,
+                COLD: self.handle_cold,
+                signal.SIGHUP: self.handle_hup,
+                signal.SIGTTIN: self.handle_ttin,
+                signal.SIGTTOU: self.handle_ttou,
+            }[request]
             handler()
 
     # ---- one method per signal ----
@@ -271,11 +304,18 @@ class Supervisor:
 
     def _spawn(self, index: int) -> None:
         generation = self._slots.prepare(index)
-        ctx = ChildContext(index=index, generation=generation, slots=self._slots,
-                           source=self.source, uid=self.uid, supervisor_pid=os.getpid(),
-                           take_timeout=self.take_timeout, max_jobs=self.max_jobs_per_child,
-                           preload=self.preload,
-                           in_process=self._pool.children_are_processes)
+        ctx = ChildContext(
+            index=index,
+            generation=generation,
+            slots=self._slots,
+            source=self.source,
+            uid=self.uid,
+            supervisor_pid=os.getpid(),
+            take_timeout=self.take_timeout,
+            max_jobs=self.max_jobs_per_child,
+            preload=self.preload,
+            in_process=self._pool.children_are_processes,
+        )
         self._pool.spawn(ctx)
         pid = self._pool.pid(index)
         if pid:
@@ -290,8 +330,9 @@ class Supervisor:
     def _account(self, view: SlotView, ended: Ended) -> None:
         if view.state is ChildState.BOOT_FAILED:
             self.boot_error = view.error
-            log.error("child %d failed while starting: %s; stopping the worker",
-                      view.index, view.error)
+            log.error(
+                "child %d failed while starting: %s; stopping the worker", view.index, view.error
+            )
             if not self._cold:
                 self.handle_cold()
         elif view.state is ChildState.BUSY:
@@ -329,9 +370,16 @@ class Supervisor:
         if threading.current_thread() is not threading.main_thread():
             return  # embedded with start(): the host process keeps its own title
         busy, idle = self._slots.count(self._pool.live())
-        titles.show_supervisor(self.backend, self._target, self.queues, busy=busy, idle=idle,
-                               name=self.name, state=self.state.value,
-                               suspended=self.suspended)
+        titles.show_supervisor(
+            self.backend,
+            self._target,
+            self.queues,
+            busy=busy,
+            idle=idle,
+            name=self.name,
+            state=self.state.value,
+            suspended=self.suspended,
+        )
 
     def _busy_views(self) -> List[SlotView]:
         # Read without locks: a claim torn by a concurrent write costs one lease renewal
@@ -391,10 +439,17 @@ class Supervisor:
         views = [self._slots.peek(i) for i in self._pool.live()] if self._pool else []
         busy = [v for v in views if v.state is ChildState.BUSY]
         return SupervisorInfo(
-            name=self.name, uid=self.uid, pid=os.getpid(), host=socket.gethostname(),
-            backend=self.backend, size=self._target if self._pool else self.size,
-            state=self.state.value, busy=len(busy),
+            name=self.name,
+            uid=self.uid,
+            pid=os.getpid(),
+            host=socket.gethostname(),
+            backend=self.backend,
+            size=self._target if self._pool else self.size,
+            state=self.state.value,
+            busy=len(busy),
             idle=sum(v.state is ChildState.IDLE for v in views),
-            current_items=[v.item_id for v in busy], suspended=self.suspended,
+            current_items=[v.item_id for v in busy],
+            suspended=self.suspended,
             loop_tick=max((v.loop_tick for v in views), default=0.0),
-            children=[(v.index, v.state.label, v.item_id, v.pid) for v in views])
+            children=[(v.index, v.state.label, v.item_id, v.pid) for v in views],
+        )

@@ -9,6 +9,7 @@ backends live inside the supervisor process, whose title carries their busy/idle
 A title is written only when its text changes (the supervisor looks every 0.25 s; a busy
 process child writes one per job, so that the job id shown is always the one it runs).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
@@ -43,8 +44,16 @@ def _set(title: str) -> None:
     _write(title)
 
 
-def supervisor_title(backend: str, size: int, queues: Sequence[str], busy: int, idle: int,
-                     name: str = "", state: str = "running", suspended: bool = False) -> str:
+def supervisor_title(
+    backend: str,
+    size: int,
+    queues: Sequence[str],
+    busy: int,
+    idle: int,
+    name: str = "",
+    state: str = "running",
+    suspended: bool = False,
+) -> str:
     parts = [f"{PREFIX}: supervisor {backend} {size}"]
     if queues:
         parts.append(f"[{','.join(queues)}]")
@@ -64,8 +73,16 @@ def child_title(index: int, item_id: Optional[str] = None) -> str:
     return f"{PREFIX}: child {index} idle"
 
 
-def show_supervisor(backend: str, size: int, queues: Sequence[str], busy: int, idle: int,
-                    name: str = "", state: str = "running", suspended: bool = False) -> None:
+def show_supervisor(
+    backend: str,
+    size: int,
+    queues: Sequence[str],
+    busy: int,
+    idle: int,
+    name: str = "",
+    state: str = "running",
+    suspended: bool = False,
+) -> None:
     _set(supervisor_title(backend, size, queues, busy, idle, name, state, suspended))
 
 
@@ -73,4 +90,3 @@ def show_child(index: int, item_id: Optional[str] = None) -> None:
     """Call only in a child that is a process of its own (a thread would retitle its
     supervisor)."""
     _set(child_title(index, item_id))
-

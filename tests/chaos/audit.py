@@ -10,6 +10,7 @@ but its last must be matched by a fault from the driver's log (tests/chaos/harne
   proxy_drop, proxy_stall: the time window) before the run's outcome could be recorded.
 rqconc's own counters (attempts, lost, `interrupted` events) must agree besides.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -119,19 +120,24 @@ def audit(chaos: Chaos, statuses: Dict[str, Optional[str]]) -> Audit:
             if job_id not in dead_letters or "WorkerLost" not in reason:
                 result.unexplained_dead.append(job_id)
         if len(runs) > 1:
-            _check_repeats(chaos, result, job_id, runs, status, int(attempts or 0),
-                           int(lost or 0))
+            _check_repeats(chaos, result, job_id, runs, status, int(attempts or 0), int(lost or 0))
     return result
 
 
-def _check_repeats(chaos: Chaos, result: Audit, job_id: str, runs: List[Run], status: str,
-                   attempts: int, lost: int) -> None:
+def _check_repeats(
+    chaos: Chaos, result: Audit, job_id: str, runs: List[Run], status: str, attempts: int, lost: int
+) -> None:
     interrupted = chaos.events.counts[job_id]["interrupted"]
     causes = [cause_of(chaos.faults, pid, start) for pid, start in runs[:-1]]
     result.duplicates[job_id] = {
-        "runs": len(runs), "attempts": attempts, "lost": lost, "interrupted": interrupted,
-        "status": status, "starts": [start for _, start in runs],
-        "causes": [f"#{c.number} {c.kind}" if c else "none" for c in causes]}
+        "runs": len(runs),
+        "attempts": attempts,
+        "lost": lost,
+        "interrupted": interrupted,
+        "status": status,
+        "starts": [start for _, start in runs],
+        "causes": [f"#{c.number} {c.kind}" if c else "none" for c in causes],
+    }
     for cause in causes:
         if cause is not None:
             result.charged[cause.number] += 1
@@ -141,8 +147,7 @@ def _check_repeats(chaos: Chaos, result: Audit, job_id: str, runs: List[Run], st
     # Each execution beyond the first must also be paid for in rqconc's own counters: an
     # ended attempt (a child lost mid-job, a lease lost with its worker) or a cold-shutdown
     # interruption.
-    if len(runs) > attempts + interrupted or (attempts <= 1 and lost == 0
-                                              and interrupted == 0):
+    if len(runs) > attempts + interrupted or (attempts <= 1 and lost == 0 and interrupted == 0):
         result.unexplained_duplicates.append(job_id)
 
 
@@ -155,8 +160,10 @@ def fault_table(chaos: Chaos, result: Audit) -> str:
         charged[record.kind] += result.charged[record.number]
         if record.hit:
             hits[record.kind].append(record)
-    lines = ["| fault | injected | duplicate runs | recovery median | recovery max |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| fault | injected | duplicate runs | recovery median | recovery max |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for kind in FAULTS:
         times = [r.recovery for r in hits[kind] if r.recovery is not None]
         median = f"{statistics.median(times):.2f} s" if times else "-"
@@ -185,10 +192,13 @@ def duplicate_breakdown(chaos: Chaos, result: Audit) -> str:
     lines = []
     for record in chaos.faults:
         if result.charged[record.number]:
-            lines.append(f"fault {record.number:3d} {record.kind:16s} "
-                         f"{result.charged[record.number]:3d} repeated runs ({record.note})")
+            lines.append(
+                f"fault {record.number:3d} {record.kind:16s} "
+                f"{result.charged[record.number]:3d} repeated runs ({record.note})"
+            )
     for job_id, runs in sorted(result.unmatched.items()):
         for pid, start in runs:
-            lines.append(f"UNMATCHED {job_id}: run by pid {pid} at {start:.3f} "
-                         f"({result.duplicates[job_id]})")
+            lines.append(
+                f"UNMATCHED {job_id}: run by pid {pid} at {start:.3f} ({result.duplicates[job_id]})"
+            )
     return "\n".join(lines) or "no repeated runs"

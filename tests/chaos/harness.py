@@ -8,6 +8,7 @@ Three Redis roles:
   (tests/chaos/jobs.py), so the record survives every fault it audits.
 The driver itself (enqueueing, event tailing, the audit) talks to the queue's Redis directly.
 """
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,13 @@ QUEUE = "chaos"
 WORKERS = [("forking", 2), ("threading", 4), ("gevent", 8), ("multiprocessing", 2)]
 LEASE_SECONDS = 2
 FAULTS = {  # fault -> relative weight
-    "kill_child": 24, "kill_supervisor": 12, "warm_shutdown": 12, "cold_shutdown": 12,
-    "redis_restart": 10, "proxy_drop": 15, "proxy_stall": 15,
+    "kill_child": 24,
+    "kill_supervisor": 12,
+    "warm_shutdown": 12,
+    "cold_shutdown": 12,
+    "redis_restart": 10,
+    "proxy_drop": 15,
+    "proxy_stall": 15,
 }
 ENDED = {"finished", "failed", "canceled"}
 
@@ -67,11 +73,29 @@ class ChaosWorker:
             log.write(f"==== incarnation {self.incarnation}\n".encode())
             log.flush()
             self.process = subprocess.Popen(
-                [sys.executable, str(ROOT / "main.py"), self.backend, str(self.size),
-                 "--url", self.url, "-q", QUEUE, "--allow", "tests",
-                 "--lease-seconds", str(LEASE_SECONDS), "--name", self.name,
-                 "--log-level", "INFO"],
-                cwd=ROOT, stdout=log, stderr=log, start_new_session=True)
+                [
+                    sys.executable,
+                    str(ROOT / "main.py"),
+                    self.backend,
+                    str(self.size),
+                    "--url",
+                    self.url,
+                    "-q",
+                    QUEUE,
+                    "--allow",
+                    "tests",
+                    "--lease-seconds",
+                    str(LEASE_SECONDS),
+                    "--name",
+                    self.name,
+                    "--log-level",
+                    "INFO",
+                ],
+                cwd=ROOT,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
 
     @property
     def pid(self) -> int:
@@ -218,8 +242,9 @@ class Chaos:
         self.server = RedisServer(redis_binary, appendonly=True).start()
         self.recorder = RedisServer(redis_binary).start()
         self.proxy = TcpProxy(self.server.port).start()
-        self.direct = redis.Redis.from_url(self.server.url, socket_timeout=10,
-                                           socket_connect_timeout=2)
+        self.direct = redis.Redis.from_url(
+            self.server.url, socket_timeout=10, socket_connect_timeout=2
+        )
         self.record = self.recorder.client()
         self.queue = Queue(QUEUE, connection=self.direct)
         self.keys = self.queue.keys
@@ -274,9 +299,14 @@ class Chaos:
         # "already exists" as "the first try went through" - never a second job.
         while True:
             try:
-                self.queue.enqueue("tests.chaos.jobs:record", self.recorder.url, token,
-                                   job_id=job_id, result_ttl=-1,
-                                   retry=Retry(max=7, backoff=0.2, factor=1.5, max_delay=2))
+                self.queue.enqueue(
+                    "tests.chaos.jobs:record",
+                    self.recorder.url,
+                    token,
+                    job_id=job_id,
+                    result_ttl=-1,
+                    retry=Retry(max=7, backoff=0.2, factor=1.5, max_delay=2),
+                )
                 return
             except ValueError as exc:
                 if "already exists" in str(exc):
@@ -297,13 +327,19 @@ class Chaos:
             record = FaultRecord(kind, time.monotonic(), number=len(self.faults) + 1)
             getattr(self, kind)(record)
             self.faults.append(record)
-            print(f"fault {record.number:3d} {kind:16s} recovery "
-                  f"{'-' if record.recovery is None else f'{record.recovery:.2f}s'} "
-                  f"{record.note}{'' if record.hit else ' (hit nothing)'}", flush=True)
+            print(
+                f"fault {record.number:3d} {kind:16s} recovery "
+                f"{'-' if record.recovery is None else f'{record.recovery:.2f}s'} "
+                f"{record.note}{'' if record.hit else ' (hit nothing)'}",
+                flush=True,
+            )
 
     def _pick(self, process_only: bool = False) -> ChaosWorker:
-        pool = [w for w in self.workers if w.running()
-                and (not process_only or w.backend in ("forking", "multiprocessing"))]
+        pool = [
+            w
+            for w in self.workers
+            if w.running() and (not process_only or w.backend in ("forking", "multiprocessing"))
+        ]
         return self.rng.choice(pool)
 
     def kill_child(self, record: FaultRecord) -> None:
@@ -319,8 +355,9 @@ class Chaos:
         os.kill(victim, signal.SIGKILL)
         record.victims, record.struck, record.hit = {victim}, time.time(), True
         record.note = f"{worker.name} child {victim}"
-        if wait_until(lambda: len(worker.children()) >= worker.size
-                      and victim not in worker.children(), 15):
+        if wait_until(
+            lambda: len(worker.children()) >= worker.size and victim not in worker.children(), 15
+        ):
             record.recovery = time.monotonic() - record.at
         else:
             self.violations.add(f"{worker.name}: child {victim} not replaced within 15 s")
@@ -337,8 +374,9 @@ class Chaos:
         # a loaded 2-core machine).
         if not wait_until(lambda: not any(_alive(p) for p in children), 3):
             survivors = [p for p in children if _alive(p)]
-            self.violations.add(f"{worker.name}: children {survivors} outlived their "
-                                "SIGKILLed supervisor by 3 s")
+            self.violations.add(
+                f"{worker.name}: children {survivors} outlived their SIGKILLed supervisor by 3 s"
+            )
             for pid in survivors:
                 try:
                     os.kill(pid, signal.SIGKILL)
@@ -438,8 +476,10 @@ class Chaos:
         if wait_until(lambda: self._finished_count() > baseline[0], 45):
             record.recovery = time.monotonic() - lifted
         else:
-            self.violations.add(f"{record.kind}: no job finished within 45 s after "
-                                f"the fault was lifted at {lifted - record.at:.1f}s")
+            self.violations.add(
+                f"{record.kind}: no job finished within 45 s after "
+                f"the fault was lifted at {lifted - record.at:.1f}s"
+            )
 
     def _pending(self) -> int:
         return len(self.ids) - self._finished_count()
@@ -449,8 +489,7 @@ class Chaos:
         pipe = self.direct.pipeline(transaction=False)
         for job_id in self.ids:
             pipe.hget(self.keys.job(job_id), "status")
-        return {job_id: (s.decode() if s else None)
-                for job_id, s in zip(self.ids, pipe.execute())}
+        return {job_id: (s.decode() if s else None) for job_id, s in zip(self.ids, pipe.execute())}
 
     def wait_all_ended(self, timeout: float) -> Dict[str, Optional[str]]:
         deadline = time.monotonic() + timeout

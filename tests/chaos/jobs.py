@@ -4,6 +4,7 @@ The record goes to a recording Redis that the chaos driver never faults (not thr
 proxy, not the server that gets restarted), so every execution that got as far as starting
 the function is counted, whatever happens to the queue's own Redis afterwards.
 """
+
 import os
 import random
 import time

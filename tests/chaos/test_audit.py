@@ -1,6 +1,7 @@
 """The chaos audit's matching of repeated runs to faults (tests/chaos/audit.py), on fault logs
 made up here: a repeated run that no fault explains must stay unexplained, or the chaos run
 could not fail on a duplicate the SPEC forbids."""
+
 from tests.chaos.audit import SETTLE_SECONDS, cause_of
 from tests.chaos.harness import FaultRecord
 
@@ -9,13 +10,26 @@ PID = 4242
 
 
 def kill(number, at, victims, kind="kill_child"):
-    return FaultRecord(kind, 0.0, wall=T0 + at, number=number, hit=True, victims=set(victims),
-                       struck=T0 + at + 0.01)
+    return FaultRecord(
+        kind,
+        0.0,
+        wall=T0 + at,
+        number=number,
+        hit=True,
+        victims=set(victims),
+        struck=T0 + at + 0.01,
+    )
 
 
 def cut(number, began, seconds, kind="proxy_stall"):
-    return FaultRecord(kind, 0.0, wall=T0 + began, number=number, hit=True,
-                       window=(T0 + began, T0 + began + seconds))
+    return FaultRecord(
+        kind,
+        0.0,
+        wall=T0 + began,
+        number=number,
+        hit=True,
+        window=(T0 + began, T0 + began + seconds),
+    )
 
 
 def test_a_kill_of_the_runs_process_while_it_ran_explains_it():
@@ -47,8 +61,10 @@ def test_a_short_cut_off_or_one_after_the_run_explains_nothing():
 
 def test_a_cut_off_delays_the_recording_so_a_fault_soon_after_still_counts():
     # Too short to cost the lease, but it held the outcome back until after the kill.
-    faults = [cut(1, SETTLE_SECONDS - 0.5, 0.3),
-              kill(2, SETTLE_SECONDS + 0.4, {PID}, "kill_supervisor")]
+    faults = [
+        cut(1, SETTLE_SECONDS - 0.5, 0.3),
+        kill(2, SETTLE_SECONDS + 0.4, {PID}, "kill_supervisor"),
+    ]
     assert cause_of(faults, PID, T0) is faults[1]
     assert cause_of(faults[1:], PID, T0) is None
 

@@ -5,6 +5,7 @@ at-least-once, nothing lost, no duplicate unless its worker vanished mid-run).
 Size: CHAOS_JOBS (default 600, ~60-90 s, part of `make test`); `make chaos` runs 5,000 and
 writes the fault table to docs/reliability.md. CHAOS_SEED replays a run.
 """
+
 import os
 import random
 import re
@@ -45,9 +46,11 @@ def test_chaos_nothing_lost(tmp_path, redis_binary):
         hit = [f for f in chaos.faults if f.hit]
         print(f"\nseed {seed}: {len(hit)} faults over {elapsed:.0f} s\n{table}")
         for job_id, info in sorted(result.duplicates.items()):
-            print(f"duplicate {job_id}: {info['runs']} runs, attempts {info['attempts']}, "
-                  f"lost {info['lost']}, interrupted {info['interrupted']}, {info['status']}, "
-                  f"earlier runs caused by {', '.join(info['causes'])}")
+            print(
+                f"duplicate {job_id}: {info['runs']} runs, attempts {info['attempts']}, "
+                f"lost {info['lost']}, interrupted {info['interrupted']}, {info['status']}, "
+                f"earlier runs caused by {', '.join(info['causes'])}"
+            )
         print("repeated runs per matched fault:\n" + duplicate_breakdown(chaos, result))
         for job_id, reason in sorted(result.dead.items()):
             print(f"dead letter {job_id}: {reason}")
@@ -61,7 +64,8 @@ def test_chaos_nothing_lost(tmp_path, redis_binary):
         assert not result.finished_unrecorded, result.finished_unrecorded[:20]
         assert not result.wrong_results, result.wrong_results[:20]
         assert not result.unexplained_duplicates, {
-            j: result.duplicates[j] for j in result.unexplained_duplicates}
+            j: result.duplicates[j] for j in result.unexplained_duplicates
+        }
         assert not result.unmatched, {j: result.duplicates[j] for j in result.unmatched}
         assert result.statuses["finished"] + len(result.dead) == JOBS
         # The run must really have hurt: every kind of fault struck, many times over.
@@ -75,11 +79,12 @@ def test_chaos_nothing_lost(tmp_path, redis_binary):
 
 def _write_doc(seed: int, elapsed: float, faults: int, table: str) -> None:
     """Replace the chaos section of docs/reliability.md with this run's table."""
-    section = (f"<!-- chaos:begin -->\nLast `make chaos` run: {JOBS} jobs, {faults} faults in "
-               f"{elapsed:.0f} s, `CHAOS_SEED={seed}` "
-               f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}).\n\n{table}\n"
-               "<!-- chaos:end -->")
+    section = (
+        f"<!-- chaos:begin -->\nLast `make chaos` run: {JOBS} jobs, {faults} faults in "
+        f"{elapsed:.0f} s, `CHAOS_SEED={seed}` "
+        f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}).\n\n{table}\n"
+        "<!-- chaos:end -->"
+    )
     text = DOC.read_text()
-    text = re.sub(r"<!-- chaos:begin -->.*?<!-- chaos:end -->", lambda _: section, text,
-                  flags=re.S)
+    text = re.sub(r"<!-- chaos:begin -->.*?<!-- chaos:end -->", lambda _: section, text, flags=re.S)
     DOC.write_text(text)

@@ -1,4 +1,5 @@
 """The chaos proxy itself: it passes, drops and stalls traffic as told."""
+
 import time
 
 import pytest

@@ -1,4 +1,5 @@
 """The `rqconc` inspection commands as users run them: real subprocesses on real Redis."""
+
 import json
 import os
 import re
@@ -9,8 +10,8 @@ import threading
 
 import pytest
 
-from rqconc.job import Job
-from rqconc.queue import Queue
+from rqconc.queue.job import Job
+from rqconc.queue.queue import Queue
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.waiting import wait_for
 from tests.support.worker_process import ROOT
@@ -19,25 +20,50 @@ from tests.worker.conftest import RedisWorker
 ENTRY = "from rqconc.gevent_first import console_main; console_main()"
 JOB_ID = re.compile(r"^[0-9a-f]{32}\n$")
 COUNTS = ["name", "queued", "started", "scheduled", "deferred", "failed", "finished"]
-WORKER_FIELDS = ["name", "host", "pid", "backend", "size", "busy", "idle", "state", "queues",
-                 "current_jobs", "last_heartbeat"]
+WORKER_FIELDS = [
+    "name",
+    "host",
+    "pid",
+    "backend",
+    "size",
+    "busy",
+    "idle",
+    "state",
+    "queues",
+    "current_jobs",
+    "last_heartbeat",
+]
 
 
 def rqconc(*args, timeout=20):
     """Run `rqconc ARGS...`; the completed process (text output)."""
     env = dict(os.environ)
     env.pop("REDIS_URL", None)
-    return subprocess.run([sys.executable, "-c", ENTRY, *map(str, args)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", ENTRY, *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def rqconc_all(commands, timeout=20):
     """Run several `rqconc` command lines at once; their completed processes, in order."""
     env = dict(os.environ)
     env.pop("REDIS_URL", None)
-    running = [subprocess.Popen([sys.executable, "-c", ENTRY, *map(str, args)], cwd=ROOT,
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True) for args in commands]
+    running = [
+        subprocess.Popen(
+            [sys.executable, "-c", ENTRY, *map(str, args)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for args in commands
+    ]
     results = []
     for args, process in zip(commands, running):
         out, err = process.communicate(timeout=timeout)
@@ -93,8 +119,15 @@ def test_info_counts_each_queue_in_text_and_json(redis_url):
     assert list(report) == ["queues"]
     assert [list(q) for q in report["queues"]] == [COUNTS, COUNTS]
     high, low = report["queues"]
-    assert high == {"name": "high", "queued": 2, "started": 0, "scheduled": 0, "deferred": 0,
-                    "failed": 0, "finished": 0}
+    assert high == {
+        "name": "high",
+        "queued": 2,
+        "started": 0,
+        "scheduled": 0,
+        "deferred": 0,
+        "failed": 0,
+        "finished": 0,
+    }
     assert (low["name"], low["queued"], low["scheduled"]) == ("low", 0, 1)
 
     lines = ok("info", "--url", redis_url).splitlines()
@@ -117,16 +150,25 @@ def test_info_ping_and_job_with_a_running_worker(redis_server, worker):
     (entry,) = wait_for(listed, timeout=15, interval=0.1, message="worker in info -W")
     assert list(entry) == WORKER_FIELDS
     assert (entry["name"], entry["pid"], entry["backend"], entry["size"]) == (
-        "cli-worker", process.pid, "threading", 2)
+        "cli-worker",
+        process.pid,
+        "threading",
+        2,
+    )
     assert entry["queues"] == ["cli"] and isinstance(entry["last_heartbeat"], float)
     text = ok("info", "-W", "--url", url)
     assert "cli-worker" in text and "threading" in text and "last_heartbeat" in text
     assert "PONG" in ok("ping", "--worker", "cli-worker", "--url", url)
 
     job_id = ok("enqueue", "-q", "cli", "--url", url, "tests.worker.jobs:add", 2, 3).strip()
-    shown = wait_for(lambda: (lambda r: r if r["status"] == "finished" else None)(
-        json.loads(ok("job", job_id, "--json", "--url", url))), timeout=10, interval=0.1,
-        message="job finished")
+    shown = wait_for(
+        lambda: (lambda r: r if r["status"] == "finished" else None)(
+            json.loads(ok("job", job_id, "--json", "--url", url))
+        ),
+        timeout=10,
+        interval=0.1,
+        message="job finished",
+    )
     assert (shown["result"], shown["attempts"], shown["queue"]) == (5, 1, "cli")
     assert shown["ended_at"] and shown["started_at"]
     assert "finished" in ok("job", job_id, "--url", url)
@@ -155,26 +197,57 @@ def test_info_workers_shows_a_busy_worker_and_its_job_in_aligned_columns(redis_s
     report = wait_for(busy_report, timeout=20, interval=0.1, message="one busy, one idle")
     busy, idle = report["workers"]
     assert (busy["name"], busy["busy"], busy["idle"], busy["current_jobs"]) == (
-        "busy-worker", 1, 1, [job.id])
+        "busy-worker",
+        1,
+        1,
+        [job.id],
+    )
     assert (idle["busy"], idle["idle"], idle["current_jobs"]) == (0, 2, [])
 
     queues_text, workers_text = ok("info", "-W", "--url", url).split("\n\n")
     assert_table(queues_text)
     header, *rows = assert_table(workers_text)
     assert header == WORKER_FIELDS[:-2] + ["jobs", "last_heartbeat"]
-    assert rows[0][:10] == ["busy-worker", busy["host"], str(busy["pid"]), "threading", "2",
-                            "1", "1", "busy", "busy", "1"]
+    assert rows[0][:10] == [
+        "busy-worker",
+        busy["host"],
+        str(busy["pid"]),
+        "threading",
+        "2",
+        "1",
+        "1",
+        "busy",
+        "busy",
+        "1",
+    ]
     assert rows[1][7:10] == ["idle", "other,default", "0"]
 
     redis_server.client().rpush("release", "done")
     assert job.get(timeout=10) == "done"
-    wait_for(lambda: json.loads(ok("info", "-W", "--json", "--url", url))["workers"][0][
-        "current_jobs"] == [], timeout=10, interval=0.1, message="busy worker idle again")
+    wait_for(
+        lambda: (
+            json.loads(ok("info", "-W", "--json", "--url", url))["workers"][0]["current_jobs"] == []
+        ),
+        timeout=10,
+        interval=0.1,
+        message="busy worker idle again",
+    )
 
 
 def test_enqueue_prints_the_id_alone_and_stores_the_call(redis_url):
-    out = ok("enqueue", "-q", "mail", "--priority", 7, "--url", redis_url,
-             "tests.worker.jobs:record", '"u"', 1.5, '{"k": [1, null]}')
+    out = ok(
+        "enqueue",
+        "-q",
+        "mail",
+        "--priority",
+        7,
+        "--url",
+        redis_url,
+        "tests.worker.jobs:record",
+        '"u"',
+        1.5,
+        '{"k": [1, null]}',
+    )
     assert JOB_ID.match(out), repr(out)
     job = Job.fetch(out.strip(), redis_url)
     assert job.args == ["u", 1.5, {"k": [1, None]}] and job.kwargs == {}
@@ -185,8 +258,9 @@ def test_enqueue_prints_the_id_alone_and_stores_the_call(redis_url):
 def test_enqueue_in_and_at_schedule_the_job(redis_server):
     redis_url = redis_server.url
     later = ok("enqueue", "-q", "mail", "--in", 60, "--url", redis_url, "m:f").strip()
-    at = ok("enqueue", "-q", "mail", "--at", "2100-01-01T00:00:00", "--url", redis_url,
-            "m:f").strip()
+    at = ok(
+        "enqueue", "-q", "mail", "--at", "2100-01-01T00:00:00", "--url", redis_url, "m:f"
+    ).strip()
     assert Job.fetch(later, redis_url).status == "scheduled"
     assert Job.fetch(at, redis_url).status == "scheduled"
     assert set(Queue("mail", redis_url).scheduled_job_ids) == {later, at}
@@ -227,11 +301,24 @@ def test_server_status_and_stop_manage_the_embedded_server(request):
 
 
 # Every command of SPEC section 1 that talks to Redis (cron list: test_cron_cli.py).
-UNREACHABLE = [["info", "-W", "--json"], ["info", "-W"], ["enqueue", "-q", "a", "m:f", "1"],
-               ["job", "abc"], ["ping", "--worker", "w"], ["suspend"], ["resume"],
-               ["requeue", "--all"], ["requeue", "abc"], ["failed", "list"],
-               ["failed", "show", "abc"], ["failed", "purge"], ["cancel", "abc"], ["events"],
-               ["events", "--follow"], ["cron", "remove", "abc"]]
+UNREACHABLE = [
+    ["info", "-W", "--json"],
+    ["info", "-W"],
+    ["enqueue", "-q", "a", "m:f", "1"],
+    ["job", "abc"],
+    ["ping", "--worker", "w"],
+    ["suspend"],
+    ["resume"],
+    ["requeue", "--all"],
+    ["requeue", "abc"],
+    ["failed", "list"],
+    ["failed", "show", "abc"],
+    ["failed", "purge"],
+    ["cancel", "abc"],
+    ["events"],
+    ["events", "--follow"],
+    ["cron", "remove", "abc"],
+]
 
 MISUSE = [
     (["enqueue", "-q", "a", "m:f", "1", "{oops"], "{oops"),
@@ -256,9 +343,13 @@ def test_unreachable_redis_is_one_line_without_the_password():
 def test_events_follow_ends_with_one_line_when_redis_goes_away(redis_binary, request):
     server = RedisServer(redis_binary, password="s3cretpw").start()
     request.addfinalizer(server.close)
-    process = subprocess.Popen([sys.executable, "-c", ENTRY, "events", "--follow", "-n", "0",
-                                "--url", server.url], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, "events", "--follow", "-n", "0", "--url", server.url],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     request.addfinalizer(lambda: process.poll() is None and process.kill())
     printed = []
     threading.Thread(target=lambda: printed.extend(process.stdout), daemon=True).start()
@@ -267,11 +358,11 @@ def test_events_follow_ends_with_one_line_when_redis_goes_away(redis_binary, req
     def following():
         q.enqueue("tests.worker.jobs:add", 1, 2)  # until the follower has printed one
         return printed
+
     wait_for(following, timeout=15, interval=0.1, message="a followed event")
     server.kill()
     process.wait(15)
-    done = subprocess.CompletedProcess(process.args, process.returncode, "",
-                                       process.stderr.read())
+    done = subprocess.CompletedProcess(process.args, process.returncode, "", process.stderr.read())
     assert_one_line_error(done, 1)
     assert f"127.0.0.1:{server.port}" in done.stderr and "s3cretpw" not in done.stderr
 
@@ -286,7 +377,7 @@ def test_misuse_is_one_line_and_exit_2():
 
 
 def test_suspend_and_resume_set_and_clear_the_flag_every_worker_reads(redis_url):
-    from rqconc.control import is_suspended
+    from rqconc.queue.control import is_suspended
 
     result = rqconc("suspend", "--url", redis_url)
     assert result.returncode == 0 and is_suspended(redis_url)

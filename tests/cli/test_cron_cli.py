@@ -1,13 +1,14 @@
 """`rqconc cron list [--json]` and `rqconc cron remove ID` as users run them: real
 subprocesses on real Redis; one-line errors, exit 2 on misuse, 1 for an unknown id or an
 unreachable Redis."""
+
 import json
 
 import redis
 
-from rqconc.keys import KeySpace
-from rqconc.queue import Queue
-from rqconc.scheduler import Scheduler
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.queue import Queue
+from rqconc.worker.scheduler import Scheduler
 from tests.cli.test_commands import assert_one_line_error, rqconc, rqconc_all
 from tests.queue import tasks
 from tests.support.redis_server import free_port
@@ -20,23 +21,40 @@ def test_cron_list_shows_each_entry_and_the_leader_in_text_and_json(redis_server
     hourly = Queue("reports", redis_url).cron("0 * * * *", tasks.add, 1, 2, id="hourly")
     every = Queue("default", redis_url).cron("* * * * * *", tasks.echo, "x", id="every")
     every_next = every.next_run  # the next tick from now (the CLI runs a little later)
-    text_out, json_out, empty = rqconc_all([
-        ["cron", "list", "--url", redis_url], ["cron", "list", "--json", "--url", redis_url],
-        ["cron", "list", "--json", "--url", redis_url + "5"]])  # db 5: nothing there
+    text_out, json_out, empty = rqconc_all(
+        [
+            ["cron", "list", "--url", redis_url],
+            ["cron", "list", "--json", "--url", redis_url],
+            ["cron", "list", "--json", "--url", redis_url + "5"],
+        ]
+    )  # db 5: nothing there
 
     listed = json.loads(json_out.stdout)
     assert [e["id"] for e in listed] == ["every", "hourly"] and list(listed[0]) == LISTED
-    assert listed[1] == dict(listed[1], expr="0 * * * *", func="tests.queue.tasks:add",
-                             queue="reports", last_tick=None,
-                             description="tests.queue.tasks:add(1, 2)")
+    assert listed[1] == dict(
+        listed[1],
+        expr="0 * * * *",
+        func="tests.queue.tasks:add",
+        queue="reports",
+        last_tick=None,
+        description="tests.queue.tasks:add(1, 2)",
+    )
     assert listed[1]["next_run"] == hourly.next_run
     assert listed[0]["last_tick"] == Queue("default", redis_url).crons()[0].last_tick
     assert every_next <= listed[0]["next_run"] <= every_next + 5
     assert json.loads(empty.stdout) == []
 
     lines = text_out.stdout.splitlines()
-    assert lines[0].split() == ["ID", "EXPR", "FUNCTION", "QUEUE", "NEXT", "RUN", "LAST",
-                                "ENQUEUED"]
+    assert lines[0].split() == [
+        "ID",
+        "EXPR",
+        "FUNCTION",
+        "QUEUE",
+        "NEXT",
+        "RUN",
+        "LAST",
+        "ENQUEUED",
+    ]
     assert lines[1].startswith("every ") and lines[2].startswith("hourly ")
     assert "0 * * * *" in lines[2] and "tests.queue.tasks:add" in lines[2]
     assert lines[-1] == "scheduler: no leader (no worker is running)"
@@ -63,10 +81,15 @@ def test_cron_remove_removes_the_entry_and_its_jobs_enqueued_ahead(redis_server)
 
 def test_cron_misuse_is_exit_2_and_an_unreachable_redis_exit_1_without_the_password():
     url = f"redis://:s3cretpw@127.0.0.1:{free_port()}/0"
-    no_id, unknown, bad_flag, bad_url, down = rqconc_all([
-        ["cron", "remove", "--url", url], ["cron", "frobnicate"],
-        ["cron", "list", "--bogus", "--url", url], ["cron", "list", "--url", "http://x"],
-        ["cron", "list", "--url", url]])
+    no_id, unknown, bad_flag, bad_url, down = rqconc_all(
+        [
+            ["cron", "remove", "--url", url],
+            ["cron", "frobnicate"],
+            ["cron", "list", "--bogus", "--url", url],
+            ["cron", "list", "--url", "http://x"],
+            ["cron", "list", "--url", url],
+        ]
+    )
     for done in (no_id, unknown, bad_flag, bad_url):
         assert_one_line_error(done, 2)
         assert done.stdout == ""

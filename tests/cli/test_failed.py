@@ -1,9 +1,10 @@
 """`rqconc failed list|show|purge` and `rqconc requeue --all | ID ...` on real Redis."""
+
 import json
 
-from rqconc.job import JobStatus
-from rqconc.queue import Queue
-from rqconc.worker_source import RedisSource
+from rqconc.queue.job import JobStatus
+from rqconc.queue.queue import Queue
+from rqconc.worker.source import RedisSource
 from tests.cli.test_commands import assert_table, rqconc
 from tests.queue import tasks
 from tests.queue.helpers import take_and_run
@@ -26,10 +27,13 @@ def test_failed_list_and_show_name_each_dead_letter_and_its_error(redis_url):
     assert listed.returncode == 0
     header, *rows = assert_table(listed.stdout)
     assert header == ["ID", "QUEUE", "FUNCTION", "ATTEMPTS", "ERROR"]
-    expected = [[job.id, "mail", "tests.queue.tasks:boom", "1", f"ValueError: bad address {n}"]
-                for n, job in enumerate(jobs)]
-    expected.append([other.id, "newsletters", "tests.queue.tasks:boom", "1",
-                     "ValueError: bad address 0"])
+    expected = [
+        [job.id, "mail", "tests.queue.tasks:boom", "1", f"ValueError: bad address {n}"]
+        for n, job in enumerate(jobs)
+    ]
+    expected.append(
+        [other.id, "newsletters", "tests.queue.tasks:boom", "1", "ValueError: bad address 0"]
+    )
     assert sorted(rows) == sorted(expected)
     rows = json.loads(rqconc("failed", "list", "--json", "--url", redis_url).stdout)
     assert sorted(row["id"] for row in rows) == sorted(job.id for job in [*jobs, other])

@@ -1,5 +1,6 @@
 """`rqconc cancel`, `rqconc events` and the deferred count of `rqconc info`: real subprocesses
 on real Redis."""
+
 import json
 import signal
 import subprocess
@@ -26,10 +27,11 @@ def test_events_prints_a_jobs_transitions_in_text_and_json(redis_url):
     q = Queue("default", redis_url)
     job = q.enqueue("tests.worker.jobs:add", 1, 2)
     job.cancel()
-    lines = [json.loads(line) for line in ok("events", "--json", "--url", redis_url)
-             .splitlines()]
+    lines = [json.loads(line) for line in ok("events", "--json", "--url", redis_url).splitlines()]
     assert [(e["event"], e["job_id"], e["queue"]) for e in lines] == [
-        ("queued", job.id, "default"), ("canceled", job.id, "default")]
+        ("queued", job.id, "default"),
+        ("canceled", job.id, "default"),
+    ]
     assert all({"event", "job_id", "queue", "ts", "worker"} <= set(e) for e in lines)
     text = ok("events", "--job", job.id, "--url", redis_url).splitlines()
     assert [line.split()[1:3] for line in text] == [["queued", job.id], ["canceled", job.id]]
@@ -42,26 +44,43 @@ def test_events_text_lines_up_time_event_and_job(redis_url):
     second = Queue("newsletters", redis_url).enqueue_in(60, "tests.worker.jobs:add", 1, 2)
     first.cancel()
     second.cancel()
-    events = [json.loads(line) for line in ok("events", "--json", "--url", redis_url)
-              .splitlines()]
+    events = [json.loads(line) for line in ok("events", "--json", "--url", redis_url).splitlines()]
     lines = ok("events", "--url", redis_url).splitlines()
     assert [e["event"] for e in events] == ["queued", "scheduled", "canceled", "canceled"]
     assert len(lines) == len(events)
     for line, event in zip(lines, events):
         assert line.split()[1:4] == [event["event"], event["job_id"], event["queue"]]
     job_columns = {line.index(e["job_id"]) for line, e in zip(lines, events)}
-    queue_columns = {line.index(" " + e["queue"] + " ", line.index(e["job_id"]))
-                     for line, e in zip(lines, events)}
+    queue_columns = {
+        line.index(" " + e["queue"] + " ", line.index(e["job_id"]))
+        for line, e in zip(lines, events)
+    }
     assert len(job_columns) == 1 and len(queue_columns) == 1, "\n".join(lines)
 
 
 def test_events_follow_prints_new_events_until_interrupted(redis_url):
-    process = subprocess.Popen([sys.executable, "-c", ENTRY, "events", "--follow", "--json",
-                                "-n", "0", "--url", redis_url], cwd=ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            ENTRY,
+            "events",
+            "--follow",
+            "--json",
+            "-n",
+            "0",
+            "--url",
+            redis_url,
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seen = []
-    reader = threading.Thread(target=lambda: seen.extend(map(json.loads, process.stdout)),
-                              daemon=True)
+    reader = threading.Thread(
+        target=lambda: seen.extend(map(json.loads, process.stdout)), daemon=True
+    )
     reader.start()
     q = Queue("default", redis_url)
 
@@ -69,6 +88,7 @@ def test_events_follow_prints_new_events_until_interrupted(redis_url):
         # It follows from the moment it started reading, which we cannot see: keep enqueuing.
         q.enqueue("tests.worker.jobs:add", 1, 2)
         return seen
+
     try:
         wait_for(follower_printed_one, timeout=15, interval=0.1, message="a followed event")
     finally:

@@ -1,5 +1,6 @@
 """`rqconc worker -b BACKEND -n SIZE` itself (not `python main.py`) on real Redis: it runs
 jobs, a SIGTERM is a warm shutdown (exit 0), and `--burst` exits 0 once drained."""
+
 import os
 import signal
 import subprocess
@@ -17,9 +18,29 @@ def rqconc_worker(url, *extra, log_path):
     log = open(log_path, "wb")
     try:
         return subprocess.Popen(
-            [sys.executable, "-c", ENTRY, "worker", "-b", "threading", "-n", "2", "--url", url,
-             "-q", "cli-worker", "--allow", "tests", *extra], cwd=ROOT, env=env, stdout=log,
-            stderr=log, start_new_session=True)
+            [
+                sys.executable,
+                "-c",
+                ENTRY,
+                "worker",
+                "-b",
+                "threading",
+                "-n",
+                "2",
+                "--url",
+                url,
+                "-q",
+                "cli-worker",
+                "--allow",
+                "tests",
+                *extra,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
     finally:
         log.close()  # the child has its own copy
 

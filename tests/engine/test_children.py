@@ -1,4 +1,5 @@
 """SPEC section 2: dead children, orphaned children, timeouts, resizing and recycling."""
+
 import os
 import signal
 import time
@@ -12,21 +13,25 @@ def live_children(spool):
     return len(spool.status().get("children", []))
 
 
-DEATHS = [(b, "crash") for b in BACKENDS] + [(b, how) for b in PROCESS_BACKENDS
-                                              for how in ("exit", "sigkill")]
+DEATHS = [(b, "crash") for b in BACKENDS] + [
+    (b, how) for b in PROCESS_BACKENDS for how in ("exit", "sigkill")
+]
 
 
 @pytest.mark.parametrize("backend,how", DEATHS)
 def test_a_child_dying_mid_item_is_replaced_alone_and_its_item_reported(
-        backend, how, spool, start_worker):
+    backend, how, spool, start_worker
+):
     worker = start_worker(backend, 3)
     spool.wait_idle(3)
     others = [spool.add(sleep=2.0), spool.add(sleep=2.0)]
     wait_for(lambda: len(spool.events("started")) == 2, message="2 items started")
     spec = {"crash": {"crash": True}, "exit": {"exit": 7}, "sigkill": {"sleep": 30}}[how]
     doomed = spool.add(**spec)
-    started = wait_for(lambda: [e for e in spool.events("started") if e["item"] == doomed],
-                       message="doomed item started")[0]
+    started = wait_for(
+        lambda: [e for e in spool.events("started") if e["item"] == doomed],
+        message="doomed item started",
+    )[0]
     if how == "sigkill":
         worker_pids = worker.child_pids()
         assert started["pid"] in worker_pids
@@ -38,8 +43,10 @@ def test_a_child_dying_mid_item_is_replaced_alone_and_its_item_reported(
     assert lost[0]["claim"] == started["claim"]
     assert lost[0]["t"] - signal_time < 1.0
     # Replaced within 1 s; the two other children were never disturbed.
-    restarted = wait_for(lambda: len(spool.events("child_started")) == 4 and
-                         spool.events("child_started")[-1], message="replacement child")
+    restarted = wait_for(
+        lambda: len(spool.events("child_started")) == 4 and spool.events("child_started")[-1],
+        message="replacement child",
+    )
     assert restarted["t"] - signal_time < 1.0
     wait_for(lambda: sorted(spool.items("done")) == sorted(others), message="others finish")
     assert worker.process.poll() is None
@@ -55,8 +62,9 @@ def test_sigkill_of_the_supervisor_leaves_no_child_alive_after_1s(backend, spool
     worker.signal(signal.SIGKILL)
     began = time.monotonic()
     worker.wait_exit(5)
-    wait_for(lambda: not any(pid_alive(pid) for pid in children), timeout=1.0,
-             message="every child gone")
+    wait_for(
+        lambda: not any(pid_alive(pid) for pid in children), timeout=1.0, message="every child gone"
+    )
     assert time.monotonic() - began < 1.0
     # Nobody took another item after the supervisor died.
     later = spool.add(sleep=0)
@@ -70,8 +78,7 @@ def test_an_item_past_its_deadline_is_ended_and_the_slot_refilled(backend, spool
     spool.wait_idle(1)
     stuck = spool.add(sleep=30, timeout=1)
     started = wait_for(lambda: spool.events("started"), message="item started")[0]
-    timed_out = wait_for(lambda: spool.events("timed_out"), timeout=5,
-                         message="item timed out")[0]
+    timed_out = wait_for(lambda: spool.events("timed_out"), timeout=5, message="item timed out")[0]
     assert timed_out["claim"] == started["claim"]
     assert timed_out["t"] - started["t"] < 2.0  # deadline + 1 s
     after = spool.add(sleep=0)
@@ -91,8 +98,9 @@ def test_sigttin_and_sigttou_add_and_remove_a_child(backend, spool, start_worker
     # Standard signals do not queue: send the second only once the first took effect.
     wait_for(lambda: live_children(spool) == 2, message="2 children")
     worker.signal(signal.SIGTTOU)
-    wait_for(lambda: spool.status().get("idle") == 1 and live_children(spool) == 1,
-             message="1 child")
+    wait_for(
+        lambda: spool.status().get("idle") == 1 and live_children(spool) == 1, message="1 child"
+    )
     worker.signal(signal.SIGTERM)
     assert worker.wait_exit(5) == 0
 
@@ -129,7 +137,8 @@ def test_sighup_replaces_every_child_gracefully(backend, spool, start_worker):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_child_failing_at_start_stops_the_worker_with_a_clear_message(
-        backend, spool, start_worker):
+    backend, spool, start_worker
+):
     worker = start_worker(backend, 2, "--preload", "no_such_module_anywhere")
     assert worker.wait_exit(15) == 3
     assert "failed while starting" in worker.output()
@@ -146,8 +155,7 @@ def test_burst_exits_0_once_everything_is_done(backend, spool, start_worker):
 
 
 @pytest.mark.parametrize("backend", PROCESS_BACKENDS)
-def test_max_memory_per_child_recycles_a_grown_child_after_its_job(
-        backend, spool, start_worker):
+def test_max_memory_per_child_recycles_a_grown_child_after_its_job(backend, spool, start_worker):
     worker = start_worker(backend, 1, "--max-memory-per-child", "150")
     spool.wait_idle(1)
     first_pid = worker.child_pids()[0]
@@ -162,9 +170,9 @@ def test_max_memory_per_child_recycles_a_grown_child_after_its_job(
 
 @pytest.mark.parametrize("backend", ["threading", "gevent"])
 def test_max_memory_per_child_is_declared_unsupported_by_in_process_backends(
-        backend, spool, start_worker):
+    backend, spool, start_worker
+):
     worker = start_worker(backend, 1, "--max-memory-per-child", "150")
-    wait_for(lambda: "applies to process backends only" in worker.output(),
-             message="the warning")
+    wait_for(lambda: "applies to process backends only" in worker.output(), message="the warning")
     worker.signal(signal.SIGTERM)
     assert worker.wait_exit(5) == 0

@@ -1,4 +1,5 @@
 """The pool interface: spawn blocks while the pool is full (SPEC section 2)."""
+
 import os
 import threading
 
@@ -17,9 +18,15 @@ def test_spawn_blocks_while_the_pool_is_full(backend, spool):
     source = FakeSource(spool=str(spool.dir), log=str(spool.log))
 
     def context(index):
-        return ChildContext(index=index, generation=slots.prepare(index), slots=slots,
-                            source=source, uid="test", supervisor_pid=os.getpid(),
-                            in_process=pool.children_are_processes)
+        return ChildContext(
+            index=index,
+            generation=slots.prepare(index),
+            slots=slots,
+            source=source,
+            uid="test",
+            supervisor_pid=os.getpid(),
+            in_process=pool.children_are_processes,
+        )
 
     pool.spawn(context(0))
     second = threading.Thread(target=pool.spawn, args=(context(1),), daemon=True)

@@ -1,4 +1,5 @@
 """SPEC section 2: start-up, warm and cold shutdown, Ctrl+C, on every backend."""
+
 import signal
 import time
 
@@ -28,8 +29,11 @@ def test_warm_shutdown_lets_busy_children_finish(backend, spool, start_worker):
     worker.signal(signal.SIGTERM)
     if backend in PROCESS_BACKENDS:
         # The two idle children end at once, the busy ones stay until their item is done.
-        wait_for(lambda: len(set(worker.child_pids()) & pids_before) == 2, timeout=1.0,
-                 message="idle children ended within 1 s")
+        wait_for(
+            lambda: len(set(worker.child_pids()) & pids_before) == 2,
+            timeout=1.0,
+            message="idle children ended within 1 s",
+        )
     assert worker.wait_exit(10) == 0
     assert sorted(spool.items("done")) == sorted(busy)
     assert not spool.events("interrupted") and not spool.events("lost")
@@ -72,7 +76,8 @@ def test_shutdown_timeout_turns_a_warm_shutdown_cold(backend, spool, start_worke
 
 
 def test_ctrl_c_to_the_process_group_is_handled_by_the_supervisor_alone(
-        backend, spool, start_worker):
+    backend, spool, start_worker
+):
     worker = start_worker(backend, 2)
     spool.wait_idle(2)
     item = spool.add(sleep=1.5)

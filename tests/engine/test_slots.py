@@ -1,6 +1,7 @@
 """The idle/busy table (SPEC section 2: the supervisor always knows which children are idle
 and which are busy; one dead child never brings the others down): one lock per slot, and
 what the supervisor does with a slot it read without that lock."""
+
 import gc
 import os
 import threading
@@ -59,7 +60,12 @@ def test_a_chained_item_moves_the_claim_and_counts_the_job(backend):
     assert slots.chain_busy(0, generation, "item-2", time.time() + 30)
     view = slots.view(0)
     assert (view.state, view.item_id, view.claim, view.next_claim, view.jobs_done) == (
-        ChildState.BUSY, "item-2", following, "", 1)
+        ChildState.BUSY,
+        "item-2",
+        following,
+        "",
+        1,
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -146,9 +152,17 @@ def test_forked_children_leave_what_they_inherit_to_copy_on_write(tmp_path):
     probe = tmp_path / "frozen"
     pool = ForkingPool(1)
     slots = pool.make_slots()
-    pool.spawn(ChildContext(index=0, generation=slots.prepare(0), slots=slots,
-                            source=_FreezeProbe(str(probe)), uid="test",
-                            supervisor_pid=os.getpid(), in_process=True))
+    pool.spawn(
+        ChildContext(
+            index=0,
+            generation=slots.prepare(0),
+            slots=slots,
+            source=_FreezeProbe(str(probe)),
+            uid="test",
+            supervisor_pid=os.getpid(),
+            in_process=True,
+        )
+    )
     try:
         wait_for(lambda: probe.exists() and probe.read_text(), message="child reported")
         assert int(probe.read_text()) > 10_000  # everything imported before the fork

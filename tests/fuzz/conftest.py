@@ -4,6 +4,7 @@
 selects HYPOTHESIS_PROFILE=deep. No example database is written (the tree stays clean); a
 failure prints the blob that replays it.
 """
+
 import os
 import time
 
@@ -13,12 +14,20 @@ from hypothesis import HealthCheck, Phase, settings
 from tests.support.redis_server import RedisServer
 from tests.worker.conftest import RedisWorker, start_redis_worker  # noqa: F401 - re-exported
 
-_COMMON = dict(deadline=None, database=None, print_blob=True,
-               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                      HealthCheck.function_scoped_fixture])
+_COMMON = dict(
+    deadline=None,
+    database=None,
+    print_blob=True,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
 # No shrinking in make test: a failing example is reported as found, within the time limit.
-settings.register_profile("default", max_examples=25,
-                          phases=[Phase.explicit, Phase.reuse, Phase.generate], **_COMMON)
+settings.register_profile(
+    "default", max_examples=25, phases=[Phase.explicit, Phase.reuse, Phase.generate], **_COMMON
+)
 settings.register_profile("deep", max_examples=400, **_COMMON)
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
 settings.load_profile(PROFILE)
@@ -39,8 +48,10 @@ def fuzz_redis(redis_binary):
 def fuzz_workers(fuzz_redis, tmp_path_factory):
     """A forking and a threading worker on queue `fuzz`, for the whole module."""
     tmp = tmp_path_factory.mktemp("fuzz-workers")
-    workers = [RedisWorker(backend, 2, fuzz_redis.url, tmp, "-q", "fuzz", "--log-level", "INFO")
-               for backend in ("forking", "threading")]
+    workers = [
+        RedisWorker(backend, 2, fuzz_redis.url, tmp, "-q", "fuzz", "--log-level", "INFO")
+        for backend in ("forking", "threading")
+    ]
     deadline = time.monotonic() + 20
     client = fuzz_redis.client()
     while len(client.keys("{rqconc}:worker:*")) < len(workers):

@@ -9,10 +9,11 @@ The fields are those rqconc writes: queue.py and callbacks.py at enqueue, the Lu
 (lua/*.lua) as the job moves, job.py's readers; `scripts.TAKE_FIELDS` are the ones a worker
 receives with the job.
 """
+
 import pytest
 
 from rqconc import Queue
-from rqconc.scripts import TAKE_FIELDS
+from rqconc.queue.steps import TAKE_FIELDS
 from tests.fuzz.test_corrupt_jobs import GOOD_FUNC, _ended, _inject
 from tests.support.waiting import wait_for
 
@@ -25,14 +26,44 @@ FAILING_FUNC = "tests.fuzz.jobs:missing"
 # Fields the worker receives with the job: the job fails, naming the field.
 READ_TO_RUN = [(name, GOOD_FUNC, b"failed") for name in TAKE_FIELDS]
 # Fields nobody needs to run or finish the job: it finishes (its outcome replaces some).
-INFORMATIONAL = [(name, GOOD_FUNC, b"finished") for name in (
-    "id", "status", "description", "meta", "created_at", "enqueued_at", "due_at", "started_at",
-    "ended_at", "worker", "token", "lost", "exc_type", "exc_message", "traceback", "result",
-    "depends_on", "pending_deps", "allow_failure", "flow_id", "next_id", "prev_id", "waiters",
-    "cancel_requested", "priority", "result_ttl", "failure_ttl", "on_failure_jobs")]
+INFORMATIONAL = [
+    (name, GOOD_FUNC, b"finished")
+    for name in (
+        "id",
+        "status",
+        "description",
+        "meta",
+        "created_at",
+        "enqueued_at",
+        "due_at",
+        "started_at",
+        "ended_at",
+        "worker",
+        "token",
+        "lost",
+        "exc_type",
+        "exc_message",
+        "traceback",
+        "result",
+        "depends_on",
+        "pending_deps",
+        "allow_failure",
+        "flow_id",
+        "next_id",
+        "prev_id",
+        "waiters",
+        "cancel_requested",
+        "priority",
+        "result_ttl",
+        "failure_ttl",
+        "on_failure_jobs",
+    )
+]
 # Fields the step that records a failure reads: the job still fails, for its own reason.
-READ_ON_FAILURE = [(name, FAILING_FUNC, b"failed") for name in (
-    "failure_ttl", "on_success_jobs", "priority", "result_ttl", "on_failure_jobs")]
+READ_ON_FAILURE = [
+    (name, FAILING_FUNC, b"failed")
+    for name in ("failure_ttl", "on_success_jobs", "priority", "result_ttl", "on_failure_jobs")
+]
 # Fields the step that records a success reads.
 READ_ON_SUCCESS = [("on_success_jobs", GOOD_FUNC, b"finished")]
 # Follow-up specs are decoded inside the step that ends the job: a corrupt one must leave
@@ -48,16 +79,22 @@ def _case_id(case):
 
 
 @pytest.mark.parametrize("field,func,ends", CASES, ids=[_case_id(c) for c in CASES])
-def test_non_utf8_field_fails_the_job_and_the_worker_stays_up(redis_server, start_redis_worker,
-                                                              field, func, ends):
+def test_non_utf8_field_fails_the_job_and_the_worker_stays_up(
+    redis_server, start_redis_worker, field, func, ends
+):
     client = redis_server.client()
     queue = Queue("fuzz", connection=redis_server.url)
     worker = start_redis_worker("forking", 1, redis_server.url, "-q", "fuzz")
     bad = _inject(client, queue, {"func": func, field: BINARY}, [], f"bin-{field}")
     key = queue.keys.job(bad)
-    status = wait_for(lambda: _ended(client.hget(key, "status")) or (
-        worker.process.poll() is not None and b"worker died"), timeout=15,
-        message=f"{bad} to end")
+    status = wait_for(
+        lambda: (
+            _ended(client.hget(key, "status"))
+            or (worker.process.poll() is not None and b"worker died")
+        ),
+        timeout=15,
+        message=f"{bad} to end",
+    )
     assert worker.process.poll() is None, worker.output()[-2000:]
     assert status == ends, client.hgetall(key)
     if ends == b"failed":
@@ -73,15 +110,19 @@ def test_non_utf8_field_fails_the_job_and_the_worker_stays_up(redis_server, star
     assert client.zscore(queue.keys.active, bad) is None  # no lease left behind
 
 
-@pytest.mark.parametrize("field,func", [("failure_ttl", "tests.fuzz.jobs:missing"),
-                                        ("result_ttl", GOOD_FUNC)])
+@pytest.mark.parametrize(
+    "field,func", [("failure_ttl", "tests.fuzz.jobs:missing"), ("result_ttl", GOOD_FUNC)]
+)
 def test_corrupt_ttl_does_not_kill_the_child(redis_server, start_redis_worker, field, func):
     client = redis_server.client()
     queue = Queue("fuzz", connection=redis_server.url)
     worker = start_redis_worker("forking", 1, redis_server.url, "-q", "fuzz")
     bad = _inject(client, queue, {field: "1.5", "func": func}, [], f"ttl-{field}")
-    status = wait_for(lambda: _ended(client.hget(queue.keys.job(bad), "status")), timeout=20,
-                      message=f"{bad} to end")
+    status = wait_for(
+        lambda: _ended(client.hget(queue.keys.job(bad), "status")),
+        timeout=20,
+        message=f"{bad} to end",
+    )
     # A good job afterwards: by the time it finished, any death of the child is logged.
     assert queue.enqueue(GOOD_FUNC, "next").get(timeout=20) == "next"
     assert "died" not in worker.output(), worker.output()[-2000:]

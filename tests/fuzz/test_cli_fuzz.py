@@ -1,10 +1,11 @@
 """Random command lines for `rqconc` (SPEC sections 4 and 7): exit code 0, 1 or 2 only, never a
 traceback; random JSON to `rqconc enqueue`: stored exactly, or refused with exit 2.
 
-The hypothesis examples call the CLI's real entry point in-process (`rqconc.cli.main`, the
+The hypothesis examples call the CLI's real entry point in-process (`rqconc.cli.app.main`, the
 code the console script runs after its gevent check) so that many fit in the time budget; a
 few fixed command lines run as real `rqconc` subprocesses besides.
 """
+
 import contextlib
 import io
 import json
@@ -17,30 +18,94 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from rqconc import Job
-from rqconc.cli import main
+from rqconc.cli.app import main
 from tests.fuzz.conftest import PROPERTY_TIMEOUT
 from tests.support.redis_server import free_port
 
 pytestmark = pytest.mark.fuzz
 
-WORDS = ["info", "-W", "--json", "suspend", "resume", "--duration", "requeue", "--all",
-         "failed", "list", "show", "purge", "enqueue", "-q", "--queue", "--priority", "--in",
-         "--at", "job", "cancel", "events", "-n", "--lines", "--job", "ping", "--worker",
-         "server", "status", "cron", "remove", "--url", "-h", "--help", "--version", "fuzz",
-         "tests.fuzz.jobs:echo", "os:system", "nope:nope", "-1", "0", "1", "101", "1e9",
-         "nan", "inf", "-0.5", "2026-13-45T99:99", "2026-01-01T00:00:00", "[]", "{}", "null",
-         '"x"', "[1,", "{\"a\":", "\u00e9\u4e2d\U0001f600", "", " ", "--", "-", "=",
-         "redis://", "rediss://[::1", "unix://", "http://x", "redis://:pw@127.0.0.1:1/0",
-         "redis://127.0.0.1:99999/0", "redis://127.0.0.1:1/abc"]
+WORDS = [
+    "info",
+    "-W",
+    "--json",
+    "suspend",
+    "resume",
+    "--duration",
+    "requeue",
+    "--all",
+    "failed",
+    "list",
+    "show",
+    "purge",
+    "enqueue",
+    "-q",
+    "--queue",
+    "--priority",
+    "--in",
+    "--at",
+    "job",
+    "cancel",
+    "events",
+    "-n",
+    "--lines",
+    "--job",
+    "ping",
+    "--worker",
+    "server",
+    "status",
+    "cron",
+    "remove",
+    "--url",
+    "-h",
+    "--help",
+    "--version",
+    "fuzz",
+    "tests.fuzz.jobs:echo",
+    "os:system",
+    "nope:nope",
+    "-1",
+    "0",
+    "1",
+    "101",
+    "1e9",
+    "nan",
+    "inf",
+    "-0.5",
+    "2026-13-45T99:99",
+    "2026-01-01T00:00:00",
+    "[]",
+    "{}",
+    "null",
+    '"x"',
+    "[1,",
+    '{"a":',
+    "\u00e9\u4e2d\U0001f600",
+    "",
+    " ",
+    "--",
+    "-",
+    "=",
+    "redis://",
+    "rediss://[::1",
+    "unix://",
+    "http://x",
+    "redis://:pw@127.0.0.1:1/0",
+    "redis://127.0.0.1:99999/0",
+    "redis://127.0.0.1:1/abc",
+]
 # Commands that block by design (a worker, events --follow, a server in the foreground).
 BLOCKING = {"worker", "--follow", "start"}
 tokens = st.one_of(st.sampled_from(WORDS), st.text(max_size=12))
 
 
 argv = st.lists(tokens, max_size=7).filter(
-    lambda args: not any(
-        a in BLOCKING or (a.startswith("-") and not a.startswith("--") and "f" in a)
-        for a in args))
+    lambda args: (
+        not any(
+            a in BLOCKING or (a.startswith("-") and not a.startswith("--") and "f" in a)
+            for a in args
+        )
+    )
+)
 
 
 @pytest.fixture(scope="module")
@@ -105,17 +170,26 @@ def test_random_command_lines_against_an_unreachable_redis(args):
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
-    max_leaves=12)
+    max_leaves=12,
+)
 
 
 @pytest.mark.timeout(PROPERTY_TIMEOUT)
-@given(st.lists(st.one_of(json_values.map(lambda v: json.dumps(v, ensure_ascii=False)),
-                          st.text(max_size=20)), min_size=0, max_size=4))
+@given(
+    st.lists(
+        st.one_of(
+            json_values.map(lambda v: json.dumps(v, ensure_ascii=False)), st.text(max_size=20)
+        ),
+        min_size=0,
+        max_size=4,
+    )
+)
 def test_enqueue_takes_any_json_argument_and_refuses_the_rest(live_url, raw_args):
     # "--" so that text starting with "-" is an argument too (a negative number is one even
     # without it: test_enqueue_negative_number_argument).
-    code, out, err = _run(["enqueue", "-q", "fuzz", "tests.fuzz.jobs:echo", "--", *raw_args],
-                          live_url)
+    code, out, err = _run(
+        ["enqueue", "-q", "fuzz", "tests.fuzz.jobs:echo", "--", *raw_args], live_url
+    )
     try:
         expected = [json.loads(a) for a in raw_args]
     except ValueError:
@@ -131,18 +205,20 @@ def test_enqueue_takes_any_json_argument_and_refuses_the_rest(live_url, raw_args
     assert job.args == expected
 
 
-@pytest.mark.parametrize("args", [
-    ["enqueue", "-q", "fuzz", "tests.fuzz.jobs:echo", "{bad json"],
-    ["info", "--url", "rediss://[::1"],
-    ["--no-such-option"],
-    ["failed", "show"],
-    ["requeue"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["enqueue", "-q", "fuzz", "tests.fuzz.jobs:echo", "{bad json"],
+        ["info", "--url", "rediss://[::1"],
+        ["--no-such-option"],
+        ["failed", "show"],
+        ["requeue"],
+    ],
+)
 def test_real_console_script_misuse(args):
     script = os.path.join(os.path.dirname(sys.executable), "rqconc")
     env = dict(os.environ, REDIS_URL=f"redis://127.0.0.1:{free_port()}/0")
-    result = subprocess.run([script, *args], capture_output=True, text=True, timeout=30,
-                            env=env)
+    result = subprocess.run([script, *args], capture_output=True, text=True, timeout=30, env=env)
     assert result.returncode in (1, 2), result
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -151,14 +227,17 @@ def test_real_console_script_misuse(args):
 @pytest.mark.parametrize("value", ["nan", "inf", "1e-9"])
 def test_suspend_duration_out_of_range_is_misuse(live_url, value):
     script = os.path.join(os.path.dirname(sys.executable), "rqconc")
-    result = subprocess.run([script, "suspend", "--duration", value, "--url", live_url],
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [script, "suspend", "--duration", value, "--url", live_url],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert "Traceback" not in result.stderr, result.stderr[-500:]
     assert result.returncode == 2
 
 
 def test_enqueue_negative_number_argument(live_url):
-    code, out, err = _run(["enqueue", "-q", "fuzz", "tests.fuzz.jobs:echo", "-5", "1.5"],
-                          live_url)
+    code, out, err = _run(["enqueue", "-q", "fuzz", "tests.fuzz.jobs:echo", "-5", "1.5"], live_url)
     assert code == 0, err
     assert Job.fetch(out.strip(), connection=live_url).args == [-5, 1.5]

@@ -2,6 +2,7 @@
 binary, huge and unicode values. For running workers (forking and threading): each bad job
 fails with a clear reason, the workers stay up, and good jobs around it all finish.
 """
+
 import json
 import time
 
@@ -13,8 +14,10 @@ from rqconc import Queue
 from tests.fuzz.conftest import PROPERTY_TIMEOUT
 from tests.support.waiting import wait_for
 
-pytestmark = [pytest.mark.fuzz,
-              pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")]
+pytestmark = [
+    pytest.mark.fuzz,
+    pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning"),
+]
 
 GOOD_FUNC = "tests.fuzz.jobs:echo"
 
@@ -28,35 +31,71 @@ def _is_utf8(value):
 
 
 # Huge values: a drawn character and length, not 100,000 drawn characters.
-huge_text = st.tuples(st.sampled_from("x\u00e9\u4e2d\U0001f600"),
-                      st.integers(50_000, 300_000)).map(lambda t: t[0] * t[1])
+huge_text = st.tuples(st.sampled_from("x\u00e9\u4e2d\U0001f600"), st.integers(50_000, 300_000)).map(
+    lambda t: t[0] * t[1]
+)
 junk_text = st.one_of(st.text(max_size=50), huge_text)
 # Bytes that are not UTF-8 get a test of their own (test_binary_fields.py).
 utf8_bytes = st.binary(max_size=64).filter(_is_utf8)
-junk = st.one_of(junk_text, utf8_bytes, st.integers().map(str),
-                 st.floats(allow_nan=True).map(repr),
-                 st.sampled_from(["", "null", "[]", "{}", "-1", "1e309", "NaN", "\x00", "true"]))
+junk = st.one_of(
+    junk_text,
+    utf8_bytes,
+    st.integers().map(str),
+    st.floats(allow_nan=True).map(repr),
+    st.sampled_from(["", "null", "[]", "{}", "-1", "1e309", "NaN", "\x00", "true"]),
+)
 # Values that surely break the job: the function, its arguments, or how they are decoded.
 bad_func = st.one_of(
     junk.filter(lambda v: v != GOOD_FUNC),
-    st.sampled_from(["tests.fuzz.jobs:missing", "tests.fuzz.jobs", ":echo", "tests.fuzz.jobs:",
-                     "tests.fuzz.nope:echo", "tests.fuzz.jobs:echo.__globals__",
-                     "tests..fuzz:echo", "tests.fuzz.jobs:echo:echo", "os:system",
-                     "tests.fuzz.jobs:\u00e9cho", "tests/fuzz/jobs:echo"]))
+    st.sampled_from(
+        [
+            "tests.fuzz.jobs:missing",
+            "tests.fuzz.jobs",
+            ":echo",
+            "tests.fuzz.jobs:",
+            "tests.fuzz.nope:echo",
+            "tests.fuzz.jobs:echo.__globals__",
+            "tests..fuzz:echo",
+            "tests.fuzz.jobs:echo:echo",
+            "os:system",
+            "tests.fuzz.jobs:\u00e9cho",
+            "tests/fuzz/jobs:echo",
+        ]
+    ),
+)
 bad_args = st.one_of(
     junk.filter(lambda v: not _one_item_list(v)),
     st.lists(st.integers(), min_size=2, max_size=3).map(json.dumps),
-    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2).map(json.dumps))
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2).map(json.dumps),
+)
 bad_kwargs = st.one_of(
     junk.filter(lambda v: v not in ("{}", "")),
-    st.dictionaries(st.text(min_size=1, max_size=5).filter(lambda k: k != "value"),
-                    st.integers(), min_size=1, max_size=2).map(json.dumps),
-    st.lists(st.integers(), max_size=2).map(json.dumps))
+    st.dictionaries(
+        st.text(min_size=1, max_size=5).filter(lambda k: k != "value"),
+        st.integers(),
+        min_size=1,
+        max_size=2,
+    ).map(json.dumps),
+    st.lists(st.integers(), max_size=2).map(json.dumps),
+)
 bad_serializer = junk.filter(lambda v: v not in ("json", b"json"))
 FATAL = {"func": bad_func, "args": bad_args, "kwargs": bad_kwargs, "serializer": bad_serializer}
 # result_ttl / failure_ttl junk: test_binary_fields.py.
-OTHER = ("timeout", "priority", "retry", "meta", "attempts", "lost", "description",
-         "created_at", "depends_on", "on_success", "on_failure", "callback_of", "next_id")
+OTHER = (
+    "timeout",
+    "priority",
+    "retry",
+    "meta",
+    "attempts",
+    "lost",
+    "description",
+    "created_at",
+    "depends_on",
+    "on_success",
+    "on_failure",
+    "callback_of",
+    "next_id",
+)
 
 
 def _one_item_list(value):
@@ -95,8 +134,10 @@ def _inject(client, queue, changes, deleted, seq):
         fields.pop(name, None)
     keys = queue.keys
     pipe = client.pipeline(transaction=True)
-    pipe.hset(keys.job(job_id), mapping={k: v if isinstance(v, (bytes, str)) else str(v)
-                                         for k, v in fields.items()})
+    pipe.hset(
+        keys.job(job_id),
+        mapping={k: v if isinstance(v, (bytes, str)) else str(v) for k, v in fields.items()},
+    )
     pipe.execute()
     order = client.incr(keys.seq)
     client.zadd(keys.queue("fuzz"), {job_id: (100 - 1) * 2**32 + 2**31 + order})
@@ -118,8 +159,11 @@ def test_corrupt_job_fails_clearly_and_harms_nothing(fuzz_redis, fuzz_workers, c
     bad = _inject(client, queue, changes, deleted, _count[0])
     after = queue.enqueue(GOOD_FUNC, ["after", "\u4e2d"])
     key = queue.keys.job(bad)
-    status = wait_for(lambda: _ended(client.hget(key, "status")), timeout=15,
-                      message=f"corrupt job {bad} to end ({changes!r:.300}, deleted {deleted})")
+    status = wait_for(
+        lambda: _ended(client.hget(key, "status")),
+        timeout=15,
+        message=f"corrupt job {bad} to end ({changes!r:.300}, deleted {deleted})",
+    )
     exc_type, exc_message = client.hmget(key, ["exc_type", "exc_message"])
     assert status == b"failed", (status, changes, deleted)
     assert exc_type and exc_message, (exc_type, exc_message)
@@ -136,8 +180,9 @@ def test_failure_message_of_a_huge_corrupt_value_stays_short(fuzz_redis, fuzz_wo
     value = "tests.fuzz.jobs:" + "\u00e9" * 300_000 if field == "func" else "\u00e9" * 300_000
     bad = _inject(client, queue, {field: value}, [], f"huge-{field}")
     key = queue.keys.job(bad)
-    status = wait_for(lambda: _ended(client.hget(key, "status")), timeout=15,
-                      message=f"{bad} to end")
+    status = wait_for(
+        lambda: _ended(client.hget(key, "status")), timeout=15, message=f"{bad} to end"
+    )
     assert status == b"failed"
     message = client.hget(key, "exc_message")
     assert len(message) < 5000, f"{len(message)} bytes: {message[:200]!r}..."

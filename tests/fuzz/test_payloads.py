@@ -1,38 +1,51 @@
 """Huge payloads, unicode and binary in every field, through the public API (SPEC sections 3,
 4, 7): what JSON carries comes back exactly from a real worker; what it cannot carry is a
 TypeError (or ValueError for a bad name) at enqueue time, with nothing written."""
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from rqconc import Job, Queue
-from rqconc.keys import check_queue_name
+from rqconc.queue.keys import check_queue_name
 from tests.fuzz.conftest import PROPERTY_TIMEOUT
 
-pytestmark = [pytest.mark.fuzz,
-              pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")]
+pytestmark = [
+    pytest.mark.fuzz,
+    pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning"),
+]
 
 chars = st.characters(blacklist_categories=("Cs",))  # lone surrogates: tested below
 texts = st.text(alphabet=chars, max_size=30)
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-2**63, max_value=2**63 - 1)
-    | st.floats(allow_nan=False, allow_infinity=False) | texts,
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | texts,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
-    max_leaves=15)
-ids = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Cc", "Zl", "Zp")),
-              min_size=1, max_size=40).filter(lambda s: not any(c.isspace() for c in s))
+    max_leaves=15,
+)
+ids = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Zs", "Cc", "Zl", "Zp")),
+    min_size=1,
+    max_size=40,
+).filter(lambda s: not any(c.isspace() for c in s))
 
 
 @pytest.mark.timeout(PROPERTY_TIMEOUT)
-@given(value=json_values, description=texts, meta=st.dictionaries(texts, json_values,
-                                                                   max_size=3),
-       as_kwarg=st.booleans())
-def test_unicode_everywhere_round_trips_through_a_worker(fuzz_redis, fuzz_workers, value,
-                                                         description, meta, as_kwarg):
+@given(
+    value=json_values,
+    description=texts,
+    meta=st.dictionaries(texts, json_values, max_size=3),
+    as_kwarg=st.booleans(),
+)
+def test_unicode_everywhere_round_trips_through_a_worker(
+    fuzz_redis, fuzz_workers, value, description, meta, as_kwarg
+):
     queue = Queue("fuzz", connection=fuzz_redis.url)
     if as_kwarg:
-        job = queue.enqueue("tests.fuzz.jobs:echo", value=value, description=description,
-                            meta=meta)
+        job = queue.enqueue("tests.fuzz.jobs:echo", value=value, description=description, meta=meta)
     else:
         job = queue.enqueue("tests.fuzz.jobs:echo", value, description=description, meta=meta)
     assert job.get(timeout=15) == value
@@ -122,8 +135,9 @@ def test_lone_surrogate_is_carried_or_refused_with_type_error(fuzz_redis, where)
     value = "a\ud800b"
     options = {"arg": {}, "meta": {"meta": {"k": value}}, "description": {"description": value}}
     try:
-        job = queue.enqueue("tests.fuzz.jobs:echo", value if where == "arg" else 1,
-                            **options[where])
+        job = queue.enqueue(
+            "tests.fuzz.jobs:echo", value if where == "arg" else 1, **options[where]
+        )
     except TypeError as exc:
         assert "\\ud800" in str(exc) or "surrogate" in str(exc)
     else:

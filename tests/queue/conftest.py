@@ -1,10 +1,10 @@
 import pytest
 import redis
 
-from rqconc.keys import KeySpace
-from rqconc.queue import Queue
-from rqconc.scripts import Steps
-from rqconc.worker_source import RedisSource
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.queue import Queue
+from rqconc.queue.steps import Steps
+from rqconc.worker.source import RedisSource
 
 ALLOW = ["tests.queue.tasks"]
 
@@ -36,10 +36,10 @@ def make_source(redis_url):
     def make(queues=("default",), **options):
         options.setdefault("allow", ALLOW)
         return RedisSource(redis_url, list(queues), **options)
+
     return make
 
 
 @pytest.fixture
 def source(make_source):
     return make_source()
-

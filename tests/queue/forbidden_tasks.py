@@ -1,4 +1,5 @@
 """A module that no test worker allows: importing it at all is a test failure."""
+
 raise AssertionError("tests.queue.forbidden_tasks must never be imported by a worker")
 
 

@@ -1,4 +1,5 @@
 """Helpers shared by the queue tests (fixtures live in conftest.py)."""
+
 import redis
 
 from tests.support.waiting import wait_for  # noqa: F401 - shared with the queue tests

@@ -1,4 +1,5 @@
 """Module-level job functions for the queue tests (workers import them by name)."""
+
 import time
 
 

@@ -1,6 +1,7 @@
 """SPEC sections 3 and 7, cron: q.cron(expr, func, *args, id=...) registered in Redis, fired
 exactly once per tick (one leader through a lease + idempotent tick jobs), q.crons(),
 removal; 5 fields or 6 with seconds last; job.meta["tick"]; only the latest missed tick."""
+
 import json
 import os
 import socket
@@ -8,12 +9,12 @@ import time
 
 import pytest
 
-from rqconc.cron import entries, remove
 from rqconc.errors import NoSuchJob
-from rqconc.job import Job, JobStatus
-from rqconc.queue import Queue
-from rqconc.scheduler import LEASE_MS, LOOKAHEAD, Scheduler, leader, tick_job_id
-from rqconc.worker_source import RedisSource
+from rqconc.queue.cron import entries, remove
+from rqconc.queue.job import Job, JobStatus
+from rqconc.queue.queue import Queue
+from rqconc.worker.scheduler import LEASE_MS, LOOKAHEAD, Scheduler, leader, tick_job_id
+from rqconc.worker.source import RedisSource
 from tests.queue import tasks
 from tests.support.redis_server import free_port
 from tests.support.waiting import wait_for
@@ -21,9 +22,10 @@ from tests.support.waiting import wait_for
 
 def cron_jobs(client, keys, cron_id):
     """Ids of the jobs that exist for a cron's ticks, by tick."""
-    ids = [k.decode()[len(keys.job_prefix):] for k in client.keys(keys.job("cron.*"))]
-    return sorted((i for i in ids if i.startswith(f"cron.{cron_id}.")),
-                  key=lambda i: int(i.rsplit(".", 1)[1]))
+    ids = [k.decode()[len(keys.job_prefix) :] for k in client.keys(keys.job("cron.*"))]
+    return sorted(
+        (i for i in ids if i.startswith(f"cron.{cron_id}.")), key=lambda i: int(i.rsplit(".", 1)[1])
+    )
 
 
 def ticks_of(job_ids):
@@ -45,8 +47,20 @@ def test_five_fields_or_six_with_seconds_last_are_accepted(queue):
     assert [e.id for e in queue.crons()] == ["alias", "five", "six"]
 
 
-@pytest.mark.parametrize("expr", ["", "* * * *", "* * * * * * 2030", "61 * * * *",
-                                  "* * 30 2 *", "@reboot", "every minute", None, 5])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        "",
+        "* * * *",
+        "* * * * * * 2030",
+        "61 * * * *",
+        "* * 30 2 *",
+        "@reboot",
+        "every minute",
+        None,
+        5,
+    ],
+)
 def test_a_bad_expression_raises_value_error_and_stores_nothing(queue, client, keys, expr):
     with pytest.raises(ValueError, match="cron expression"):
         queue.cron(expr, tasks.add, 1, 2, id="bad")
@@ -75,7 +89,11 @@ def test_crons_lists_the_queues_entries_and_remove_cron_removes_one(queue, redis
 
     hourly, daily = sorted(queue.crons(), key=lambda e: e.expr)
     assert (hourly.id, hourly.expr, hourly.func, hourly.queue) == (
-        "hourly", "0 * * * *", "tests.queue.tasks:add", "default")
+        "hourly",
+        "0 * * * *",
+        "tests.queue.tasks:add",
+        "default",
+    )
     assert hourly.next_run % 3600 == 0 and 0 < hourly.next_run - time.time() <= 3600
     assert daily.next_run % 86400 == 0 and daily.last_tick is None
     assert [e.id for e in other.crons()] == ["elsewhere"]
@@ -87,9 +105,9 @@ def test_crons_lists_the_queues_entries_and_remove_cron_removes_one(queue, redis
 
 
 def test_each_tick_becomes_one_job_scheduled_at_its_tick_with_its_tick_in_meta(
-        queue, client, keys, scheduler):
-    entry = queue.cron("* * * * * *", tasks.add, 1, 2, id="every", priority=2,
-                       meta={"team": "a"})
+    queue, client, keys, scheduler
+):
+    entry = queue.cron("* * * * * *", tasks.add, 1, 2, id="every", priority=2, meta={"team": "a"})
     registered = entry.registered_at
     # Registration enqueues the ticks of the next LOOKAHEAD seconds itself, ahead.
     job_ids = cron_jobs(client, keys, "every")
@@ -130,7 +148,8 @@ def test_a_tick_enqueued_by_two_leaders_exists_once(queue, client, keys, schedul
 
 
 def test_when_no_scheduler_ran_through_several_ticks_only_the_latest_missed_fires(
-        queue, client, keys, scheduler):
+    queue, client, keys, scheduler
+):
     entry = queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
     scheduler.tick(entry.registered_at + 0.01)
     before = set(cron_jobs(client, keys, "every"))
@@ -139,23 +158,22 @@ def test_when_no_scheduler_ran_through_several_ticks_only_the_latest_missed_fire
     later = int(entry.registered_at) + 30.5  # every scheduler was down for ~25 s
     scheduler.tick(later)
     new = [i for i in cron_jobs(client, keys, "every") if i not in before]
-    assert ticks_of(new) == [int(later)] + list(range(int(later) + 1,
-                                                      int(later) + 1 + int(LOOKAHEAD)))
+    assert ticks_of(new) == [int(later)] + list(
+        range(int(later) + 1, int(later) + 1 + int(LOOKAHEAD))
+    )
     missed = queue.fetch_job(tick_job_id("every", int(later)))
     assert missed.status == JobStatus.QUEUED and missed.meta["tick"] == int(later)
     assert queue.job_ids == [missed.id]  # runs at once; the future ones wait their tick
 
 
-def test_a_new_entry_fires_no_tick_from_before_its_registration(queue, client, keys,
-                                                                 scheduler):
+def test_a_new_entry_fires_no_tick_from_before_its_registration(queue, client, keys, scheduler):
     entry = queue.cron("* * * * *", tasks.add, 1, 2, id="minutely")
     scheduler.tick(entry.registered_at + 0.5)
     assert all(t > entry.registered_at for t in ticks_of(cron_jobs(client, keys, "minutely")))
     assert queue.job_ids == []
 
 
-def test_one_leader_at_a_time_and_a_dead_leaders_lease_runs_out(queue, client, keys,
-                                                                scheduler):
+def test_one_leader_at_a_time_and_a_dead_leaders_lease_runs_out(queue, client, keys, scheduler):
     queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
     follower = Scheduler(client, keys, "worker-b")
     assert scheduler.lead() is True and follower.lead() is False
@@ -172,7 +190,7 @@ def test_one_leader_at_a_time_and_a_dead_leaders_lease_runs_out(queue, client, k
     assert scheduler.lead() is False  # the old leader cannot renew the new one's lease
     assert leader(client, keys)[2] == "worker-b"
     after = cron_jobs(client, keys, "every")
-    assert after[:len(first)] == first and len(after) == len(first) + 1
+    assert after[: len(first)] == first and len(after) == len(first) + 1
     assert ticks_of(after) == list(range(ticks_of(after)[0], ticks_of(after)[-1] + 1))
 
 
@@ -204,8 +222,7 @@ def test_replacing_an_entry_takes_back_the_old_definitions_jobs(queue, client, k
     assert sorted(queue.scheduled_job_ids) == sorted(job_ids)  # the old ones are gone
 
 
-def test_a_leader_that_read_a_replaced_entry_leaves_no_job_behind(queue, client, keys,
-                                                                  scheduler):
+def test_a_leader_that_read_a_replaced_entry_leaves_no_job_behind(queue, client, keys, scheduler):
     old = queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
     queue.cron("* * * * * *", tasks.add, 10, 20, id="every")
     tick = int(time.time()) + 30
@@ -213,12 +230,10 @@ def test_a_leader_that_read_a_replaced_entry_leaves_no_job_behind(queue, client,
     assert tick_job_id("every", tick) not in queue.scheduled_job_ids
     with pytest.raises(NoSuchJob):
         Job.fetch(tick_job_id("every", tick), client)
-    assert {tuple(queue.fetch_job(i).args) for i in cron_jobs(client, keys, "every")} == {
-        (10, 20)}
+    assert {tuple(queue.fetch_job(i).args) for i in cron_jobs(client, keys, "every")} == {(10, 20)}
 
 
-def test_a_corrupt_entry_is_skipped_and_the_others_still_fire(queue, client, keys,
-                                                              scheduler):
+def test_a_corrupt_entry_is_skipped_and_the_others_still_fire(queue, client, keys, scheduler):
     client.hset(keys.crons, "broken", json.dumps({"id": "broken"}))
     client.hset(keys.crons, "garbage", "{not json")
     entry = queue.cron("* * * * * *", tasks.add, 1, 2, id="good")
@@ -226,7 +241,7 @@ def test_a_corrupt_entry_is_skipped_and_the_others_still_fire(queue, client, key
     assert scheduler.tick(now) == 1 + int(LOOKAHEAD)
     ticks = ticks_of(cron_jobs(client, keys, "good"))
     # Registration planned its own look-ahead (one tick more if it crossed a second).
-    assert ticks[-(1 + int(LOOKAHEAD)):] == list(range(int(now), int(now + LOOKAHEAD) + 1))
+    assert ticks[-(1 + int(LOOKAHEAD)) :] == list(range(int(now), int(now + LOOKAHEAD) + 1))
     assert len(ticks) in (2 * int(LOOKAHEAD) + 1, 2 * int(LOOKAHEAD) + 2)
     assert [e.id for e in entries(client, keys)] == ["good"]  # listed without them
     assert remove(client, keys, "broken") and remove(client, keys, "garbage")
@@ -234,7 +249,8 @@ def test_a_corrupt_entry_is_skipped_and_the_others_still_fire(queue, client, key
 
 
 def test_the_supervisor_tick_runs_the_scheduler_and_never_raises_while_redis_is_away(
-        queue, client, keys, make_source, caplog):
+    queue, client, keys, make_source, caplog
+):
     from tests.queue.test_worker_source import info
 
     entry = queue.cron("* * * * * *", tasks.add, 1, 2, id="every")

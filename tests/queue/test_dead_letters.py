@@ -1,13 +1,14 @@
 """SPEC section 3, dead letters: failed-for-good jobs are listed in q.failed with their
 traceback; requeue(id), requeue_all() and purge() (requeueing resets attempts, keeps the id)."""
+
 import json
 
 import pytest
 from click.testing import CliRunner
 
-from rqconc.cli import cli
+from rqconc.cli.app import cli
 from rqconc.errors import JobFailed
-from rqconc.job import JobStatus
+from rqconc.queue.job import JobStatus
 from tests.queue import tasks
 from tests.queue.helpers import take_and_run, wait_for
 
@@ -59,14 +60,18 @@ def cli_json(redis_url, *args):
 
 
 def test_a_dead_letter_is_gone_from_q_failed_once_its_failure_ttl_expired(
-        queue, source, client, keys, redis_url):
+    queue, source, client, keys, redis_url
+):
     kept = queue.enqueue(tasks.boom, "kept")
     take_and_run(source, "c1")
     brief = queue.enqueue(tasks.boom, "brief", failure_ttl=1)
     take_and_run(source, "c2")
     assert queue.failed.job_ids == [kept.id, brief.id] and len(queue.failed) == 2
-    wait_for(lambda: not client.exists(keys.job(brief.id), keys.done(brief.id)), timeout=5,
-             message="the dead letter's data to expire")
+    wait_for(
+        lambda: not client.exists(keys.job(brief.id), keys.done(brief.id)),
+        timeout=5,
+        message="the dead letter's data to expire",
+    )
     # No maintenance pass has run yet: the readers alone leave it out.
     assert queue.failed.job_ids == [kept.id] and len(queue.failed) == 1
     assert brief.id not in queue.failed and kept.id in queue.failed
@@ -76,15 +81,19 @@ def test_a_dead_letter_is_gone_from_q_failed_once_its_failure_ttl_expired(
 
 
 def test_a_maintenance_pass_drops_expired_dead_letters_from_the_registry(
-        queue, source, client, keys):
+    queue, source, client, keys
+):
     kept = queue.enqueue(tasks.boom, "kept")
     take_and_run(source, "c1")
     brief = queue.enqueue(tasks.boom, "brief", failure_ttl=1)
     take_and_run(source, "c2")
     source.maintain()
     assert client.zscore(keys.failed("default"), brief.id) is not None  # not expired yet
-    wait_for(lambda: not client.exists(keys.job(brief.id)), timeout=5,
-             message="the dead letter's data to expire")
+    wait_for(
+        lambda: not client.exists(keys.job(brief.id)),
+        timeout=5,
+        message="the dead letter's data to expire",
+    )
     client.delete(keys.maintenance)  # the pass of another second
     source.maintain()
     assert [m.decode() for m in client.zrange(keys.failed("default"), 0, -1)] == [kept.id]

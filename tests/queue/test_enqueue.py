@@ -1,4 +1,5 @@
 """SPEC sections 3, 4 and 7: enqueueing, its options, and what bad input gets."""
+
 import datetime as dt
 import os
 import threading
@@ -7,13 +8,13 @@ import time
 import pytest
 import redis
 
-from rqconc.direct_connection import DirectConnection
+from rqconc.connection.direct import DirectConnection
 from rqconc.errors import ConnectionError as RQConnectionError
 from rqconc.errors import NoSuchJob
-from rqconc.job import Job, JobStatus
-from rqconc.keys import KeySpace
-from rqconc.queue import Priority, Queue
-from rqconc.retry import Retry
+from rqconc.queue.job import Job, JobStatus
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.queue import Priority, Queue
+from rqconc.queue.retry import Retry
 from tests.queue import tasks
 from tests.queue.helpers import CountingConnection, counting_client
 from tests.support.redis_server import free_port
@@ -24,8 +25,15 @@ def evalsha_calls(client):
 
 
 def test_enqueue_returns_a_job_with_a_string_id_and_the_stored_call(queue):
-    job = queue.enqueue(tasks.add, 1, b=2, priority=Priority.HIGH, timeout=30,
-                        description="adding", meta={"who": "me"})
+    job = queue.enqueue(
+        tasks.add,
+        1,
+        b=2,
+        priority=Priority.HIGH,
+        timeout=30,
+        description="adding",
+        meta={"who": "me"},
+    )
     assert isinstance(job.id, str)
     fetched = Job.fetch(job.id, connection=queue.connection)
     assert fetched.func_name == "tests.queue.tasks:add"
@@ -48,17 +56,27 @@ def test_a_job_stores_only_fields_that_differ_from_their_defaults(queue):
     fetched = Job.fetch(job.id, connection=queue.connection)
     for seen in (job, fetched):  # the returned job and a fetched one read the same defaults
         assert (seen.kwargs, seen.meta, seen.depends_on, seen.serializer) == ({}, {}, [], "json")
-        assert (seen.failure_ttl, seen.description) == (365 * 24 * 3600,
-                                                        "tests.queue.tasks:add(1, 2)")
+        assert (seen.failure_ttl, seen.description) == (
+            365 * 24 * 3600,
+            "tests.queue.tasks:add(1, 2)",
+        )
     assert fetched.attempts == fetched.lost == 0
     assert job.created_at == fetched.created_at
 
 
 def test_a_job_depending_on_a_running_parent_is_deferred_with_its_options(queue):
     parent = queue.enqueue(tasks.add, 1, 2)
-    job = queue.enqueue(tasks.add, 1, 2, depends_on=parent, on_success=tasks.echo,
-                        on_failure="tests.queue.tasks:boom", success_url="http://x/ok",
-                        failure_url="http://x/ko", retry=Retry(max=2, on=[ValueError]))
+    job = queue.enqueue(
+        tasks.add,
+        1,
+        2,
+        depends_on=parent,
+        on_success=tasks.echo,
+        on_failure="tests.queue.tasks:boom",
+        success_url="http://x/ok",
+        failure_url="http://x/ko",
+        retry=Retry(max=2, on=[ValueError]),
+    )
     job.refresh()
     assert job.depends_on == [parent.id]
     assert job.status == "deferred"
@@ -91,8 +109,11 @@ def test_enqueue_many_is_one_round_trip_and_returns_jobs_in_order(redis_url, mon
     calls = [(tasks.add, (n, 1)) for n in range(100)] + [(tasks.echo, (1,), {"k": "v"})]
     writes = []  # enqueue writes to its own connections (direct_connection.py), not the pool's
     send = DirectConnection._send
-    monkeypatch.setattr(DirectConnection, "_send", lambda self, packed: (
-        writes.append(packed), send(self, packed))[1])
+    monkeypatch.setattr(
+        DirectConnection,
+        "_send",
+        lambda self, packed: (writes.append(packed), send(self, packed))[1],
+    )
     before_evalsha, before_sent = evalsha_calls(client), CountingConnection.sent
     jobs = queue.enqueue_many(calls, priority=5)
     assert len(writes) == 1 and CountingConnection.sent == before_sent
@@ -163,8 +184,17 @@ def test_a_bad_priority_raises_value_error(queue, client, priority):
     assert client.dbsize() == 0
 
 
-@pytest.mark.parametrize("option,value", [("timeout", 0), ("timeout", "x"), ("result_ttl", -2),
-                                          ("failure_ttl", 0), ("retry", 3), ("meta", [1])])
+@pytest.mark.parametrize(
+    "option,value",
+    [
+        ("timeout", 0),
+        ("timeout", "x"),
+        ("result_ttl", -2),
+        ("failure_ttl", 0),
+        ("retry", 3),
+        ("meta", [1]),
+    ],
+)
 def test_other_bad_options_raise_value_error(queue, option, value):
     with pytest.raises(ValueError, match=option):
         queue.enqueue(tasks.add, 1, 2, **{option: value})
@@ -225,6 +255,7 @@ def test_takes_just_before_a_scheduled_job_is_due_never_block_forever(queue, sou
 
 # ---- enqueue on its own connections (pooled_connection.py) ----
 
+
 def test_threads_enqueueing_at_once_share_a_few_connections_and_lose_nothing(redis_url):
     # Named, so that its connections can be told from other tests' on the shared server.
     client = redis.Redis.from_url(redis_url, client_name="producer-threads")
@@ -236,6 +267,7 @@ def test_threads_enqueueing_at_once_share_a_few_connections_and_lose_nothing(red
             ids.extend(queue.enqueue(tasks.add, n, i).id for i in range(100))
         except Exception as exc:  # pragma: no cover - reported below
             errors_seen.append(exc)
+
     threads = [threading.Thread(target=produce, args=(n,)) for n in range(8)]
     for thread in threads:
         thread.start()
@@ -265,8 +297,9 @@ def test_a_forked_process_enqueues_on_connections_of_its_own(redis_url):
 
 
 def test_a_pool_at_its_max_connections_still_enqueues_through_the_client(redis_url):
-    client = redis.Redis(connection_pool=redis.ConnectionPool.from_url(
-        redis_url, max_connections=1))
+    client = redis.Redis(
+        connection_pool=redis.ConnectionPool.from_url(redis_url, max_connections=1)
+    )
     client.ping()  # the pool's only connection exists now
     job = Queue("capped", connection=client).enqueue(tasks.add, 1, 2)
     assert Queue("capped", connection=client).job_ids == [job.id]

@@ -1,6 +1,7 @@
 """SPEC section 3, lifecycle, at the level of the Lua steps and RedisSource (in-process, real
 Redis 7 and 6.2): dependencies, flows, cancel, callbacks and webhooks as follow-up jobs, and
 the event stream."""
+
 import json
 
 import pytest
@@ -27,6 +28,7 @@ def run_all(source, limit=20):
 
 
 # ---- dependencies ----
+
 
 def test_a_diamond_of_dependencies_runs_in_order(queue, source):
     a = queue.enqueue(tasks.add, 1, 1)
@@ -88,15 +90,18 @@ def test_a_scheduled_job_with_parents_waits_for_both(queue, source):
 
 # ---- flows ----
 
+
 def test_a_flow_enqueues_each_next_stage_as_it_completes(redis_url, make_source):
     source = make_source(["default", "stage2", "stage3"])
     first = Queue("default", connection=redis_url).enqueue(tasks.first_stage, 1)
     assert first.flow_id is None
     run_all(source)
     stages = first.flow()
-    assert [s.func_name for s in stages] == ["tests.queue.tasks:first_stage",
-                                             "tests.queue.tasks:second_stage",
-                                             "tests.queue.tasks:add"]
+    assert [s.func_name for s in stages] == [
+        "tests.queue.tasks:first_stage",
+        "tests.queue.tasks:second_stage",
+        "tests.queue.tasks:add",
+    ]
     assert [s.queue_name for s in stages] == ["default", "stage2", "stage3"]
     assert [s.get(timeout=1) for s in stages] == ["one:1", "two:2", 102]
     assert first.next_id == stages[1].id and stages[1].next_id == stages[2].id
@@ -115,6 +120,7 @@ def test_a_stale_stage_enqueues_no_next_stage(queue, source, steps, client):
 
 
 # ---- cancel ----
+
 
 def test_cancel_removes_a_waiting_job_and_cancels_its_dependents(queue, source):
     job = queue.enqueue(tasks.add, 1, 1)
@@ -155,16 +161,22 @@ def test_a_job_that_finishes_before_its_cancel_is_carried_out_stays_finished(que
 
 # ---- callbacks and webhooks: follow-up jobs made by the step that ends the job ----
 
+
 def test_on_success_runs_as_a_follow_up_job_with_the_job_and_its_result(queue, source):
-    job = queue.enqueue(tasks.add, 2, 3, on_success=tasks.note_success,
-                        on_failure=tasks.note_failure)
+    job = queue.enqueue(
+        tasks.add, 2, 3, on_success=tasks.note_success, on_failure=tasks.note_failure
+    )
     run_all(source)
     assert tasks.CALLS == [("success", job.id, 5)]
 
 
 def test_on_failure_runs_once_after_the_last_retry(queue, source):
-    job = queue.enqueue(tasks.boom, "bad", on_failure="tests.queue.tasks:note_failure",
-                        retry=Retry(max=1, backoff=0.3, jitter=False))
+    job = queue.enqueue(
+        tasks.boom,
+        "bad",
+        on_failure="tests.queue.tasks:note_failure",
+        retry=Retry(max=1, backoff=0.3, jitter=False),
+    )
     take_and_run(source, "c1", timeout=0.05)
     assert job.status == "scheduled" and tasks.CALLS == []
     retried = wait_for(lambda: take_and_run(source, "c2"), timeout=5, message="retry taken")
@@ -187,21 +199,28 @@ def test_webhooks_are_follow_up_jobs_with_a_transient_error_retry_policy(queue, 
     job = queue.enqueue(tasks.add, 1, 1, success_url="http://127.0.0.1:9/hook")
     item = take_and_run(source)
     hook = queue.fetch_job(f"{job.id}.success_url.1")
-    assert hook.func_name == "rqconc.webhooks:deliver" and hook.callback_of == job.id
+    assert hook.func_name == "rqconc.worker.webhooks:deliver" and hook.callback_of == job.id
     assert hook.kwargs == {"url": "http://127.0.0.1:9/hook"}
-    assert hook.retry.on == ("rqconc.webhooks.WebhookUnavailable",)
+    assert hook.retry.on == ("rqconc.worker.webhooks.WebhookUnavailable",)
     assert item.item_id == job.id and job.status == "finished"
 
 
 # ---- events ----
+
 
 def test_a_jobs_life_is_in_the_event_stream_in_order(queue, source, redis_url):
     job = queue.enqueue(tasks.boom, retry=Retry(max=1, backoff=0.3, jitter=False))
     take_and_run(source, "c1", timeout=0.05)
     wait_for(lambda: take_and_run(source, "c2"), timeout=5, message="retry taken")
     events = EventStream(redis_url).for_job(job.id)
-    assert [e["event"] for e in events] == ["queued", "started", "retry", "queued", "started",
-                                            "failed"]
+    assert [e["event"] for e in events] == [
+        "queued",
+        "started",
+        "retry",
+        "queued",
+        "started",
+        "failed",
+    ]
     assert all(e["queue"] == "default" for e in events)
     assert events[1]["worker"] == source.name and events[2]["exc_type"] == "ValueError"
     assert [e["ts"] for e in events] == sorted(e["ts"] for e in events)
@@ -212,7 +231,8 @@ def events_of(redis_url, job):
 
 
 def test_a_requeued_dead_letter_a_handed_back_job_and_a_recovered_one_are_requeued_events(
-        queue, source, steps, redis_url):
+    queue, source, steps, redis_url
+):
     handed = queue.enqueue(tasks.add, 1, 1)
     source.give_back(source.take("c1", 0.1))  # e.g. its child was suspended after the take
     assert events_of(redis_url, handed) == ["queued", "started", "requeued", "queued"]
@@ -239,8 +259,7 @@ def test_a_scheduled_job_is_a_scheduled_event_then_queued_when_due(queue, source
     assert events_of(redis_url, job) == ["scheduled", "queued", "started", "finished"]
 
 
-def test_a_deferred_job_is_a_deferred_event_until_its_parent_settles_it(queue, source,
-                                                                        redis_url):
+def test_a_deferred_job_is_a_deferred_event_until_its_parent_settles_it(queue, source, redis_url):
     parent = queue.enqueue(tasks.add, 1, 1)
     child = queue.enqueue(tasks.add, 2, 2, depends_on=parent)
     later = queue.enqueue_in(3600, tasks.add, 3, 3, depends_on=parent)

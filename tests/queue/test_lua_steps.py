@@ -1,10 +1,11 @@
 """Each Lua step on its own, against a real Redis (docs/architecture.md, 'Lua steps')."""
+
 import threading
 import time
 
-from rqconc.direct_connection import DirectConnection
-from rqconc.job import JobStatus
-from rqconc.scripts import Steps, _expand, script
+from rqconc.connection.direct import DirectConnection
+from rqconc.queue.job import JobStatus
+from rqconc.queue.steps import Steps, _expand, script
 
 LEASE_MS = 15_000
 
@@ -18,8 +19,18 @@ def take(steps, claim, queues=("default",), lease_ms=LEASE_MS):
 
 
 def test_every_script_file_has_a_header_listing_keys_argv_and_returns():
-    for name in ("enqueue", "take", "renew", "complete", "fail", "requeue_front", "recover",
-                 "requeue_failed", "purge_failed", "trim_ended"):
+    for name in (
+        "enqueue",
+        "take",
+        "renew",
+        "complete",
+        "fail",
+        "requeue_front",
+        "recover",
+        "requeue_failed",
+        "purge_failed",
+        "trim_ended",
+    ):
         header = script(name).source.split("]]")[0]
         assert "KEYS[1]" in header and "ARGV[1]" in header and "Returns" in header, name
 
@@ -190,8 +201,7 @@ def test_fail_with_a_stale_claim_writes_nothing(queue, steps, client, keys):
     assert client.zcard(keys.failed("default")) == 0
 
 
-def test_requeue_front_puts_the_job_first_without_counting_an_attempt(queue, steps, client,
-                                                                       keys):
+def test_requeue_front_puts_the_job_first_without_counting_an_attempt(queue, steps, client, keys):
     first = queue.enqueue("tests.queue.tasks:add", 1, 2)
     waiting = queue.enqueue("tests.queue.tasks:add", 3, 4)
     take(steps, "claim-1")
@@ -242,17 +252,20 @@ def test_recover_dead_letters_a_poison_pill_after_three_lost_leases(queue, steps
 
 # ---- complete chained with the next take: one round trip per job while work waits ----
 
+
 def test_complete_can_take_the_next_job_in_the_same_step(queue, steps, client, keys):
     first = queue.enqueue("tests.queue.tasks:add", 1, 1)
     second = queue.enqueue("tests.queue.tasks:add", 2, 2)
     job_id, _ = steps.take("claim-1", ["default"], 5000, "w")
-    recorded, taken = steps.complete("claim-1", job_id, "default", "2", "json", "w",
-                                     next_take=("claim-2", ["default"], 5000))
+    recorded, taken = steps.complete(
+        "claim-1", job_id, "default", "2", "json", "w", next_take=("claim-2", ["default"], 5000)
+    )
     assert recorded and job_id == first.id and taken[0] == second.id
     assert first.status == "finished" and second.status == "started"
     assert client.hget(keys.claims, "claim-2") == second.id.encode()
-    recorded, taken = steps.complete("claim-2", second.id, "default", "4", "json", "w",
-                                     next_take=("claim-3", ["default"], 5000))
+    recorded, taken = steps.complete(
+        "claim-2", second.id, "default", "4", "json", "w", next_take=("claim-3", ["default"], 5000)
+    )
     assert recorded and taken == -1  # nothing left: the earliest due time, none
 
 
@@ -261,28 +274,33 @@ def test_a_stale_complete_takes_nothing(queue, steps, client, keys):
     queue.enqueue("tests.queue.tasks:add", 2, 2)
     steps.take("claim-1", ["default"], 5000, "w")
     steps.requeue_front("claim-1", job.id, "default")
-    assert steps.complete("claim-1", job.id, "default", "2", "json", "w",
-                          next_take=("claim-2", ["default"], 5000)) == (False, None)
+    assert steps.complete(
+        "claim-1", job.id, "default", "2", "json", "w", next_take=("claim-2", ["default"], 5000)
+    ) == (False, None)
     assert client.hget(keys.claims, "claim-2") is None and queue.count == 2
 
 
 # ---- revoked claims: a take still on its way when its child was ended takes nothing ----
 
-def test_a_take_or_chained_take_under_a_revoked_claim_leaves_the_job_waiting(queue, steps,
-                                                                              client, keys):
+
+def test_a_take_or_chained_take_under_a_revoked_claim_leaves_the_job_waiting(
+    queue, steps, client, keys
+):
     first = queue.enqueue("tests.queue.tasks:add", 1, 1)
     second = queue.enqueue("tests.queue.tasks:add", 2, 2)
     steps.revoke(["claim-gone", "claim-next"])
     assert take(steps, "claim-gone") == -1
     assert queue.job_ids == [first.id, second.id] and client.hlen(keys.claims) == 0
     job_id, _ = take(steps, "claim-1")
-    recorded, taken = steps.complete("claim-1", job_id, "default", "2", "json", "w",
-                                     next_take=("claim-next", ["default"], 5000))
+    recorded, taken = steps.complete(
+        "claim-1", job_id, "default", "2", "json", "w", next_take=("claim-next", ["default"], 5000)
+    )
     assert recorded and taken == -1 and queue.job_ids == [second.id]
     assert 0 < client.pttl(keys.revoked("claim-gone")) <= 600_000  # removes itself
 
 
 # ---- an idle child's wait and take in one round trip ----
+
 
 def child_steps(client, keys):
     # A worker's first take is a plain one, which loads the script; the wait then finds it.
@@ -302,7 +320,8 @@ def test_wait_then_take_returns_the_job_enqueued_while_it_blocked(queue, client,
 
 
 def test_wait_then_take_times_out_empty_handed_and_the_connection_stays_in_step(
-        queue, client, keys):
+    queue, client, keys
+):
     steps = child_steps(client, keys)
     began = time.monotonic()
     assert steps.wait_then_take(0.1, "claim-1", ["default"], LEASE_MS, "w") == -1
@@ -312,7 +331,8 @@ def test_wait_then_take_times_out_empty_handed_and_the_connection_stays_in_step(
 
 
 def test_wait_then_take_without_the_script_loaded_takes_nothing_then_a_take_loads_it(
-        queue, client, keys):
+    queue, client, keys
+):
     steps = child_steps(client, keys)
     job = queue.enqueue("tests.queue.tasks:add", 1, 2)
     client.script_flush()
@@ -324,12 +344,23 @@ def test_wait_then_take_without_the_script_loaded_takes_nothing_then_a_take_load
 def test_key_names_built_inside_lua_match_keyspace(client, keys):
     """The few keys a step only learns while it runs are named in lua/include/lifecycle.lua
     and take.lua; they must be the very keys keys.py names (same hash tag, same slot)."""
-    source = ("local NS, SEQ, EVENTS, NOW, WORKER = ARGV[1], '', '', '0', ''\n"
-              + _expand("--#include lifecycle\n") + "\n"
-              "return {job_key('j'), queue_key('q'), marker_key('q'), scheduled_key('q'), "
-              "started_key('q'), deferred_key('q'), done_key('j'), dependents_key('j'), "
-              "NS .. 'revoked:' .. 'c'}")
+    source = (
+        "local NS, SEQ, EVENTS, NOW, WORKER = ARGV[1], '', '', '0', ''\n"
+        + _expand("--#include lifecycle\n")
+        + "\n"
+        "return {job_key('j'), queue_key('q'), marker_key('q'), scheduled_key('q'), "
+        "started_key('q'), deferred_key('q'), done_key('j'), dependents_key('j'), "
+        "NS .. 'revoked:' .. 'c'}"
+    )
     built = [b.decode() for b in client.eval(source, 0, keys.prefix)]
-    assert built == [keys.job("j"), keys.queue("q"), keys.marker("q"), keys.scheduled("q"),
-                     keys.started("q"), keys.deferred("q"), keys.done("j"),
-                     keys.dependents("j"), keys.revoked("c")]
+    assert built == [
+        keys.job("j"),
+        keys.queue("q"),
+        keys.marker("q"),
+        keys.scheduled("q"),
+        keys.started("q"),
+        keys.deferred("q"),
+        keys.done("j"),
+        keys.dependents("j"),
+        keys.revoked("c"),
+    ]

@@ -1,7 +1,8 @@
 """SPEC section 3, Order: priority, strict FIFO within a priority, and the strategies."""
+
 import random
 
-from rqconc.queue import Priority, Queue
+from rqconc.queue.queue import Priority, Queue
 
 FUNC = "tests.queue.tasks:add"
 

@@ -1,15 +1,16 @@
 """SPEC section 4, Redis unreachable: a worker keeps retrying, logs without the password,
 and resumes by itself without losing or duplicating a finished job."""
+
 import logging
 import pickle
 import threading
 
 import pytest
 
-from rqconc.job import JobStatus
-from rqconc.queue import Queue
-from rqconc.retry import Backoff
-from rqconc.worker_source import RedisSource
+from rqconc.queue.job import JobStatus
+from rqconc.queue.queue import Queue
+from rqconc.queue.retry import Backoff
+from rqconc.worker.source import RedisSource
 from tests.queue import tasks
 from tests.queue.helpers import wait_for
 from tests.support.redis_server import RedisServer
@@ -39,8 +40,7 @@ def test_take_survives_redis_going_away_and_logs_without_the_password(password_s
         assert source.take("claim-3", 0.25) is None
     records = [r for r in caplog.records if r.name == "rqconc.worker"]
     assert records and "cannot reach Redis" in records[0].getMessage()
-    assert all("\n" not in r.getMessage() and "s3cret-pw" not in r.getMessage()
-               for r in records)
+    assert all("\n" not in r.getMessage() and "s3cret-pw" not in r.getMessage() for r in records)
     password_server.start()
     job = queue.enqueue(tasks.add, 1, 2)
     item = take_until(source, "claim-4")

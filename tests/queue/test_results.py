@@ -1,22 +1,25 @@
 """SPEC sections 3 and 7, Results: job.get, return_value, result_ttl."""
+
 import threading
 import time
 
 import pytest
 
-from rqconc.commands.info import queue_counts
+from rqconc.cli.info import queue_counts
 from rqconc.errors import JobFailed, NoSuchJob
-from rqconc.job import Job, JobStatus
-from rqconc.queue import Queue
+from rqconc.queue.job import Job, JobStatus
+from rqconc.queue.queue import Queue
 from tests.queue import tasks
 from tests.queue.helpers import CountingConnection, counting_client, take_and_run, wait_for
 
 
 def run_later(source, delay):
     """Perform the next job from another thread after `delay` seconds."""
+
     def run():
         time.sleep(delay)
         take_and_run(source, "later")
+
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
@@ -47,8 +50,12 @@ def test_get_blocks_until_the_job_ends_without_polling(redis_url, source):
 def test_every_waiter_sees_the_outcome(queue, source):
     job = queue.enqueue(tasks.add, 2, 3)
     results = []
-    waiters = [threading.Thread(target=lambda: results.append(
-        Job(job.id, queue.connection).get(timeout=5))) for _ in range(5)]
+    waiters = [
+        threading.Thread(
+            target=lambda: results.append(Job(job.id, queue.connection).get(timeout=5))
+        )
+        for _ in range(5)
+    ]
     for waiter in waiters:
         waiter.start()
     take_and_run(source)
@@ -91,8 +98,11 @@ def test_result_ttl_expiry_deletes_the_job_and_its_result(queue, source, client,
     job = queue.enqueue(tasks.add, 1, 2, result_ttl=1)
     take_and_run(source)
     assert job.get(timeout=1) == 3
-    wait_for(lambda: not client.exists(keys.job(job.id), keys.done(job.id)), timeout=5,
-             message="the job and its result to expire")
+    wait_for(
+        lambda: not client.exists(keys.job(job.id), keys.done(job.id)),
+        timeout=5,
+        message="the job and its result to expire",
+    )
     with pytest.raises(NoSuchJob):
         Job.fetch(job.id, connection=client)
     assert job.return_value is None
@@ -103,7 +113,8 @@ def test_result_ttl_expiry_deletes_the_job_and_its_result(queue, source, client,
 
 
 def test_a_maintenance_pass_trims_expired_finished_entries_of_a_quiet_queue(
-        redis_url, make_source, client, keys):
+    redis_url, make_source, client, keys
+):
     quiet, busy = Queue("quiet", connection=redis_url), Queue("default", connection=redis_url)
     source = make_source(["quiet", "default"])
     brief = quiet.enqueue(tasks.add, 1, 2, result_ttl=1)
@@ -111,11 +122,15 @@ def test_a_maintenance_pass_trims_expired_finished_entries_of_a_quiet_queue(
     other = busy.enqueue(tasks.add, 5, 6, result_ttl=1)
     for n in range(3):
         take_and_run(source, f"c{n}")
-    wait_for(lambda: not client.exists(keys.job(brief.id), keys.job(other.id)), timeout=5,
-             message="the results to expire")
+    wait_for(
+        lambda: not client.exists(keys.job(brief.id), keys.job(other.id)),
+        timeout=5,
+        message="the results to expire",
+    )
     # Before any pass, `rqconc info` counts only the entries whose result is still kept.
-    counts = {row["name"]: row["finished"] for row in queue_counts(client, ["quiet", "default"],
-                                                                    keys)}
+    counts = {
+        row["name"]: row["finished"] for row in queue_counts(client, ["quiet", "default"], keys)
+    }
     assert counts == {"quiet": 1, "default": 0}
     assert client.zscore(keys.finished("quiet"), brief.id) is not None  # no completion since
     source.maintain()
@@ -123,8 +138,9 @@ def test_a_maintenance_pass_trims_expired_finished_entries_of_a_quiet_queue(
     assert client.zcard(keys.finished("default")) == 0
 
 
-def test_result_ttl_zero_keeps_nothing_but_current_waiters_get_the_value(queue, source, client,
-                                                                          keys):
+def test_result_ttl_zero_keeps_nothing_but_current_waiters_get_the_value(
+    queue, source, client, keys
+):
     job = queue.enqueue(tasks.add, 1, 2, result_ttl=0)
     thread = run_later(source, 0.3)
     assert job.get(timeout=5) == 3
@@ -133,8 +149,7 @@ def test_result_ttl_zero_keeps_nothing_but_current_waiters_get_the_value(queue, 
     assert client.zcard(keys.finished("default")) == 0
 
 
-def test_result_ttl_minus_one_keeps_what_a_waiter_blocks_on_forever(queue, source, client,
-                                                                    keys):
+def test_result_ttl_minus_one_keeps_what_a_waiter_blocks_on_forever(queue, source, client, keys):
     job = queue.enqueue(tasks.add, 1, 2, result_ttl=-1)
     thread = run_later(source, 0.3)
     assert job.get(timeout=5) == 3

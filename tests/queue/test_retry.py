@@ -1,12 +1,13 @@
 """SPEC section 7, Retry: the delay formula, jitter, what is retried, how it is stored."""
+
 import random
 
 import pytest
 
 from rqconc.errors import ConnectionError as RQConnectionError
 from rqconc.errors import JobTimeout, WorkerLost
-from rqconc.retry import Retry, default_policy, policy_of
-from rqconc.serialization import mro_names
+from rqconc.queue.retry import Retry, default_policy, policy_of
+from rqconc.queue.serialization import mro_names
 from tests.queue import tasks
 
 
@@ -45,8 +46,9 @@ def test_on_matches_subclasses_by_their_class_hierarchy():
     assert not retry.matches(mro_names(ValueError))
 
 
-@pytest.mark.parametrize("exc", [ConnectionError, ConnectionResetError, TimeoutError,
-                                 WorkerLost, RQConnectionError])
+@pytest.mark.parametrize(
+    "exc", [ConnectionError, ConnectionResetError, TimeoutError, WorkerLost, RQConnectionError]
+)
 def test_the_default_policy_retries_transient_errors_7_times(exc):
     policy = policy_of(None)
     assert policy.max == 7 and policy.matches(mro_names(exc))
@@ -66,15 +68,21 @@ def test_the_default_policy_covers_installed_client_libraries():
 
 
 def test_a_retry_is_stored_as_json_with_qualified_exception_names():
-    retry = Retry(max=3, backoff=1, factor=3, max_delay=60, jitter=False,
-                  on=[ValueError, tasks.Flaky, "myapp.errors.Flaky"])
-    assert retry.to_dict()["on"] == ["ValueError", "tests.queue.tasks.Flaky",
-                                     "myapp.errors.Flaky"]
+    retry = Retry(
+        max=3,
+        backoff=1,
+        factor=3,
+        max_delay=60,
+        jitter=False,
+        on=[ValueError, tasks.Flaky, "myapp.errors.Flaky"],
+    )
+    assert retry.to_dict()["on"] == ["ValueError", "tests.queue.tasks.Flaky", "myapp.errors.Flaky"]
     assert Retry.from_json(retry.to_json()) == retry
 
 
-@pytest.mark.parametrize("kwargs", [{"max": -1}, {"max": 1.5}, {"backoff": -1},
-                                    {"on": [42]}, {"on": [int]}])
+@pytest.mark.parametrize(
+    "kwargs", [{"max": -1}, {"max": 1.5}, {"backoff": -1}, {"on": [42]}, {"on": [int]}]
+)
 def test_bad_retry_arguments_raise_value_error(kwargs):
     with pytest.raises(ValueError):
         Retry(**kwargs)

@@ -1,4 +1,5 @@
 """RedisSource: performing jobs safely (SPEC section 4), retries, leases, fences, workers."""
+
 import logging
 import os
 import pickle
@@ -9,22 +10,32 @@ import pytest
 
 from rqconc.engine.source import SupervisorInfo
 from rqconc.errors import JobFailed, JobTimeout
-from rqconc.job import JobStatus
-from rqconc.registry import list_workers
-from rqconc.retry import Retry
-from rqconc.serialization import is_allowed
-from rqconc.worker_source import RedisSource
+from rqconc.queue.job import JobStatus
+from rqconc.queue.retry import Retry
+from rqconc.queue.serialization import is_allowed
+from rqconc.worker.registry import list_workers
+from rqconc.worker.source import RedisSource
 from tests.queue import tasks
 from tests.queue.helpers import take_and_run, wait_for
 
 
 def info(name="w1", busy=0, idle=2, current=()):
-    return SupervisorInfo(name=name, uid="uid", pid=os.getpid(), host="host", backend="threading",
-                          size=busy + idle, state="running", busy=busy, idle=idle,
-                          current_items=list(current))
+    return SupervisorInfo(
+        name=name,
+        uid="uid",
+        pid=os.getpid(),
+        host="host",
+        backend="threading",
+        size=busy + idle,
+        state="running",
+        busy=busy,
+        idle=idle,
+        current_items=list(current),
+    )
 
 
 # ---- SPEC section 4: what a worker does with bad jobs ----
+
 
 def test_a_disallowed_module_fails_not_allowed_without_being_imported(queue, source):
     job = queue.enqueue("tests.queue.forbidden_tasks:run")
@@ -40,11 +51,10 @@ def test_allow_prefixes_match_module_paths():
     assert is_allowed("myapp", ["myapp"]) and is_allowed("myapp.tasks", ["myapp"])
     assert not is_allowed("myapp2", ["myapp"]) and not is_allowed("other", ["myapp"])
     assert is_allowed("anything.at.all", ["*"])
-    assert is_allowed("rqconc.demo", []) and not is_allowed("rqconc.worker_source", [])
+    assert is_allowed("rqconc.demo", []) and not is_allowed("rqconc.worker.source", [])
 
 
-def test_corrupt_job_data_fails_that_job_and_the_next_job_still_runs(queue, source, client,
-                                                                    keys):
+def test_corrupt_job_data_fails_that_job_and_the_next_job_still_runs(queue, source, client, keys):
     bad_args = queue.enqueue(tasks.add, 1, 2)
     bad_func = queue.enqueue(tasks.add, 1, 2)
     good = queue.enqueue(tasks.add, 2, 2)
@@ -60,8 +70,10 @@ def test_corrupt_job_data_fails_that_job_and_the_next_job_still_runs(queue, sour
 
 def test_corrupt_bookkeeping_fields_do_not_stop_the_worker(queue, source, client, keys):
     job = queue.enqueue(tasks.boom, priority=3)
-    client.hset(keys.job(job.id), mapping={"timeout": "soon", "attempts": "many",
-                                           "retry": "{oops", "priority": "high"})
+    client.hset(
+        keys.job(job.id),
+        mapping={"timeout": "soon", "attempts": "many", "retry": "{oops", "priority": "high"},
+    )
     item = source.take("claim-1", 1)
     source.perform(item)
     with pytest.raises(JobFailed, match="boom"):
@@ -108,8 +120,10 @@ def test_a_non_json_return_value_fails_the_job_with_type_error_naming_it(queue, 
 
 # ---- retries ----
 
-def test_the_default_policy_retries_a_connection_error_after_a_jittered_delay(queue, source,
-                                                                             client, keys):
+
+def test_the_default_policy_retries_a_connection_error_after_a_jittered_delay(
+    queue, source, client, keys
+):
     job = queue.enqueue(tasks.flaky_connection)
     take_and_run(source)
     assert job.status is JobStatus.SCHEDULED and job.attempts == 1
@@ -141,10 +155,12 @@ def test_a_lost_child_is_a_failed_attempt_that_the_default_policy_retries(queue,
     assert job.exc_info[0] == "rqconc.errors.WorkerLost" and "SIGKILL" in job.exc_info[1]
 
 
-@pytest.mark.parametrize("retry,status", [(None, "failed"), (Retry(), "failed"),
-                                          (Retry(on=[JobTimeout]), "scheduled")])
-def test_a_timeout_fails_with_job_timeout_and_is_retried_only_when_listed(queue, source, retry,
-                                                                         status):
+@pytest.mark.parametrize(
+    "retry,status", [(None, "failed"), (Retry(), "failed"), (Retry(on=[JobTimeout]), "scheduled")]
+)
+def test_a_timeout_fails_with_job_timeout_and_is_retried_only_when_listed(
+    queue, source, retry, status
+):
     job = queue.enqueue(tasks.add, 1, 2, retry=retry)
     item = source.take("claim-1", 1)
     source.timed_out(item.claim, 3.0)
@@ -153,6 +169,7 @@ def test_a_timeout_fails_with_job_timeout_and_is_retried_only_when_listed(queue,
 
 
 # ---- leases and fences ----
+
 
 def test_a_worker_that_lost_its_lease_drops_its_result_with_a_warning(queue, make_source, caplog):
     source = make_source(lease_seconds=0)  # the lease is over as soon as it is taken
@@ -188,6 +205,7 @@ def test_tick_recovers_expired_leases_at_most_once_per_interval(queue, make_sour
 
 
 # ---- processes ----
+
 
 def test_the_source_pickles_without_its_client(queue, source):
     queue.enqueue(tasks.add, 1, 2)
@@ -226,6 +244,7 @@ def test_is_drained_tells_whether_work_waits(queue, source):
 
 
 # ---- the worker registry ----
+
 
 def test_a_supervisor_registers_heartbeats_and_unregisters(redis_url, source, client):
     source.supervisor_started(info("w1", current=()))
@@ -266,7 +285,7 @@ def test_the_next_claim_is_asked_for_only_after_a_success(queue, source):
 
 
 def test_pickle_jobs_run_only_on_a_worker_that_opted_in(redis_url, make_source):
-    from rqconc.queue import Queue
+    from rqconc.queue.queue import Queue
 
     queue = Queue("pickled", connection=redis_url, serializer="pickle")
     refused, accepted = queue.enqueue(tasks.add, 1, 2), queue.enqueue(tasks.add, 3, 4)

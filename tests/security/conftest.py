@@ -1,4 +1,5 @@
 """Redis servers with credentials and TLS, for the security suite."""
+
 import os
 import socket
 import subprocess
@@ -47,19 +48,41 @@ def _start_tls_server(binary, tls_files, directory):
     log, errors = directory / "redis-tls.log", directory / "redis-tls.err"
     with open(errors, "wb") as stderr:
         process = subprocess.Popen(
-            [binary, "--port", "0", "--tls-port", str(port), "--bind", "127.0.0.1",
-             "--tls-cert-file", str(tls_files / "server.crt"),
-             "--tls-key-file", str(tls_files / "server.key"),
-             "--tls-ca-cert-file", str(tls_files / "ca.crt"), "--tls-auth-clients", "no",
-             "--save", "", "--appendonly", "no", "--dir", str(directory),
-             "--logfile", str(log)],
-            stdout=subprocess.DEVNULL, stderr=stderr)
+            [
+                binary,
+                "--port",
+                "0",
+                "--tls-port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--tls-cert-file",
+                str(tls_files / "server.crt"),
+                "--tls-key-file",
+                str(tls_files / "server.key"),
+                "--tls-ca-cert-file",
+                str(tls_files / "ca.crt"),
+                "--tls-auth-clients",
+                "no",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(directory),
+                "--logfile",
+                str(log),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
     deadline = time.monotonic() + 10
     while True:
         if process.poll() is not None:
             # A configuration error is printed before the log file is opened: read both.
             text = errors.read_text(errors="replace") + (
-                log.read_text(errors="replace") if log.exists() else "")
+                log.read_text(errors="replace") if log.exists() else ""
+            )
             if "tls" in text.lower() and any(sign in text for sign in _NO_TLS_BUILD):
                 return None
             raise RuntimeError(f"TLS redis-server {binary} exited: {text[-2000:]}")
@@ -104,8 +127,18 @@ def acl_redis(redis_binary):
     admin = server.client()
     # Every command but the dangerous ones (FLUSHALL, CONFIG, KEYS, DEBUG, ...), and only
     # on rqconc's own keys: a worker or client that strays outside its prefix fails loudly.
-    admin.execute_command("ACL", "SETUSER", "rq", "on", f">{USER_PASSWORD}", "resetkeys",
-                          "~{rqconc}:*", "resetchannels", "+@all", "-@dangerous")
+    admin.execute_command(
+        "ACL",
+        "SETUSER",
+        "rq",
+        "on",
+        f">{USER_PASSWORD}",
+        "resetkeys",
+        "~{rqconc}:*",
+        "resetchannels",
+        "+@all",
+        "-@dangerous",
+    )
     yield server
     server.close()
 

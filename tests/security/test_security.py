@@ -1,6 +1,7 @@
 """Security: credentials, ACL users, TLS, secrets kept out of output, pickle and the allow-list
 (SPEC section 4). Every test drives a real redis-server and, where it says so, a real worker.
 """
+
 import base64
 import os
 import pickle
@@ -23,8 +24,9 @@ pytestmark = pytest.mark.security
 def _cli(*args, env=None):
     """`rqconc ARGS...` as users run it (the console script of the package)."""
     script = os.path.join(os.path.dirname(sys.executable), "rqconc")
-    return subprocess.run([script, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=30, env=env)
+    return subprocess.run(
+        [script, *args], cwd=ROOT, capture_output=True, text=True, timeout=30, env=env
+    )
 
 
 # ---- ACL user limited to the key prefix ----
@@ -63,9 +65,16 @@ def test_no_password_in_any_worker_or_cli_output(acl_redis, tmp_path):
     down = f"redis://:{secret}@127.0.0.1:{free_port()}/0"
     bad = f"redis://rq:{secret}@127.0.0.1:{acl_redis.port}/0"  # right password, wrong user
     enqueue = ["enqueue", "-q", "sec", "tests.worker.jobs:add", "1", "2"]
-    runs = [(good, ["info", "-W", "--json"]), (good, enqueue), (good, ["job", "nope"]),
-            (down, ["info"]), (down, enqueue), (down, ["ping"]),
-            (bad, ["info"]), (bad, ["failed", "list"])]
+    runs = [
+        (good, ["info", "-W", "--json"]),
+        (good, enqueue),
+        (good, ["job", "nope"]),
+        (down, ["info"]),
+        (down, enqueue),
+        (down, ["ping"]),
+        (bad, ["info"]),
+        (bad, ["failed", "list"]),
+    ]
     outputs = []
     for url, args in runs:
         result = _cli(*args, "--url", url)
@@ -76,23 +85,57 @@ def test_no_password_in_any_worker_or_cli_output(acl_redis, tmp_path):
     log_path = tmp_path / "worker.log"
     with open(log_path, "wb") as log:
         worker = subprocess.Popen(
-            [sys.executable, str(ROOT / "main.py"), "threading", "2", "--url", down,
-             "--log-level", "DEBUG"], cwd=ROOT, stdout=log, stderr=log)
+            [
+                sys.executable,
+                str(ROOT / "main.py"),
+                "threading",
+                "2",
+                "--url",
+                down,
+                "--log-level",
+                "DEBUG",
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=log,
+        )
         try:
-            wait_for(lambda: log_path.read_text().count("cannot reach Redis") >= 2,
-                     timeout=15, message="the worker to log its retries")
+            wait_for(
+                lambda: log_path.read_text().count("cannot reach Redis") >= 2,
+                timeout=15,
+                message="the worker to log its retries",
+            )
         finally:
             worker.terminate()
             worker.wait(10)
     # And a working one, with a job that fails (its error message is logged).
     with open(tmp_path / "worker-good.log", "wb") as log:
         worker = subprocess.Popen(
-            [sys.executable, str(ROOT / "main.py"), "threading", "2", "--url", good,
-             "-q", "sec", "--allow", "tests", "--burst", "--log-level", "DEBUG"],
-            cwd=ROOT, stdout=log, stderr=log)
+            [
+                sys.executable,
+                str(ROOT / "main.py"),
+                "threading",
+                "2",
+                "--url",
+                good,
+                "-q",
+                "sec",
+                "--allow",
+                "tests",
+                "--burst",
+                "--log-level",
+                "DEBUG",
+            ],
+            cwd=ROOT,
+            stdout=log,
+            stderr=log,
+        )
         assert worker.wait(30) == 0
-    everything = "\n".join(o[3] for o in outputs) + log_path.read_text() + (
-        tmp_path / "worker-good.log").read_text()
+    everything = (
+        "\n".join(o[3] for o in outputs)
+        + log_path.read_text()
+        + (tmp_path / "worker-good.log").read_text()
+    )
     assert "cannot reach Redis" in everything and "refused the credentials" in everything
     for form in (secret, secret.replace("-", "%2D"), base64.b64encode(secret.encode()).decode()):
         assert form not in everything, [o[:3] for o in outputs if form in o[3]]
@@ -142,8 +185,7 @@ class _Boom:
         return (os.system, (f"touch {self.path}",))
 
 
-def test_worker_that_did_not_opt_in_never_unpickles(redis_server, start_redis_worker,
-                                                    tmp_path):
+def test_worker_that_did_not_opt_in_never_unpickles(redis_server, start_redis_worker, tmp_path):
     marker = tmp_path / "pwned"
     queue = Queue("sec", connection=redis_server.url)
     job = queue.enqueue("tests.worker.jobs:add", 1, 2)  # queued; no worker yet
@@ -156,22 +198,25 @@ def test_worker_that_did_not_opt_in_never_unpickles(redis_server, start_redis_wo
 
 
 # ---- the allow-list ----
-def test_os_system_is_not_allowed_and_has_no_side_effect(redis_server, start_redis_worker,
-                                                         tmp_path):
+def test_os_system_is_not_allowed_and_has_no_side_effect(
+    redis_server, start_redis_worker, tmp_path
+):
     marker = tmp_path / "x"
     imported = tmp_path / "imported"
     module_dir = tmp_path / "mods"
     module_dir.mkdir()
     # A module outside the allowed prefix whose mere import leaves a trace.
     (module_dir / "hostile_mod.py").write_text(
-        f"open({str(imported)!r}, 'w').close()\n\ndef run():\n    return 'ran'\n")
+        f"open({str(imported)!r}, 'w').close()\n\ndef run():\n    return 'ran'\n"
+    )
     queue = Queue("sec", connection=redis_server.url)
     system = queue.enqueue("os:system", f"touch {marker}")
     hostile = queue.enqueue("hostile_mod:run")
     good = queue.enqueue("tests.worker.jobs:add", 2, 2)
     env_path = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = f"{module_dir}{os.pathsep}{env_path}" if env_path else str(
-        module_dir)
+    os.environ["PYTHONPATH"] = (
+        f"{module_dir}{os.pathsep}{env_path}" if env_path else str(module_dir)
+    )
     try:
         for backend in ("forking", "threading"):
             start_redis_worker(backend, 2, redis_server.url, "-q", "sec")

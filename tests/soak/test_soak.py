@@ -4,6 +4,7 @@ itself (a TTL, or a self-trimming registry), besides the namespace's own bookkee
 
 Not part of `make test`: `make soak` runs it (RQCONC_SOAK=1); writes docs/reliability.md.
 """
+
 import os
 import re
 import statistics
@@ -16,15 +17,18 @@ import psutil
 import pytest
 
 from rqconc import Queue
-from rqconc.job import DEFAULT_RESULT_TTL
-from rqconc.scripts import now_ms
-from rqconc.worker_source import RedisSource
+from rqconc.queue.job import DEFAULT_RESULT_TTL
+from rqconc.queue.steps import now_ms
+from rqconc.worker.source import RedisSource
 from tests.support.redis_server import RedisServer
 from tests.worker.conftest import RedisWorker
 
-pytestmark = [pytest.mark.soak,
-              pytest.mark.skipif(not os.environ.get("RQCONC_SOAK"),
-                                 reason="the soak runs with `make soak` (RQCONC_SOAK=1)")]
+pytestmark = [
+    pytest.mark.soak,
+    pytest.mark.skipif(
+        not os.environ.get("RQCONC_SOAK"), reason="the soak runs with `make soak` (RQCONC_SOAK=1)"
+    ),
+]
 
 JOBS = int(os.environ.get("SOAK_JOBS", "200000"))
 BATCH = 1000
@@ -33,8 +37,10 @@ SAMPLE_EVERY = 0.5  # the whole soak takes seconds to minutes: ~20+ points eithe
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
 # Keys that live as long as the namespace: counters, the queue list, the worker set, the
 # capped event stream, and the registries of ended jobs that trim themselves by score.
-PERMANENT = re.compile(r"^\{rqconc\}:(seq|queues|workers|events|finished:soak|"
-                       r"cron.*|scheduler.*)$")
+PERMANENT = re.compile(
+    r"^\{rqconc\}:(seq|queues|workers|events|finished:soak|"
+    r"cron.*|scheduler.*)$"
+)
 
 
 def _rss(pid):
@@ -50,8 +56,7 @@ def test_soak_rss_flat_and_no_key_left(tmp_path, redis_binary):
     server = RedisServer(redis_binary).start()
     client = server.client()
     queue = Queue("soak", connection=server.url)
-    worker = RedisWorker("forking", 2, server.url, tmp_path, "-q", "soak",
-                         "--log-level", "WARNING")
+    worker = RedisWorker("forking", 2, server.url, tmp_path, "-q", "soak", "--log-level", "WARNING")
     samples = []  # (seconds, jobs done, supervisor MB, [child MB...])
     finished_key = queue.keys.finished("soak")
     stop = threading.Event()
@@ -69,8 +74,14 @@ def test_soak_rss_flat_and_no_key_left(tmp_path, redis_binary):
                 kids = []
             child_rss = [r for r in (_rss(k) for k in kids) if r]
             if sup:
-                samples.append((time.monotonic() - started, done(), sup / 2**20,
-                                [r / 2**20 for r in child_rss]))
+                samples.append(
+                    (
+                        time.monotonic() - started,
+                        done(),
+                        sup / 2**20,
+                        [r / 2**20 for r in child_rss],
+                    )
+                )
 
     thread = threading.Thread(target=sampler, daemon=True)
     started = time.monotonic()
@@ -110,7 +121,7 @@ def test_soak_rss_flat_and_no_key_left(tmp_path, redis_binary):
     # Flat: after a warm-up (the first 10% of samples), the median total RSS of the last
     # quarter is within 10% of the first quarter's.
     totals = [s[2] + sum(s[3]) for s in samples]
-    steady = totals[len(totals) // 10:]
+    steady = totals[len(totals) // 10 :]
     quarter = max(1, len(steady) // 4)
     first, last = statistics.median(steady[:quarter]), statistics.median(steady[-quarter:])
     assert last <= first * 1.10, f"RSS grew from {first:.1f} MB to {last:.1f} MB"
@@ -122,12 +133,14 @@ def _leftover_keys(client):
     names = [raw.decode() for raw in client.scan_iter(count=1000)]
     for start in range(0, len(names), 1000):
         pipe = client.pipeline(transaction=False)
-        for key in names[start:start + 1000]:
+        for key in names[start : start + 1000]:
             pipe.ttl(key)
             pipe.type(key)
         replies = pipe.execute()
-        everything += [(key, replies[2 * i + 1].decode(), replies[2 * i])
-                       for i, key in enumerate(names[start:start + 1000])]
+        everything += [
+            (key, replies[2 * i + 1].decode(), replies[2 * i])
+            for i, key in enumerate(names[start : start + 1000])
+        ]
     for key, kind, ttl in everything:
         if ttl > 0 or ttl == -2:  # -2: expired between SCAN and TTL
             continue
@@ -146,44 +159,58 @@ def _leftover_keys(client):
             if client.zcount(key, f"({now + DEFAULT_RESULT_TTL * 1000}", "(+inf"):
                 bad.append((key, "entries kept longer than result_ttl", ttl))
     job_keys = sum(1 for k, _, _ in everything if ":job:" in k or ":done:" in k)
-    summary = sorted((k, kind, ttl) for k, kind, ttl in everything
-                     if ":job:" not in k and ":done:" not in k)
-    return {"all": summary + [(f"... {job_keys} job/done keys, all with a TTL", "", "")],
-            "bad": bad}
+    summary = sorted(
+        (k, kind, ttl) for k, kind, ttl in everything if ":job:" not in k and ":done:" not in k
+    )
+    return {
+        "all": summary + [(f"... {job_keys} job/done keys, all with a TTL", "", "")],
+        "bad": bad,
+    }
 
 
 def _report(samples, elapsed):
-    lines = [f"{JOBS} no-op jobs through `forking 2` in {elapsed:.0f} s "
-             f"({JOBS / elapsed:.0f} jobs/s); RSS sampled every {SAMPLE_EVERY:g} s:", "",
-             "| t (s) | jobs done | supervisor MB | children MB | total MB |",
-             "|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"{JOBS} no-op jobs through `forking 2` in {elapsed:.0f} s "
+        f"({JOBS / elapsed:.0f} jobs/s); RSS sampled every {SAMPLE_EVERY:g} s:",
+        "",
+        "| t (s) | jobs done | supervisor MB | children MB | total MB |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     step = max(1, len(samples) // 20)
     shown = samples[::step]
     if samples and shown[-1] is not samples[-1]:
         shown.append(samples[-1])
     for t, n, sup, kids in shown:
-        lines.append(f"| {t:.1f} | {n} | {sup:.1f} | {' + '.join(f'{k:.1f}' for k in kids)} "
-                     f"| {sup + sum(kids):.1f} |")
+        lines.append(
+            f"| {t:.1f} | {n} | {sup:.1f} | {' + '.join(f'{k:.1f}' for k in kids)} "
+            f"| {sup + sum(kids):.1f} |"
+        )
     totals = [s[2] + sum(s[3]) for s in samples]
-    steady = totals[len(totals) // 10:]
+    steady = totals[len(totals) // 10 :]
     quarter = max(1, len(steady) // 4)
     if steady:
-        lines += ["", f"Median total RSS, first quarter after warm-up: "
-                  f"{statistics.median(steady[:quarter]):.1f} MB; last quarter: "
-                  f"{statistics.median(steady[-quarter:]):.1f} MB "
-                  f"(python {sys.version.split()[0]})."]
+        lines += [
+            "",
+            f"Median total RSS, first quarter after warm-up: "
+            f"{statistics.median(steady[:quarter]):.1f} MB; last quarter: "
+            f"{statistics.median(steady[-quarter:]):.1f} MB "
+            f"(python {sys.version.split()[0]}).",
+        ]
     return "\n".join(lines)
 
 
 def _write_doc(report, leftovers):
     keys = "\n".join(f"- `{k}` {kind} TTL {ttl}" for k, kind, ttl in leftovers["all"])
-    section = (f"<!-- soak:begin -->\nLast `make soak` run "
-               f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}): {report}\n\n"
-               f"Keys left in Redis after the run (TTL -1 = none; allowed only for the "
-               f"namespace bookkeeping and self-trimming registries):\n\n{keys}\n"
-               "<!-- soak:end -->")
+    section = (
+        f"<!-- soak:begin -->\nLast `make soak` run "
+        f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}): {report}\n\n"
+        f"Keys left in Redis after the run (TTL -1 = none; allowed only for the "
+        f"namespace bookkeeping and self-trimming registries):\n\n{keys}\n"
+        "<!-- soak:end -->"
+    )
     if JOBS < 200_000:
         return  # only the full run goes into the docs
     text = DOC.read_text()
-    DOC.write_text(re.sub(r"<!-- soak:begin -->.*?<!-- soak:end -->", lambda _: section, text,
-                          flags=re.S))
+    DOC.write_text(
+        re.sub(r"<!-- soak:begin -->.*?<!-- soak:end -->", lambda _: section, text, flags=re.S)
+    )

@@ -1,4 +1,5 @@
 """Private redis-server processes for tests: own port, own directory, killable."""
+
 from __future__ import annotations
 
 import os
@@ -37,8 +38,13 @@ def free_port() -> int:
 class RedisServer:
     """One redis-server on a free loopback port, started and stopped by the test."""
 
-    def __init__(self, binary: str, password: Optional[str] = None, appendonly: bool = False,
-                 extra_args: tuple = ()) -> None:
+    def __init__(
+        self,
+        binary: str,
+        password: Optional[str] = None,
+        appendonly: bool = False,
+        extra_args: tuple = (),
+    ) -> None:
         self.binary = binary
         self.password = password
         self.appendonly = appendonly
@@ -56,11 +62,27 @@ class RedisServer:
         return redis.Redis.from_url(self.url)
 
     def start(self, _attempts: int = 3) -> RedisServer:
-        args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                "--dir", self.dir, "--save", "", "--daemonize", "no",
-                "--appendonly", "yes" if self.appendonly else "no",
-                "--appendfsync", "always", "--loglevel", "warning",
-                "--logfile", os.path.join(self.dir, "redis.log")]
+        args = [
+            self.binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            self.dir,
+            "--save",
+            "",
+            "--daemonize",
+            "no",
+            "--appendonly",
+            "yes" if self.appendonly else "no",
+            "--appendfsync",
+            "always",
+            "--loglevel",
+            "warning",
+            "--logfile",
+            os.path.join(self.dir, "redis.log"),
+        ]
         if self.password:
             args += ["--requirepass", self.password]
         args += list(self.extra_args)

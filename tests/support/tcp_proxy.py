@@ -9,6 +9,7 @@ Workers connect to the proxy instead of Redis; the test decides what the wire do
 One thread accepts, two threads per connection pump bytes; all are daemons, `close()` ends
 them. The proxy only ever binds 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import socket
@@ -37,8 +38,7 @@ class TcpProxy:
 
     # ---- lifecycle ----
     def start(self) -> TcpProxy:
-        self._thread = threading.Thread(target=self._accept_loop, name="tcp-proxy",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._accept_loop, name="tcp-proxy", daemon=True)
         self._thread.start()
         return self
 
@@ -101,11 +101,13 @@ class TcpProxy:
                 self._pairs.append((client, upstream))
                 self.accepted += 1
             for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst, (client, upstream)),
-                                 daemon=True).start()
+                threading.Thread(
+                    target=self._pump, args=(src, dst, (client, upstream)), daemon=True
+                ).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket,
-              pair: Tuple[socket.socket, socket.socket]) -> None:
+    def _pump(
+        self, src: socket.socket, dst: socket.socket, pair: Tuple[socket.socket, socket.socket]
+    ) -> None:
         try:
             while True:
                 data = src.recv(_CHUNK)

@@ -1,4 +1,5 @@
 """Drive `python main.py ...` as a real subprocess and read what it does."""
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,11 @@ class Spool:
 
     def wait_idle(self, size: int, timeout: float = 15) -> Dict:
         """Wait until the supervisor reports `size` idle children; its status then."""
-        return wait_for(lambda: self.status().get("idle") == size and self.status(),
-                        timeout, message=f"{size} idle children")
+        return wait_for(
+            lambda: self.status().get("idle") == size and self.status(),
+            timeout,
+            message=f"{size} idle children",
+        )
 
     def waiting(self) -> List[str]:
         return sorted(p.stem for p in self.dir.glob("*.json"))
@@ -64,15 +68,29 @@ class Spool:
 class Worker:
     """One `python main.py BACKEND SIZE --source fake ...` subprocess."""
 
-    def __init__(self, backend: str, size: int, spool: Spool, *extra: str,
-                 new_session: bool = True) -> None:
-        args = [sys.executable, str(ROOT / "main.py"), backend, str(size), "--source", "fake",
-                "--fake-spool", str(spool.dir), "--fake-log", str(spool.log),
-                "--log-level", "DEBUG", *extra]
+    def __init__(
+        self, backend: str, size: int, spool: Spool, *extra: str, new_session: bool = True
+    ) -> None:
+        args = [
+            sys.executable,
+            str(ROOT / "main.py"),
+            backend,
+            str(size),
+            "--source",
+            "fake",
+            "--fake-spool",
+            str(spool.dir),
+            "--fake-log",
+            str(spool.log),
+            "--log-level",
+            "DEBUG",
+            *extra,
+        ]
         self.stderr_path = spool.dir.parent / f"worker-{time.monotonic_ns()}.log"
         self._stderr = open(self.stderr_path, "wb")
-        self.process = subprocess.Popen(args, cwd=ROOT, stdout=self._stderr, stderr=self._stderr,
-                                        start_new_session=new_session)
+        self.process = subprocess.Popen(
+            args, cwd=ROOT, stdout=self._stderr, stderr=self._stderr, start_new_session=new_session
+        )
         self.pid = self.process.pid
         self.size = size
 
@@ -98,7 +116,8 @@ class Worker:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             raise AssertionError(
-                f"worker still running {timeout}s later:\n{self.output()}") from None
+                f"worker still running {timeout}s later:\n{self.output()}"
+            ) from None
 
     def close(self) -> None:
         if self.process.poll() is None:

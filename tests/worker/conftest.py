@@ -14,10 +14,22 @@ class RedisWorker:
     def __init__(self, backend, size, url, tmp_path, *extra):
         self.log_path = tmp_path / f"worker-{time.monotonic_ns()}.log"
         self._log = open(self.log_path, "wb")
-        args = [sys.executable, str(ROOT / "main.py"), backend, str(size), "--url", url,
-                "--allow", "tests", "--log-level", "DEBUG", *extra]
-        self.process = subprocess.Popen(args, cwd=ROOT, stdout=self._log, stderr=self._log,
-                                        start_new_session=True)
+        args = [
+            sys.executable,
+            str(ROOT / "main.py"),
+            backend,
+            str(size),
+            "--url",
+            url,
+            "--allow",
+            "tests",
+            "--log-level",
+            "DEBUG",
+            *extra,
+        ]
+        self.process = subprocess.Popen(
+            args, cwd=ROOT, stdout=self._log, stderr=self._log, start_new_session=True
+        )
         self.pid = self.process.pid
 
     def output(self):

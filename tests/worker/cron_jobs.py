@@ -1,4 +1,5 @@
 """Job functions of the cron and scheduling tests; each execution leaves a trace in Redis."""
+
 import json
 import os
 import time

@@ -1,4 +1,5 @@
 """Job functions the end-to-end tests enqueue; each execution leaves a trace in Redis."""
+
 import os
 import time
 

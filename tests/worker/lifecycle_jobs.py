@@ -1,4 +1,5 @@
 """Job functions of the lifecycle tests; each leaves a trace in the test's Redis."""
+
 import time
 
 import redis
@@ -45,8 +46,14 @@ def stage(url: str, n: int, seconds: float = 0.0) -> object:
     if seconds:
         time.sleep(seconds)
     if n < 3:
-        return Next(f"stage{n + 1}", "tests.worker.lifecycle_jobs:stage", url, n + 1,
-                    seconds, result=f"stage {n} done")
+        return Next(
+            f"stage{n + 1}",
+            "tests.worker.lifecycle_jobs:stage",
+            url,
+            n + 1,
+            seconds,
+            result=f"stage {n} done",
+        )
     return "flow done"
 
 

@@ -1,4 +1,5 @@
 """`python main.py BACKEND SIZE --demo N`: fills the queue, shows progress, exits with a summary."""
+
 import subprocess
 import sys
 
@@ -11,9 +12,21 @@ from tests.support.worker_process import ROOT
 @pytest.mark.parametrize("backend", ["forking", "gevent"])
 def test_demo_runs_every_job_and_prints_a_summary(backend, redis_server):
     result = subprocess.run(
-        [sys.executable, str(ROOT / "main.py"), backend, "4", "--demo", "200",
-         "--url", redis_server.url],
-        cwd=ROOT, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            str(ROOT / "main.py"),
+            backend,
+            "4",
+            "--demo",
+            "200",
+            "--url",
+            redis_server.url,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     # The live display shows the jobs: no log line per job runs through it.
     assert "event=" not in result.stderr + result.stdout

@@ -1,5 +1,6 @@
 """SPEC section 3, lifecycle, through real `python main.py` workers on real Redis:
 dependencies, callbacks, webhooks, flows under SIGKILL, cancel in every backend, events."""
+
 import json
 import signal
 import threading
@@ -35,14 +36,16 @@ def test_a_diamond_of_dependencies_runs_in_order(redis_server, start_redis_worke
 
 
 def test_a_failing_parent_cancels_its_children_unless_they_allow_failure(
-        redis_server, start_redis_worker):
+    redis_server, start_redis_worker
+):
     url, client = redis_server.url, redis_server.client()
     q = Queue(connection=url)
     parent = q.enqueue(f"{JOBS}:broken", url)
     child = q.enqueue(f"{JOBS}:mark", url, "child", depends_on=parent)
     grandchild = q.enqueue(f"{JOBS}:mark", url, "grandchild", depends_on=child)
-    cleanup = q.enqueue(f"{JOBS}:mark", url, "cleanup",
-                        depends_on=Dependency(parent, allow_failure=True))
+    cleanup = q.enqueue(
+        f"{JOBS}:mark", url, "cleanup", depends_on=Dependency(parent, allow_failure=True)
+    )
     start_redis_worker("threading", 2, url)
     assert cleanup.get(timeout=15) == "cleanup"
     for job in (child, grandchild):
@@ -51,18 +54,24 @@ def test_a_failing_parent_cancels_its_children_unless_they_allow_failure(
     assert listed(client, "order") == ["broken", "cleanup"]
 
 
-def test_callbacks_run_after_the_job_with_its_result_or_error(redis_server,
-                                                              start_redis_worker):
+def test_callbacks_run_after_the_job_with_its_result_or_error(redis_server, start_redis_worker):
     url, client = redis_server.url, redis_server.client()
     q = Queue(connection=url)
-    good = q.enqueue(f"{JOBS}:mark", url, "good", on_success=f"{JOBS}:on_success",
-                     on_failure=f"{JOBS}:on_failure")
-    bad = q.enqueue(f"{JOBS}:broken", url, on_success=f"{JOBS}:on_success",
-                    on_failure=f"{JOBS}:on_failure")
+    good = q.enqueue(
+        f"{JOBS}:mark",
+        url,
+        "good",
+        on_success=f"{JOBS}:on_success",
+        on_failure=f"{JOBS}:on_failure",
+    )
+    bad = q.enqueue(
+        f"{JOBS}:broken", url, on_success=f"{JOBS}:on_success", on_failure=f"{JOBS}:on_failure"
+    )
     start_redis_worker("forking", 2, url)
     wait_for(lambda: len(listed(client, "callbacks")) == 2, timeout=15, message="callbacks")
     assert sorted(listed(client, "callbacks")) == sorted(
-        [f"success {good.id} good", f"failure {bad.id} ValueError"])
+        [f"success {good.id} good", f"failure {bad.id} ValueError"]
+    )
 
 
 def test_a_callable_on_success_runs_on_a_real_worker(redis_server, start_redis_worker):
@@ -77,7 +86,8 @@ def test_a_callable_on_success_runs_on_a_real_worker(redis_server, start_redis_w
 
 
 def test_an_on_failure_outside_the_allow_list_is_refused_and_the_job_ends_normally(
-        redis_server, start_redis_worker):
+    redis_server, start_redis_worker
+):
     url = redis_server.url
     q = Queue(connection=url)
     bad = q.enqueue(f"{JOBS}:broken", url, on_failure="os:system", retry=None)
@@ -130,8 +140,9 @@ def hook_server():
         server.server_close()
 
 
-def test_webhooks_post_the_outcome_and_a_down_server_is_retried(redis_server, hook_server,
-                                                                 start_redis_worker):
+def test_webhooks_post_the_outcome_and_a_down_server_is_retried(
+    redis_server, hook_server, start_redis_worker
+):
     url = redis_server.url
     down_port = free_port()
     q = Queue(connection=url)
@@ -148,16 +159,14 @@ def test_webhooks_post_the_outcome_and_a_down_server_is_retried(redis_server, ho
     assert path == "/x" and body["id"] == late.id and body["status"] == "finished"
     assert body["result"] == "late" and hook.get(timeout=5) == 200
 
-    failed = q.enqueue(f"{JOBS}:broken", url, failure_url=f"{base}/ko",
-                       success_url=f"{base}/ok")
+    failed = q.enqueue(f"{JOBS}:broken", url, failure_url=f"{base}/ko", success_url=f"{base}/ok")
     wait_for(lambda: len(Hooks.received) == 2, timeout=10, message="failure webhook")
     path, body = Hooks.received[1]
     assert path == "/ko" and body["id"] == failed.id and body["status"] == "failed"
     assert body["error"]["type"] == "ValueError"
 
 
-def test_a_webhook_refused_with_a_4xx_is_not_retried(redis_server, hook_server,
-                                                     start_redis_worker):
+def test_a_webhook_refused_with_a_4xx_is_not_retried(redis_server, hook_server, start_redis_worker):
     url = redis_server.url
     base = hook_server(status=404)
     q = Queue(connection=url)
@@ -171,7 +180,8 @@ def test_a_webhook_refused_with_a_4xx_is_not_retried(redis_server, hook_server,
 
 @pytest.mark.parametrize("transient", [503, 429])
 def test_a_webhook_answered_with_a_transient_status_is_retried_with_backoff(
-        transient, redis_server, hook_server, start_redis_worker):
+    transient, redis_server, hook_server, start_redis_worker
+):
     url = redis_server.url
     base = hook_server(answers=[transient] * 3)  # then 200
     q = Queue(connection=url)
@@ -189,7 +199,8 @@ def test_a_webhook_answered_with_a_transient_status_is_retried_with_backoff(
 
 
 def test_a_three_stage_flow_survives_sigkill_between_and_during_stages(
-        redis_server, start_redis_worker):
+    redis_server, start_redis_worker
+):
     url, client = redis_server.url, redis_server.client()
     first = Queue("stage1", connection=url).enqueue(f"{JOBS}:stage", url, 1, 1.0)
     only_first = start_redis_worker("forking", 1, url, "-q", "stage1")
@@ -201,8 +212,9 @@ def test_a_three_stage_flow_survives_sigkill_between_and_during_stages(
     wait_for(lambda: listed(client, "stages") == ["1", "2"], timeout=15, message="stage 2")
     rest.signal(signal.SIGKILL)  # during stage 2: its lease expires, it runs again
     start_redis_worker("threading", 1, url, "-q", "stage2,stage3", "--lease-seconds", "1")
-    stages = wait_for(lambda: len(first.flow()) == 3 and first.flow(), timeout=40,
-                      message="three stages")
+    stages = wait_for(
+        lambda: len(first.flow()) == 3 and first.flow(), timeout=40, message="three stages"
+    )
     assert stages[2].get(timeout=20) == "flow done"
     assert [s.get(timeout=1) for s in stages] == ["stage 1 done", "stage 2 done", "flow done"]
     runs = listed(client, "stages")
@@ -232,21 +244,26 @@ def test_cancel_stops_a_running_job_within_2_s(backend, redis_server, start_redi
         # A thread cannot be killed (docs/backends.md): it naps on, and the fence refuses
         # the outcome it then records.
         assert listed(client, "order") == ["nap ended", "next"]
-        wait_for(lambda: f"job {job.id}: its lease was lost" in worker.output(),
-                 message="the late outcome refused")
+        wait_for(
+            lambda: f"job {job.id}: its lease was lost" in worker.output(),
+            message="the late outcome refused",
+        )
         assert job.status == JobStatus.CANCELED
     else:
         assert listed(client, "order") == ["next"]
     assert [e["event"] for e in EventStream(url).for_job(job.id)] == [
-        "queued", "started", "canceled"]
+        "queued",
+        "started",
+        "canceled",
+    ]
 
 
-def test_a_jobs_life_is_in_the_event_stream_and_the_log_in_order(redis_server,
-                                                                 start_redis_worker):
+def test_a_jobs_life_is_in_the_event_stream_and_the_log_in_order(redis_server, start_redis_worker):
     url = redis_server.url
     worker = start_redis_worker("threading", 1, url)
-    job = Queue(connection=url).enqueue(f"{JOBS}:fail_first_times", url, 1,
-                                        retry=Retry(max=2, backoff=0.2, jitter=False))
+    job = Queue(connection=url).enqueue(
+        f"{JOBS}:fail_first_times", url, 1, retry=Retry(max=2, backoff=0.2, jitter=False)
+    )
     assert job.get(timeout=15) == "ok after 2"
     events = [e["event"] for e in EventStream(url).for_job(job.id)]
     assert events == ["queued", "started", "retry", "queued", "started", "finished"]
@@ -265,4 +282,5 @@ def test_the_event_stream_hook_ships_every_event_once(redis_server, start_redis_
     stream = EventStream(redis.Redis.from_url(url))
     stream.ship(shipped.append, group="elastic", stop=lambda: len(shipped) >= 15)
     assert sorted((e["job_id"], e["event"]) for e in shipped) == sorted(
-        (j.id, event) for j in jobs for event in ("queued", "started", "finished"))
+        (j.id, event) for j in jobs for event in ("queued", "started", "finished")
+    )

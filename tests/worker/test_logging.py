@@ -1,5 +1,6 @@
 """Worker logging: `--log-format json|text`, one line per job transition with its fields,
 nothing per job at WARNING, and never a password."""
+
 import io
 import json
 import logging
@@ -8,7 +9,7 @@ import signal
 import pytest
 
 from rqconc import JobFailed, Queue
-from rqconc.logs import configure
+from rqconc.worker.logs import configure
 from tests.support.worker_process import BACKENDS
 
 LEAKY_URL = "redis://alice:hunter2-secret@db.internal:6379/0"
@@ -34,9 +35,11 @@ def stop(worker):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_json_format_every_line_is_an_object_with_the_job_fields(
-        backend, redis_server, start_redis_worker):
-    worker = start_redis_worker(backend, 2, redis_server.url, "--log-format", "json",
-                                "--name", "w-json")
+    backend, redis_server, start_redis_worker
+):
+    worker = start_redis_worker(
+        backend, 2, redis_server.url, "--log-format", "json", "--name", "w-json"
+    )
     jobs = run_jobs(redis_server.url)
     lines = stop(worker).splitlines()
     entries = [json.loads(line) for line in lines]  # every stderr line parses
@@ -47,8 +50,10 @@ def test_json_format_every_line_is_an_object_with_the_job_fields(
     # Exactly one line per transition, started before finished.
     transitions = [(e["job_id"], e["event"]) for e in entries if "event" in e]
     for job in jobs:
-        assert [t for t in transitions if t[0] == job.id] == [(job.id, "started"),
-                                                              (job.id, "finished")]
+        assert [t for t in transitions if t[0] == job.id] == [
+            (job.id, "started"),
+            (job.id, "finished"),
+        ]
     for entry in finished.values():
         assert entry["queue"] == "default" and entry["worker"] == "w-json"
         assert entry["level"] == "INFO" and entry["logger"] == "rqconc.worker"
@@ -56,16 +61,18 @@ def test_json_format_every_line_is_an_object_with_the_job_fields(
         assert entry["ts"].endswith("Z")
 
 
-def test_text_format_has_key_value_fields_and_masks_passwords(redis_server,
-                                                              start_redis_worker):
+def test_text_format_has_key_value_fields_and_masks_passwords(redis_server, start_redis_worker):
     worker = start_redis_worker("forking", 2, redis_server.url, "--log-format", "text")
     (job,) = run_jobs(redis_server.url, 1)
     failing = Queue(connection=redis_server.url).enqueue("tests.worker.test_logging:leak_url")
     with pytest.raises(JobFailed):
         failing.get(timeout=15)
     output = stop(worker)
-    line = next(line for line in output.splitlines() if f"job_id={job.id}" in line
-                and "event=finished" in line)
+    line = next(
+        line
+        for line in output.splitlines()
+        if f"job_id={job.id}" in line and "event=finished" in line
+    )
     assert " queue=default " in line and " duration=" in line and " worker=" in line
     failed = [line for line in output.splitlines() if f"job_id={failing.id}" in line]
     assert failed and "event=failed" in failed[-1]

@@ -1,6 +1,7 @@
 """Containers: the worker as PID 1 of a new PID namespace (`unshare --pid --fork
 --mount-proc`, as in a container without an init), `--shutdown-timeout` shorter than the
 grace period, and `rqconc ping --worker` as the health check."""
+
 import os
 import shutil
 import signal
@@ -14,7 +15,7 @@ import redis
 
 from rqconc import Job, JobStatus, Queue
 from rqconc.gevent_first import backend_named
-from rqconc.registry import list_workers
+from rqconc.worker.registry import list_workers
 from tests.cli.test_commands import rqconc
 from tests.support.worker_process import BACKENDS, PROCESS_BACKENDS, ROOT, wait_for
 
@@ -37,13 +38,15 @@ def spawn_orphan(url: str) -> int:
 def unshare_works() -> bool:
     if not shutil.which("unshare"):
         return False
-    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"],
-                           capture_output=True)
+    probe = subprocess.run(
+        ["unshare", "--pid", "--fork", "--mount-proc", "true"], capture_output=True
+    )
     return probe.returncode == 0
 
 
-needs_unshare = pytest.mark.skipif(not unshare_works(),
-                                   reason="unshare --pid needs root or user namespaces")
+needs_unshare = pytest.mark.skipif(
+    not unshare_works(), reason="unshare --pid needs root or user namespaces"
+)
 
 
 class Pid1Worker:
@@ -52,14 +55,31 @@ class Pid1Worker:
     def __init__(self, tmp_path, backend, size, url, *extra):
         self.log_path = tmp_path / "pid1-worker.log"
         self._log = open(self.log_path, "wb")
-        args = ["unshare", "--pid", "--fork", "--mount-proc", sys.executable,
-                str(ROOT / "main.py"), backend, str(size), "--url", url, "--allow", "tests",
-                "--name", "pid1", *extra]
-        self.unshare = subprocess.Popen(args, cwd=ROOT, stdout=self._log, stderr=self._log,
-                                        start_new_session=True)
+        args = [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--mount-proc",
+            sys.executable,
+            str(ROOT / "main.py"),
+            backend,
+            str(size),
+            "--url",
+            url,
+            "--allow",
+            "tests",
+            "--name",
+            "pid1",
+            *extra,
+        ]
+        self.unshare = subprocess.Popen(
+            args, cwd=ROOT, stdout=self._log, stderr=self._log, start_new_session=True
+        )
         # The supervisor as the host sees it: unshare's only child.
-        self.supervisor = wait_for(lambda: (psutil.Process(self.unshare.pid).children()
-                                            or [None])[0], message="supervisor started")
+        self.supervisor = wait_for(
+            lambda: (psutil.Process(self.unshare.pid).children() or [None])[0],
+            message="supervisor started",
+        )
 
     def output(self):
         return self.log_path.read_text(errors="replace")
@@ -112,7 +132,8 @@ def pool_children(worker):
 @needs_unshare
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_as_pid1_the_worker_reaps_orphans_and_sigterm_is_a_warm_shutdown(
-        backend, redis_server, pid1_worker):
+    backend, redis_server, pid1_worker
+):
     worker = pid1_worker(backend, 2, redis_server.url)
     wait_for(lambda: "supervisor pid1 started" in worker.output(), message="worker up")
     if backend in PROCESS_BACKENDS:
@@ -125,13 +146,17 @@ def test_as_pid1_the_worker_reaps_orphans_and_sigterm_is_a_warm_shutdown(
     q = Queue(connection=redis_server.url)
     q.enqueue("tests.worker.test_pid1:spawn_orphan", redis_server.url).get(timeout=15)
     # The daemon now hangs below PID 1 (its parent exited); let it exit too.
-    wait_for(lambda: len(pool_children(worker) or []) == below + 1,
-             message="orphan adopted by PID 1")
+    wait_for(
+        lambda: len(pool_children(worker) or []) == below + 1, message="orphan adopted by PID 1"
+    )
     client.rpush("orphan:go", 1)
     wait_for(lambda: client.llen("orphan:exiting") == 1, message="orphan exiting")
     # Once it has exited, nothing stays a zombie and only PID 1's own children remain.
-    wait_for(lambda: pool_children(worker) is not None and len(pool_children(worker)) == below,
-             timeout=5, message=f"orphan reaped, have {worker.descendants()}")
+    wait_for(
+        lambda: pool_children(worker) is not None and len(pool_children(worker)) == below,
+        timeout=5,
+        message=f"orphan reaped, have {worker.descendants()}",
+    )
 
     # A job still running when SIGTERM reaches PID 1 finishes (warm), and only once.
     job = q.enqueue("tests.worker.jobs:nap", 1.0)
@@ -140,13 +165,13 @@ def test_as_pid1_the_worker_reaps_orphans_and_sigterm_is_a_warm_shutdown(
     worker.supervisor.send_signal(signal.SIGTERM)
     assert worker.unshare.wait(15) == 0, worker.output()
     assert job.status == JobStatus.FINISHED and job.attempts == 1
-    assert worker.output().count("warm shutdown") == 1 and "cold shutdown" not in \
-        worker.output()
+    assert worker.output().count("warm shutdown") == 1 and "cold shutdown" not in worker.output()
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in children)
 
 
 def test_a_shutdown_timeout_below_the_grace_period_requeues_the_running_job(
-        redis_server, start_redis_worker):
+    redis_server, start_redis_worker
+):
     worker = start_redis_worker("forking", 2, redis_server.url, "--shutdown-timeout", "1")
     q = Queue(connection=redis_server.url)
     job = q.enqueue("tests.worker.jobs:nap", 30)
@@ -167,8 +192,11 @@ def test_ping_worker_is_the_health_check(redis_server, start_redis_worker):
     url = redis_server.url
     worker = start_redis_worker("threading", 1, url, "--name", "probe-me")
     client = redis_server.client()
-    wait_for(lambda: [w for w in list_workers(client) if w["name"] == "probe-me"],
-             timeout=15, message="worker registered")
+    wait_for(
+        lambda: [w for w in list_workers(client) if w["name"] == "probe-me"],
+        timeout=15,
+        message="worker registered",
+    )
     assert rqconc("ping", "--worker", "probe-me", "--url", url).returncode == 0
     worker.signal(signal.SIGKILL)
     worker.wait_exit(5)
@@ -182,14 +210,16 @@ def test_ping_worker_is_the_health_check(redis_server, start_redis_worker):
     assert stale.returncode == 1 and "probe-me" in stale.stderr
 
 
-@pytest.mark.parametrize("argv,positional,backend", [
-    (["threading", "4", "-q", "a"], True, "threading"),
-    (["-b", "gevent", "-n", "2"], False, "gevent"),
-    (["-n", "2", "--backend", "threading"], False, "threading"),
-    (["--backend=gevent"], False, "gevent"),
-    (["-bthreading"], False, "threading"),
-    (["-n", "2"], False, None),
-])
-def test_the_entry_points_read_the_backend_before_anything_is_imported(argv, positional,
-                                                                       backend):
+@pytest.mark.parametrize(
+    "argv,positional,backend",
+    [
+        (["threading", "4", "-q", "a"], True, "threading"),
+        (["-b", "gevent", "-n", "2"], False, "gevent"),
+        (["-n", "2", "--backend", "threading"], False, "threading"),
+        (["--backend=gevent"], False, "gevent"),
+        (["-bthreading"], False, "threading"),
+        (["-n", "2"], False, None),
+    ],
+)
+def test_the_entry_points_read_the_backend_before_anything_is_imported(argv, positional, backend):
     assert backend_named(argv, positional) == backend

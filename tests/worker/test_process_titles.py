@@ -1,6 +1,7 @@
 """Process titles of a real worker on real Redis: `ps` shows the supervisor's queue and
 busy/idle counts, the child running a job with that job's id, and `suspended` after
 `rqconc suspend` (tests/engine/test_titles.py covers the formats on the fake source)."""
+
 import psutil
 
 from rqconc import JobStatus, Queue
@@ -10,12 +11,16 @@ from tests.support.waiting import wait_for
 
 
 def wait_title(pid, expected, message):
-    wait_for(lambda: ps_args(pid) == expected, timeout=15,
-             message=f"{message}: want {expected!r}, have {ps_args(pid)!r}")
+    wait_for(
+        lambda: ps_args(pid) == expected,
+        timeout=15,
+        message=f"{message}: want {expected!r}, have {ps_args(pid)!r}",
+    )
 
 
 def test_ps_shows_a_forking_workers_queue_busy_child_job_and_suspension(
-        redis_server, start_redis_worker):
+    redis_server, start_redis_worker
+):
     url = redis_server.url
     worker = start_redis_worker("forking", 2, url, "-q", "titled", "--name", "titles")
     supervisor = "rqconc: supervisor forking 2 [titled] busy={} idle={}{} name=titles"
@@ -26,10 +31,13 @@ def test_ps_shows_a_forking_workers_queue_busy_child_job_and_suspension(
     wait_title(worker.pid, supervisor.format(1, 1, ""), "busy supervisor")
     children = [child.pid for child in psutil.Process(worker.pid).children()]
     assert len(children) == 2
-    either_child_busy = [sorted([f"rqconc: child {i} busy {job.id}", f"rqconc: child {1 - i} idle"])
-                         for i in (0, 1)]
-    wait_for(lambda: sorted(map(ps_args, children)) in either_child_busy,
-             message=f"child titles, have {list(map(ps_args, children))}")
+    either_child_busy = [
+        sorted([f"rqconc: child {i} busy {job.id}", f"rqconc: child {1 - i} idle"]) for i in (0, 1)
+    ]
+    wait_for(
+        lambda: sorted(map(ps_args, children)) in either_child_busy,
+        message=f"child titles, have {list(map(ps_args, children))}",
+    )
 
     ok("suspend", "--url", url)
     wait_title(worker.pid, supervisor.format(1, 1, " suspended"), "suspended supervisor")

@@ -1,11 +1,12 @@
 """SPEC section 3, control: suspend makes every worker stop taking jobs; resume undoes it."""
+
 import time
 
 import pytest
 
 from rqconc import JobStatus, Queue
-from rqconc.control import is_suspended, resume, suspend
-from rqconc.registry import list_workers
+from rqconc.queue.control import is_suspended, resume, suspend
+from rqconc.worker.registry import list_workers
 from tests.support.worker_process import BACKENDS, wait_for
 
 
@@ -16,7 +17,8 @@ def registry_state(server):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_suspend_lets_busy_children_finish_takes_nothing_new_and_resume_undoes_it(
-        backend, redis_server, start_redis_worker):
+    backend, redis_server, start_redis_worker
+):
     start_redis_worker(backend, 2, redis_server.url)
     q = Queue(connection=redis_server.url)
     running = q.enqueue("tests.worker.jobs:nap", 1.5)

@@ -1,4 +1,5 @@
 """SPEC sections 2-3 end to end: a real worker (`python main.py ...`) on a real Redis."""
+
 import os
 import random
 import signal
@@ -7,7 +8,7 @@ import time
 import pytest
 
 from rqconc import Job, JobFailed, JobStatus, Queue
-from rqconc.registry import list_workers
+from rqconc.worker.registry import list_workers
 from tests.support.worker_process import BACKENDS, PROCESS_BACKENDS, pid_alive, wait_for
 
 
@@ -16,13 +17,17 @@ def executions(server):
 
 
 def wait_workers(server, count, timeout=15):
-    return wait_for(lambda: len(list_workers(server.client())) == count and
-                    list_workers(server.client()), timeout, message=f"{count} workers")
+    return wait_for(
+        lambda: len(list_workers(server.client())) == count and list_workers(server.client()),
+        timeout,
+        message=f"{count} workers",
+    )
 
 
 def wait_started(jobs, timeout=15):
-    wait_for(lambda: all(j.status == JobStatus.STARTED for j in jobs), timeout,
-             message="jobs started")
+    wait_for(
+        lambda: all(j.status == JobStatus.STARTED for j in jobs), timeout, message="jobs started"
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -39,8 +44,7 @@ def test_a_job_runs_and_its_result_comes_back(backend, redis_server, start_redis
 def test_warm_shutdown_loses_nothing(backend, redis_server, start_redis_worker):
     worker = start_redis_worker(backend, 3, redis_server.url)
     q = Queue(connection=redis_server.url)
-    jobs = [q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 1.0)
-            for n in range(2)]
+    jobs = [q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 1.0) for n in range(2)]
     wait_started(jobs)
     worker.signal(signal.SIGTERM)
     assert worker.wait_exit(10) == 0
@@ -50,7 +54,8 @@ def test_warm_shutdown_loses_nothing(backend, redis_server, start_redis_worker):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_cold_shutdown_puts_running_jobs_back_at_the_front_without_an_attempt(
-        backend, redis_server, start_redis_worker):
+    backend, redis_server, start_redis_worker
+):
     worker = start_redis_worker(backend, 2, redis_server.url)
     q = Queue(connection=redis_server.url)
     running = [q.enqueue("tests.worker.jobs:nap", 30) for _ in range(2)]
@@ -67,12 +72,14 @@ def test_cold_shutdown_puts_running_jobs_back_at_the_front_without_an_attempt(
 
 @pytest.mark.parametrize("backend", PROCESS_BACKENDS)
 def test_a_child_killed_mid_job_is_a_failed_attempt_and_the_job_runs_again(
-        backend, redis_server, start_redis_worker):
+    backend, redis_server, start_redis_worker
+):
     start_redis_worker(backend, 2, redis_server.url)
     q = Queue(connection=redis_server.url)
     job = q.enqueue("tests.worker.jobs:record", redis_server.url, "victim", 3)
-    pid = int(wait_for(lambda: redis_server.client().lindex("pids:victim", 0),
-                       message="job running"))
+    pid = int(
+        wait_for(lambda: redis_server.client().lindex("pids:victim", 0), message="job running")
+    )
     os.kill(pid, signal.SIGKILL)
     # WorkerLost is retried by the default policy (after a 1-2 s backoff).
     wait_for(lambda: job.status == JobStatus.FINISHED, timeout=20, message="job finished")
@@ -82,17 +89,20 @@ def test_a_child_killed_mid_job_is_a_failed_attempt_and_the_job_runs_again(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sigkill_of_the_supervisor_then_a_new_worker_finishes_every_job(
-        backend, redis_server, start_redis_worker):
+    backend, redis_server, start_redis_worker
+):
     first = start_redis_worker(backend, 2, redis_server.url, "--lease-seconds", "2")
     q = Queue(connection=redis_server.url)
-    jobs = [q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 0.5)
-            for n in range(8)]
+    jobs = [q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 0.5) for n in range(8)]
     wait_for(lambda: len(executions(redis_server)) >= 2, message="first jobs running")
     first.signal(signal.SIGKILL)
     first.wait_exit(5)
     start_redis_worker(backend, 2, redis_server.url, "--lease-seconds", "2")
-    wait_for(lambda: all(j.status == JobStatus.FINISHED for j in jobs), timeout=40,
-             message="every job finished")
+    wait_for(
+        lambda: all(j.status == JobStatus.FINISHED for j in jobs),
+        timeout=40,
+        message="every job finished",
+    )
     ran = executions(redis_server)
     assert set(ran) == {f"j{n}" for n in range(8)}
     # Only jobs whose worker vanished mid-run may have run twice.
@@ -101,7 +111,8 @@ def test_sigkill_of_the_supervisor_then_a_new_worker_finishes_every_job(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_job_longer_than_its_lease_never_runs_twice_while_its_worker_lives(
-        backend, redis_server, start_redis_worker):
+    backend, redis_server, start_redis_worker
+):
     start_redis_worker(backend, 1, redis_server.url, "--lease-seconds", "1")
     start_redis_worker(backend, 1, redis_server.url, "--lease-seconds", "1")
     q = Queue(connection=redis_server.url)
@@ -113,7 +124,8 @@ def test_a_job_longer_than_its_lease_never_runs_twice_while_its_worker_lives(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_job_blocked_in_sleep_past_its_timeout_fails_with_jobtimeout_and_the_next_runs(
-        backend, redis_server, start_redis_worker):
+    backend, redis_server, start_redis_worker
+):
     start_redis_worker(backend, 1, redis_server.url)
     q = Queue(connection=redis_server.url)
     stuck = q.enqueue("tests.worker.jobs:nap", 30, timeout=1)
@@ -128,8 +140,7 @@ def test_a_job_blocked_in_sleep_past_its_timeout_fails_with_jobtimeout_and_the_n
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_priority_then_fifo_order_through_a_single_child(backend, redis_server,
-                                                         start_redis_worker):
+def test_priority_then_fifo_order_through_a_single_child(backend, redis_server, start_redis_worker):
     q = Queue(connection=redis_server.url)
     rng = random.Random(3)
     expected = []
@@ -144,17 +155,21 @@ def test_priority_then_fifo_order_through_a_single_child(backend, redis_server,
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_worker_registers_heartbeats_and_leaves_the_registry(
-        backend, redis_server, start_redis_worker):
-    worker = start_redis_worker(backend, 3, redis_server.url, "--name", f"w-{backend}",
-                                "-q", "high,low")
+    backend, redis_server, start_redis_worker
+):
+    worker = start_redis_worker(
+        backend, 3, redis_server.url, "--name", f"w-{backend}", "-q", "high,low"
+    )
     entry = wait_workers(redis_server, 1)[0]
     assert entry["name"] == f"w-{backend}" and entry["backend"] == backend
     assert entry["size"] == 3 and entry["queues"] == ["high", "low"]
     assert entry["pid"] == worker.pid
     wait_for(lambda: list_workers(redis_server.client())[0]["idle"] == 3, message="3 idle")
     job = Queue("low", connection=redis_server.url).enqueue("tests.worker.jobs:nap", 3)
-    busy = wait_for(lambda: [w for w in list_workers(redis_server.client())
-                             if w["busy"] == 1], message="busy in the registry")[0]
+    busy = wait_for(
+        lambda: [w for w in list_workers(redis_server.client()) if w["busy"] == 1],
+        message="busy in the registry",
+    )[0]
     assert busy["state"] == "busy" and busy["current_jobs"] == [job.id]
     worker.signal(signal.SIGTERM)
     assert worker.wait_exit(10) == 0
@@ -163,7 +178,8 @@ def test_the_worker_registers_heartbeats_and_leaves_the_registry(
 
 @pytest.mark.parametrize("backend", ["forking", "threading"])
 def test_the_worker_survives_redis_restarting_and_loses_nothing(
-        backend, redis_binary, start_redis_worker):
+    backend, redis_binary, start_redis_worker
+):
     from tests.support.redis_server import RedisServer
 
     server = RedisServer(redis_binary, appendonly=True).start()  # data survives the restart
@@ -175,8 +191,7 @@ def test_the_worker_survives_redis_restarting_and_loses_nothing(
         # outage fails with ConnectionError and is retried (a second attempt, rightly).
         wait_for(lambda: executions(server) == ["across"], message="the job ran")
         server.stop()
-        wait_for(lambda: "cannot reach Redis" in worker.output(),
-                 message="the outage is logged")
+        wait_for(lambda: "cannot reach Redis" in worker.output(), message="the outage is logged")
         server.start()
         # The job that ran during the outage is recorded once Redis is back, exactly once.
         assert job.get(timeout=40) == "across"
@@ -189,7 +204,8 @@ def test_the_worker_survives_redis_restarting_and_loses_nothing(
 
 
 def test_a_password_protected_redis_works_through_the_url_and_never_shows_the_password(
-        redis_binary, tmp_path, start_redis_worker):
+    redis_binary, tmp_path, start_redis_worker
+):
     from tests.support.redis_server import RedisServer
 
     server = RedisServer(redis_binary, password="s3cret-pw").start()
@@ -204,7 +220,8 @@ def test_a_password_protected_redis_works_through_the_url_and_never_shows_the_pa
 
 
 def test_a_worker_started_while_redis_is_down_retries_until_it_is_up(
-        redis_binary, start_redis_worker):
+    redis_binary, start_redis_worker
+):
     from tests.support.redis_server import RedisServer
 
     server = RedisServer(redis_binary)  # not started yet: its port is free
@@ -219,7 +236,8 @@ def test_a_worker_started_while_redis_is_down_retries_until_it_is_up(
 
 
 def test_jobs_of_a_vanished_worker_come_back_within_30s_with_default_leases(
-        redis_server, start_redis_worker):
+    redis_server, start_redis_worker
+):
     worker = start_redis_worker("threading", 1, redis_server.url)
     q = Queue(connection=redis_server.url)
     job = q.enqueue("tests.worker.jobs:nap", 60)
@@ -227,7 +245,10 @@ def test_jobs_of_a_vanished_worker_come_back_within_30s_with_default_leases(
     worker.signal(signal.SIGKILL)
     began = time.monotonic()
     start_redis_worker("threading", 1, redis_server.url)
-    wait_for(lambda: Job.fetch(job.id, connection=redis_server.url).field("lost") == "1",
-             timeout=35, message="job recovered")
+    wait_for(
+        lambda: Job.fetch(job.id, connection=redis_server.url).field("lost") == "1",
+        timeout=35,
+        message="job recovered",
+    )
     assert time.monotonic() - began < 30
     assert not pid_alive(worker.pid)

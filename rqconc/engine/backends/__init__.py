@@ -1,4 +1,5 @@
 """Backend name → pool class. Imported lazily so `threading` never pulls in gevent."""
+
 from __future__ import annotations
 
 import importlib

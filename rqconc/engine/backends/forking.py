@@ -1,4 +1,5 @@
 """Children made with a bare `os.fork()`: cheapest to start, share the parent's imports."""
+
 from __future__ import annotations
 
 import gc
@@ -21,8 +22,12 @@ class ForkingPool(ProcessPool):
     def make_slots(self) -> SlotTable:
         # Anonymous shared memory and POSIX semaphores (one per slot) survive os.fork().
         ctx = multiprocessing.get_context("fork")
-        return SlotTable(self.capacity, ctx.Lock, multiprocessing.sharedctypes.RawArray,
-                         children_are_processes=True)
+        return SlotTable(
+            self.capacity,
+            ctx.Lock,
+            multiprocessing.sharedctypes.RawArray,
+            children_are_processes=True,
+        )
 
     def _start(self, ctx: ChildContext) -> int:
         # Frozen objects are never scanned by the collector: the child's collections then
@@ -75,4 +80,3 @@ class ForkingPool(ProcessPool):
 
     def pid(self, index: int) -> Optional[int]:
         return self._children.get(index)
-

@@ -5,6 +5,7 @@ refuses to run in a process that was not patched: `python main.py gevent N` and
 `rqconc worker -b gevent` patch first thing. A greenlet can be killed at its next yield
 (I/O, sleep); one that holds the CPU blocks its siblings and the supervisor until it yields.
 """
+
 from __future__ import annotations
 
 import logging
@@ -16,9 +17,11 @@ from rqconc.engine.slots import SlotTable
 
 log = logging.getLogger("rqconc.engine")
 
-NOT_PATCHED = ("the gevent backend needs gevent's monkey-patching before anything else is "
-               "imported: run 'python main.py gevent N' or 'rqconc worker -b gevent', or call "
-               "gevent.monkey.patch_all() first thing in your program")
+NOT_PATCHED = (
+    "the gevent backend needs gevent's monkey-patching before anything else is "
+    "imported: run 'python main.py gevent N' or 'rqconc worker -b gevent', or call "
+    "gevent.monkey.patch_all() first thing in your program"
+)
 
 
 class _CooperativeLock:

@@ -1,5 +1,6 @@
 """Children started by `multiprocessing` with the spawn method: a fresh interpreter each,
 nothing inherited from the supervisor but what is pickled (the slot table and the source)."""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -25,12 +26,14 @@ class MultiprocessingPool(ProcessPool):
 
     def make_slots(self) -> SlotTable:
         # Shared memory and one semaphore per slot, pickled for each child as it spawns.
-        return SlotTable(self.capacity, self._mp.Lock, self._mp.RawArray,
-                         children_are_processes=True)
+        return SlotTable(
+            self.capacity, self._mp.Lock, self._mp.RawArray, children_are_processes=True
+        )
 
     def _start(self, ctx: ChildContext) -> Any:
-        process = self._mp.Process(target=_child_main, args=(ctx,),
-                                   name=f"rqconc-child-{ctx.index}", daemon=False)
+        process = self._mp.Process(
+            target=_child_main, args=(ctx,), name=f"rqconc-child-{ctx.index}", daemon=False
+        )
         process.start()
         return process
 

@@ -5,6 +5,7 @@ slot gets a new generation (so nothing it writes counts), its item is reported t
 (whose fencing rejects whatever the thread tries to record later), and a new thread takes
 its place. The abandoned thread ends by itself when its work returns.
 """
+
 from __future__ import annotations
 
 import logging
@@ -37,8 +38,9 @@ class ThreadPool(Pool):
 
     def _start(self, ctx: ChildContext) -> Any:
         outcome: dict = {}
-        thread = threading.Thread(target=_thread_main, args=(ctx, outcome),
-                                  name=f"rqconc-child-{ctx.index}", daemon=True)
+        thread = threading.Thread(
+            target=_thread_main, args=(ctx, outcome), name=f"rqconc-child-{ctx.index}", daemon=True
+        )
         thread.start()
         return thread, outcome
 

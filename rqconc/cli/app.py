@@ -1,0 +1,89 @@
+"""The `rqconc` command line. Every failure a user can cause ends in one line and an exit code:
+2 for misuse, 1 when Redis cannot be reached."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional, Sequence
+
+import click
+
+from rqconc import errors
+from rqconc.cli.worker import check_backend_and_size, run_worker, worker_options
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """rqconc: a Redis job queue whose worker supervises concurrent children."""
+
+
+@cli.command()
+@click.option(
+    "-b",
+    "--backend",
+    default="forking",
+    show_default=True,
+    help="forking, multiprocessing, threading or gevent.",
+)
+@click.option(
+    "-n",
+    "--size",
+    type=int,
+    default=1,
+    show_default=True,
+    help="How many children run jobs at once.",
+)
+@worker_options
+def worker(backend: str, size: int, **options: Any) -> None:
+    """Run a worker (the same as `python main.py BACKEND SIZE`)."""
+    check_backend_and_size(backend, size)
+    sys.exit(run_worker(backend, size, options))
+
+
+@click.command(name="main.py", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("backend")
+@click.argument("size", type=int)
+@worker_options
+def main_py(backend: str, size: int, **options: Any) -> None:
+    """python main.py BACKEND SIZE [options]: run a worker."""
+    check_backend_and_size(backend, size)
+    sys.exit(run_worker(backend, size, options))
+
+
+def _one_line(message: str) -> str:
+    """A message that stays on one line whatever the user typed: line breaks and other
+    unprintable characters (str.splitlines also breaks at \\x1c-\\x1e, \\x85, \\u2028) echoed
+    from an argument are shown escaped."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message.strip())
+
+
+def _fail(prog: str, message: str, code: int) -> None:
+    click.echo(f"{prog}: error: {_one_line(message)}", err=True)
+    sys.exit(code)
+
+
+def _invoke(command: click.Command, args: Optional[Sequence[str]], prog: str) -> None:
+    try:
+        code = command.main(args=args, prog_name=prog, standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.exit(1)
+    except click.UsageError as exc:
+        _fail(prog, exc.format_message(), 2)
+    except click.ClickException as exc:
+        _fail(prog, exc.format_message(), exc.exit_code)
+    except errors.RQConcError as exc:  # ConnectionError among them: exit 1
+        _fail(prog, str(exc), 1)
+    sys.exit(code or 0)
+
+
+def main(args: Optional[Sequence[str]] = None) -> None:
+    _invoke(cli, args, "rqconc")
+
+
+def run_main_py(args: Optional[Sequence[str]] = None) -> None:
+    _invoke(main_py, args, "main.py")
+
+
+from rqconc.cli.commands import register  # noqa: E402
+
+register(cli)

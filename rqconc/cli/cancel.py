@@ -1,0 +1,32 @@
+"""`rqconc cancel ID ...`: cancel jobs (a running one is stopped by its worker within 2 s)."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import click
+
+from rqconc import errors
+from rqconc.cli.common import client_for, url_option
+from rqconc.connection.clients import translated_errors
+from rqconc.queue.job import Job
+
+
+@click.command()
+@click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
+@url_option
+def cancel(job_ids: Sequence[str], url: Optional[str]) -> None:
+    """Cancel jobs: waiting ones at once, running ones within 2 s. Exits 1 if one of them
+    does not exist."""
+    client = client_for(url)
+    missing = []
+    for job_id in job_ids:
+        try:
+            with translated_errors(client):
+                canceled = Job(job_id, client).cancel()
+        except errors.NoSuchJob:
+            missing.append(job_id)
+            continue
+        click.echo(f"{job_id}  {'canceled' if canceled else 'already ended'}")
+    if missing:
+        raise click.ClickException(f"no such job: {', '.join(missing)}")

@@ -1,0 +1,36 @@
+"""The `rqconc` inspection and management commands: info, enqueue, job, ping, server,
+suspend, resume, failed, requeue, cancel, events, cron."""
+
+from __future__ import annotations
+
+import click
+
+from rqconc.cli.cancel import cancel
+from rqconc.cli.control import resume, suspend
+from rqconc.cli.cron import cron
+from rqconc.cli.enqueue import enqueue
+from rqconc.cli.events import events
+from rqconc.cli.failed import failed, requeue
+from rqconc.cli.info import info
+from rqconc.cli.job import job
+from rqconc.cli.ping import ping
+from rqconc.cli.server import server
+
+
+def register(group: click.Group) -> None:
+    """Add every command of this package to `group` (the `rqconc` click group)."""
+    for command in (
+        info,
+        enqueue,
+        job,
+        ping,
+        server,
+        suspend,
+        resume,
+        failed,
+        requeue,
+        cancel,
+        events,
+        cron,
+    ):
+        group.add_command(command)

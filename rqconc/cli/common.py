@@ -1,0 +1,74 @@
+"""What the commands share: the `--url` option, a client, aligned tables, time display."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Callable, List, Optional, Sequence, TypeVar
+
+import click
+import redis
+
+from rqconc.connection.clients import connect, resolve_url
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def url_option(func: F) -> F:
+    """`--url`: explicit URL, else REDIS_URL, else the embedded server (SPEC section 6)."""
+    return click.option(
+        "--url",
+        default=None,
+        metavar="URL",
+        help="Redis URL (default: $REDIS_URL, else the embedded server).",
+    )(func)
+
+
+def client_for(url: Optional[str]) -> redis.Redis:
+    """A client for `--url`; a malformed URL is misuse (exit 2). Sends nothing yet."""
+    try:
+        return connect(resolve_url(url))
+    except (ValueError, TypeError) as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """Plain-text columns, left-aligned, two spaces apart; numbers right-aligned."""
+    cells = [[str(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    numeric = [
+        all(isinstance(row[i], (int, float)) for row in rows) and bool(rows)
+        for i in range(len(headers))
+    ]
+    lines = []
+    for row in cells:
+        parts = [
+            cell.rjust(w) if num else cell.ljust(w) for cell, w, num in zip(row, widths, numeric)
+        ]
+        lines.append("  ".join(parts).rstrip())
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value) or "-"
+    return str(value)
+
+
+def when(value: Optional[dt.datetime]) -> Optional[str]:
+    """An aware datetime as ISO 8601 UTC with milliseconds, or None."""
+    return value.isoformat(timespec="milliseconds") if value else None
+
+
+def unix_to_iso(seconds: float) -> str:
+    stamp = dt.datetime.fromtimestamp(seconds, tz=dt.timezone.utc)
+    return stamp.isoformat(timespec="seconds")
+
+
+def one_line(text: str) -> str:
+    """Collapse whitespace so a message stays on one line."""
+    return " ".join(str(text).split())
+
+
+__all__: List[str] = ["url_option", "client_for", "table", "when", "unix_to_iso", "one_line"]

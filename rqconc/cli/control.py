@@ -1,0 +1,43 @@
+"""`rqconc suspend [--duration S]` and `rqconc resume`: stop / start taking new jobs."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+import click
+
+from rqconc.cli.common import client_for, url_option
+from rqconc.queue import control
+
+
+def _finite_duration(
+    ctx: click.Context, param: click.Parameter, value: Optional[float]
+) -> Optional[float]:
+    if value is not None and not (math.isfinite(value) and value >= 0.001):
+        raise click.BadParameter(f"must be a finite number of seconds >= 0.001, not {value}")
+    return value
+
+
+@click.command()
+@click.option(
+    "--duration",
+    type=float,
+    default=None,
+    callback=_finite_duration,
+    metavar="SECONDS",
+    help="Resume by themselves after this many seconds.",
+)
+@url_option
+def suspend(duration: Optional[float], url: Optional[str]) -> None:
+    """Make every worker stop taking new jobs (busy children finish theirs)."""
+    control.suspend(client_for(url), duration)
+    click.echo("workers suspended" + (f" for {duration:g} s" if duration else ""))
+
+
+@click.command()
+@url_option
+def resume(url: Optional[str]) -> None:
+    """Let every worker take jobs again."""
+    control.resume(client_for(url))
+    click.echo("workers resumed")

@@ -1,0 +1,81 @@
+"""`rqconc cron list [--json]` and `rqconc cron remove ID`: the cron entries of the namespace.
+
+Entries are registered from code (`q.cron(...)`); ids are unique across queues, so `remove`
+takes just the id. Removing an id that does not exist is an error (exit 1), like canceling
+a job that does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import click
+
+from rqconc.cli.common import client_for, table, unix_to_iso, url_option
+from rqconc.connection.clients import translated_errors
+from rqconc.queue.cron import entries, remove
+from rqconc.queue.keys import KeySpace
+from rqconc.worker.scheduler import leader
+
+LIST_FIELDS = ("id", "expr", "func", "queue", "next_run", "last_tick")
+
+
+@click.group()
+def cron() -> None:
+    """Cron entries (registered with q.cron(...)): list, remove."""
+
+
+@cron.command(name="list")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON array of {id, expr, func, queue, next_run, last_tick, "
+    "description}; times as Unix seconds.",
+)
+@url_option
+def list_crons(as_json: bool, url: Optional[str]) -> None:
+    """List cron entries with their next run, and the worker that leads the scheduler."""
+    client = client_for(url)
+    keys = KeySpace()
+    with translated_errors(client):
+        found = entries(client, keys)
+        lead = leader(client, keys)
+    if as_json:
+        click.echo(json.dumps([entry.as_dict() for entry in found]))
+        return
+    if not found:
+        click.echo("no cron entries")
+        return
+    rows = [
+        [
+            e.id,
+            e.expr,
+            e.func,
+            e.queue,
+            unix_to_iso(e.next_run),
+            unix_to_iso(e.last_tick) if e.last_tick is not None else None,
+        ]
+        for e in found
+    ]
+    click.echo(table(["ID", "EXPR", "FUNCTION", "QUEUE", "NEXT RUN", "LAST ENQUEUED"], rows))
+    if lead is None:
+        click.echo("scheduler: no leader (no worker is running)")
+    else:
+        host, pid, name = lead
+        click.echo(f"scheduler: led by worker {name} (pid {pid} on {host})")
+
+
+@cron.command(name="remove")
+@click.argument("cron_id", metavar="ID")
+@url_option
+def remove_cron(cron_id: str, url: Optional[str]) -> None:
+    """Remove a cron entry and its jobs enqueued ahead of their ticks that have not
+    started. Exits 1 if there is no entry of that id."""
+    client = client_for(url)
+    with translated_errors(client):
+        removed = remove(client, KeySpace(), cron_id)
+    if not removed:
+        raise click.ClickException(f"no cron entry {cron_id}")
+    click.echo(f"removed cron {cron_id}")

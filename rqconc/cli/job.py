@@ -1,0 +1,74 @@
+"""`rqconc job ID [--json]`: one job's state, call, timestamps and outcome."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Optional
+
+import click
+
+from rqconc import errors
+from rqconc.cli.common import client_for, url_option, when
+from rqconc.connection.clients import translated_errors
+from rqconc.queue.job import Job
+
+
+def describe_job(job: Job) -> Dict[str, Any]:
+    """Everything `rqconc job` shows, JSON-ready (times as ISO 8601 UTC)."""
+    report: Dict[str, Any] = {
+        "id": job.id,
+        "status": str(job.status),
+        "function": job.func_name,
+        "queue": job.queue_name,
+        "priority": job.priority,
+        "attempts": job.attempts,
+        "description": job.description,
+        "worker": job.worker_name,
+        "created_at": when(job.created_at),
+        "enqueued_at": when(job.enqueued_at),
+        "started_at": when(job.started_at),
+        "ended_at": when(job.ended_at),
+    }
+    links = {
+        "depends_on": job.depends_on or None,
+        "callback_of": job.callback_of,
+        "flow_id": job.flow_id,
+        "next_id": job.next_id,
+    }
+    report.update({name: value for name, value in links.items() if value})
+    if job.serializer == "json":  # pickled arguments stay opaque here
+        report["args"], report["kwargs"] = job.args, job.kwargs
+    if report["status"] == "finished":
+        report["result"] = job.return_value if job.serializer == "json" else "<pickled>"
+    failure = job.exc_info
+    if failure is not None:
+        report["error"] = {"type": failure[0], "message": failure[1], "traceback": failure[2]}
+    return report
+
+
+def render(report: Dict[str, Any]) -> str:
+    lines = []
+    for name, value in report.items():
+        if name == "error":
+            lines.append(f"{'error':<12} {value['type']}: {value['message']}")
+            lines.extend("  " + line for line in value["traceback"].splitlines())
+        elif name in ("args", "kwargs", "result"):
+            lines.append(f"{name:<12} {json.dumps(value)}")
+        else:
+            lines.append(f"{name:<12} {'-' if value is None else value}")
+    return "\n".join(lines)
+
+
+@click.command()
+@click.argument("job_id", metavar="ID")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@url_option
+def job(job_id: str, as_json: bool, url: Optional[str]) -> None:
+    """Show one job: status, function, queue, priority, attempts, times, result or error."""
+    client = client_for(url)
+    try:
+        with translated_errors(client):
+            report = describe_job(Job.fetch(job_id, client))
+    except errors.NoSuchJob:
+        raise click.ClickException(f"no such job {job_id}") from None
+    click.echo(json.dumps(report) if as_json else render(report))

@@ -1,0 +1,54 @@
+"""`rqconc ping [--worker NAME]`: is Redis (or one worker) alive?"""
+
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import click
+import redis
+
+from rqconc.cli.common import client_for, url_option
+from rqconc.connection.clients import describe, translated_errors
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.steps import text
+from rqconc.worker.registry import DEFAULT_TTL
+
+
+def worker_freshness(client: redis.Redis, name: str) -> Optional[float]:
+    """Seconds since the worker's last heartbeat if it is within its TTL, else None."""
+    with translated_errors(client):
+        raw = client.hgetall(KeySpace().worker(name))
+    fields = {text(k): text(v) for k, v in raw.items()}
+    if "last_heartbeat" not in fields:
+        return None
+    age = time.time() - int(fields["last_heartbeat"]) / 1000
+    ttl = float(fields.get("ttl") or DEFAULT_TTL)
+    return max(age, 0.0) if age < ttl else None
+
+
+@click.command()
+@click.option(
+    "--worker",
+    "worker_name",
+    default=None,
+    metavar="NAME",
+    help="Succeed only if this worker is registered and heartbeating.",
+)
+@url_option
+def ping(worker_name: Optional[str], url: Optional[str]) -> None:
+    """Print PONG and the server when Redis answers (exit 1 otherwise)."""
+    client = client_for(url)
+    with translated_errors(client):
+        client.ping()
+        version = text(client.info("server").get("redis_version", "?"))
+    if worker_name is None:
+        click.echo(f"PONG {describe(client)} (Redis {version})")
+        return
+    age = worker_freshness(client, worker_name)
+    if age is None:
+        raise click.ClickException(
+            f"worker {worker_name!r} is not registered or missed its heartbeats "
+            f"on {describe(client)}"
+        )
+    click.echo(f"PONG worker {worker_name} (last heartbeat {age:.1f}s ago) on {describe(client)}")

@@ -1,0 +1,166 @@
+"""The worker command: `python main.py BACKEND SIZE` and `rqconc worker -b BACKEND -n SIZE`."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable, Dict, Optional, Sequence
+
+import click
+
+from rqconc.engine.backends import backend_names
+from rqconc.engine.source import WorkSource
+from rqconc.worker import logs
+
+LOG_FORMAT = logs.TEXT_FORMAT
+
+
+def worker_options(command: Callable) -> Callable:
+    """The options both worker commands accept (SPEC section 1)."""
+    options = [
+        click.option(
+            "-q",
+            "--queues",
+            default="default",
+            show_default=True,
+            help="Comma list of queues to listen on.",
+        ),
+        click.option(
+            "--url", default=None, help="Redis URL (default: REDIS_URL, else the embedded server)."
+        ),
+        click.option(
+            "--burst", is_flag=True, help="Exit 0 once every queue is empty and every child idle."
+        ),
+        click.option(
+            "--strategy",
+            type=click.Choice(["ordered", "round-robin"]),
+            default="ordered",
+            show_default=True,
+        ),
+        click.option(
+            "--shutdown-timeout",
+            type=click.FloatRange(min=0),
+            default=None,
+            help="Seconds a warm shutdown may last before it turns cold.",
+        ),
+        click.option("--max-jobs-per-child", type=click.IntRange(min=1), default=None),
+        click.option(
+            "--max-memory-per-child", type=click.FloatRange(min=1), default=None, metavar="MB"
+        ),
+        click.option(
+            "--allow",
+            multiple=True,
+            help="Module prefix whose functions may run (repeatable; '*' allows all).",
+        ),
+        click.option(
+            "--allow-pickle",
+            is_flag=True,
+            help="Run jobs of pickle queues "
+            "(unpickling runs code chosen by whoever can write to Redis).",
+        ),
+        click.option("--name", default=None, help="The worker's name in the registry."),
+        click.option(
+            "--preload",
+            multiple=True,
+            help="Module each child imports at start ('module:function' also calls the function).",
+        ),
+        click.option(
+            "--lease-seconds",
+            type=click.FloatRange(min=0.5),
+            default=15,
+            show_default=True,
+            help="How long a job's lease lasts unrenewed: a "
+            "vanished worker's jobs are back in their queue after it.",
+        ),
+        click.option(
+            "--source",
+            "source_kind",
+            type=click.Choice(["redis", "fake"]),
+            default="redis",
+            show_default=True,
+            help="Where work comes from ('fake': the engine alone, no Redis).",
+        ),
+        click.option("--fake-spool", default=None, help="fake source: directory of items."),
+        click.option("--fake-log", default=None, help="fake source: event log file."),
+        click.option(
+            "--demo",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="N",
+            help="Fill the queue with N demo jobs, show progress, exit.",
+        ),
+        click.option(
+            "--log-level",
+            default=None,
+            type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+            help="[default: INFO; WARNING with --demo, whose live display shows every job]",
+        ),
+        click.option(
+            "--log-format",
+            type=click.Choice(logs.FORMATS),
+            default="text",
+            show_default=True,
+            help="'json': one object per line (ts, level, "
+            "logger, message and the record's fields).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def build_source(options: Dict[str, Any]) -> Optional[WorkSource]:
+    """The fake source when asked for; None lets the Supervisor build the Redis one."""
+    if options["source_kind"] != "fake":
+        return None
+    from rqconc.engine.fake_source import FakeSource
+
+    return FakeSource(spool=options["fake_spool"], log=options["fake_log"])
+
+
+def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
+    """Build the supervisor that the options describe and run it in the foreground."""
+    level = options["log_level"] or ("WARNING" if options["demo"] else "INFO")
+    logs.configure(level, options["log_format"], sys.stderr)
+    preload = tuple(options["preload"])
+    if backend == "multiprocessing":  # spawned interpreters inherit no logging set-up
+        preload = (logs.CHILD_SETUP, *preload)
+    if options["demo"]:
+        from rqconc.demo import run_demo
+
+        return run_demo(backend, size, options)
+    from rqconc.worker.supervisor import Supervisor
+
+    supervisor = Supervisor(
+        backend,
+        size,
+        split_queues(options["queues"]),
+        connection=options["url"],
+        strategy=options["strategy"],
+        allow=options["allow"],
+        allow_pickle=options["allow_pickle"],
+        lease_seconds=options["lease_seconds"],
+        source=build_source(options),
+        name=options["name"],
+        shutdown_timeout=options["shutdown_timeout"],
+        max_jobs_per_child=options["max_jobs_per_child"],
+        max_memory_per_child=options["max_memory_per_child"],
+        preload=preload,
+        burst=options["burst"],
+    )
+    return supervisor.run()
+
+
+def check_backend_and_size(backend: str, size: int) -> None:
+    if backend not in backend_names():
+        raise click.UsageError(
+            f"unknown backend {backend!r}: choose one of {', '.join(backend_names())}"
+        )
+    if size < 1:
+        raise click.UsageError(f"size must be at least 1, not {size}")
+
+
+def split_queues(text: str) -> Sequence[str]:
+    queues = [q.strip() for q in text.split(",") if q.strip()]
+    if not queues:
+        raise click.UsageError("--queues needs at least one queue name")
+    return queues

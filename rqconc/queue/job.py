@@ -1,0 +1,366 @@
+"""A job as users see it: its fields in Redis, its status, and a blocking `get()`.
+
+`status`, `attempts`, `return_value` and `exc_info` read Redis on every access; the other
+attributes are as of the last fetch or `refresh()` (they do not change after enqueue).
+
+A job's hash stores only the fields that differ from their defaults (enqueue is cheaper and
+a queued job smaller): every reader treats a missing field as its default, here, in
+worker_source.py and in the Lua steps (lua/include/lifecycle.lua, complete.lua).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import redis
+
+from rqconc import errors
+from rqconc.connection.clients import ConnectionLike, connect, translated_errors
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.retry import Retry
+from rqconc.queue.serialization import get_serializer
+from rqconc.queue.steps import Steps, text
+
+# The longest single BLMOVE when the client has no socket timeout: a wait is a sequence of
+# blocking calls (never a sleep-and-poll loop), each shorter than the client's socket timeout.
+_MAX_BLOCK = 30.0
+
+
+class JobStatus(str, Enum):
+    QUEUED = "queued"
+    SCHEDULED = "scheduled"
+    DEFERRED = "deferred"
+    STARTED = "started"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+ENDED = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED)
+
+# The value of a field the hash does not store (the Lua steps apply the same ones). Absent
+# too: empty args "[]" / kwargs "{}", serializer "json", attempts and lost 0, no retry (the
+# default policy), meta, description (derived from the call), depends_on and on_* fields.
+DEFAULT_PRIORITY = 1
+DEFAULT_TIMEOUT = 180
+DEFAULT_RESULT_TTL = 500
+DEFAULT_FAILURE_TTL = 365 * 24 * 3600  # dead letters are kept a year unless told otherwise
+
+
+def describe_call(name: str, args: Sequence[Any], kwargs: Dict[str, Any]) -> str:
+    """The description of a job enqueued without one: its call, cut at 200 characters."""
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    call = f"{name}({', '.join(parts)})"
+    return call if len(call) <= 200 else call[:197] + "..."
+
+
+def description_of(fields: Dict[str, str]) -> Optional[str]:
+    """A job's description: as given at enqueue, else its call (None if unreadable). A
+    pickled call is never unpickled for it: enqueue stored its description."""
+    stored = fields.get("description")
+    if stored is not None or fields.get("serializer", "json") != "json":
+        return stored
+    try:
+        args = json.loads(fields.get("args") or "[]")
+        kwargs = json.loads(fields.get("kwargs") or "{}")
+    except ValueError:
+        return None
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        return None
+    return describe_call(fields.get("func") or "?", args, kwargs)
+
+
+def _datetime(value: Optional[str]) -> Optional[datetime]:
+    return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc) if value else None
+
+
+class Job:
+    """One job stored in Redis. Get one from `Queue.enqueue*` or `Job.fetch(id)`."""
+
+    def __init__(
+        self,
+        job_id: str,
+        connection: ConnectionLike = None,
+        namespace: str = "rqconc",
+        fields: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        self.id = str(job_id)
+        self.connection: redis.Redis = connect(connection)
+        self._keys = KeySpace(namespace)
+        self.namespace = namespace
+        self._fields: Dict[str, str] = {text(k): text(v) for k, v in (fields or {}).items()}
+
+    @classmethod
+    def stored(
+        cls, job_id: str, client: redis.Redis, keys: KeySpace, fields: Dict[str, str]
+    ) -> Job:
+        """A job just enqueued, from the text fields it was stored with: nothing to decode,
+        and the queue's own client and key space."""
+        job = cls.__new__(cls)
+        job.id, job.connection, job._keys, job.namespace = job_id, client, keys, keys.namespace
+        job._fields = fields
+        return job
+
+    @classmethod
+    def fetch(
+        cls, job_id: str, connection: ConnectionLike = None, namespace: str = "rqconc"
+    ) -> Job:
+        """Load a job; `rqconc.errors.NoSuchJob` if it does not exist (any more)."""
+        job = cls(job_id, connection, namespace)
+        job.refresh()
+        return job
+
+    def refresh(self) -> None:
+        """Reload every field from Redis."""
+        with translated_errors(self.connection):
+            raw = self.connection.hgetall(self.key)
+        if not raw:
+            raise self._missing()
+        self._fields = {text(k): text(v) for k, v in raw.items()}
+
+    def __repr__(self) -> str:
+        return f"Job({self.id!r}, func={self.func_name!r}, queue={self.queue_name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Job) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    @property
+    def key(self) -> str:
+        return self._keys.job(self.id)
+
+    def _missing(self) -> errors.NoSuchJob:
+        return errors.NoSuchJob(
+            f"no job {self.id!r} (never enqueued, or its result_ttl / failure_ttl expired)"
+        )
+
+    def _read(self, *names: str) -> List[Optional[str]]:
+        with translated_errors(self.connection):
+            values = self.connection.hmget(self.key, ["status", *names])
+        if values[0] is None:
+            raise self._missing()
+        return [None if v is None else text(v) for v in values]
+
+    # ---- live state ----
+    @property
+    def status(self) -> JobStatus:
+        return JobStatus(self._read()[0])
+
+    @property
+    def attempts(self) -> int:
+        """Executions that ended (finished, raised, timed out or lost their worker)."""
+        return int(self._read("attempts")[1] or 0)
+
+    @property
+    def lost(self) -> int:
+        """How many times the job's lease expired because its worker vanished."""
+        return int(self._read("lost")[1] or 0)
+
+    @property
+    def return_value(self) -> Any:
+        """The function's return value once finished, else None (never blocks)."""
+        with translated_errors(self.connection):
+            status, result, serializer = self.connection.hmget(
+                self.key, ["status", "result", "serializer"]
+            )
+        if status is None or text(status) != JobStatus.FINISHED or result is None:
+            return None
+        return get_serializer(text(serializer or "json")).loads(text(result))
+
+    @property
+    def exc_info(self) -> Optional[Tuple[str, str, str]]:
+        """(exception type, message, traceback) of the latest failure, or None."""
+        _, exc_type, message, trace = self._read("exc_type", "exc_message", "traceback")
+        return None if exc_type is None else (exc_type, message or "", trace or "")
+
+    # ---- fields as of the last fetch ----
+    def _field(self, name: str, default: Optional[str] = None) -> Optional[str]:
+        return self._fields.get(name, default)
+
+    @property
+    def func_name(self) -> Optional[str]:
+        return self._field("func")
+
+    @property
+    def queue_name(self) -> Optional[str]:
+        return self._field("queue")
+
+    @property
+    def serializer(self) -> str:
+        return self._field("serializer", "json") or "json"
+
+    @property
+    def args(self) -> List[Any]:
+        return get_serializer(self.serializer).loads(self._field("args", "[]") or "[]")
+
+    @property
+    def kwargs(self) -> Dict[str, Any]:
+        return get_serializer(self.serializer).loads(self._field("kwargs", "{}") or "{}")
+
+    @property
+    def priority(self) -> int:
+        return int(self._field("priority") or DEFAULT_PRIORITY)
+
+    @property
+    def timeout(self) -> float:
+        return float(self._field("timeout") or DEFAULT_TIMEOUT)
+
+    @property
+    def result_ttl(self) -> int:
+        return int(self._field("result_ttl") or DEFAULT_RESULT_TTL)
+
+    @property
+    def failure_ttl(self) -> int:
+        return int(self._field("failure_ttl") or DEFAULT_FAILURE_TTL)
+
+    @property
+    def retry(self) -> Optional[Retry]:
+        stored = self._field("retry")
+        return Retry.from_json(stored) if stored else None
+
+    @property
+    def description(self) -> Optional[str]:
+        """As given at enqueue, else the call (None if the stored call is unreadable)."""
+        return description_of(self._fields)
+
+    @property
+    def meta(self) -> Dict[str, Any]:
+        return json.loads(self._field("meta", "{}") or "{}")
+
+    @property
+    def depends_on(self) -> List[str]:
+        return json.loads(self._field("depends_on", "[]") or "[]")
+
+    @property
+    def allows_failure(self) -> bool:
+        """Whether the job runs even when a parent fails for good (rqconc.Dependency)."""
+        return self._field("allow_failure") == "1"
+
+    @property
+    def callback_of(self) -> Optional[str]:
+        """For a callback or webhook job: the id of the job it reports on."""
+        return self._field("callback_of")
+
+    # ---- flows (read live: a stage learns its next one when it completes) ----
+    @property
+    def next_id(self) -> Optional[str]:
+        """The id of the flow's next stage, once this stage returned rqconc.Next."""
+        return self._read("next_id")[1]
+
+    @property
+    def flow_id(self) -> Optional[str]:
+        """The id of the flow's first stage (None for a job that is not part of a flow)."""
+        return self._read("flow_id")[1]
+
+    def flow(self) -> List[Job]:
+        """The stages of this job's flow, first to latest."""
+        from rqconc.queue.flows import stages
+
+        return stages(self)
+
+    # ---- control ----
+    def cancel(self) -> bool:
+        """Cancel the job: a waiting one at once; a running one is stopped by its worker
+        within 2 s (status `canceled`). False when it had already ended."""
+        with translated_errors(self.connection):
+            code = Steps(self.connection, self._keys).cancel(self.id)
+        if code == -1:
+            raise self._missing()
+        return code != 0
+
+    @property
+    def worker_name(self) -> Optional[str]:
+        return self._field("worker")
+
+    @property
+    def created_at(self) -> Optional[datetime]:
+        return _datetime(self._field("created_at"))
+
+    @property
+    def enqueued_at(self) -> Optional[datetime]:
+        return _datetime(self._field("enqueued_at"))
+
+    @property
+    def started_at(self) -> Optional[datetime]:
+        return _datetime(self._field("started_at"))
+
+    @property
+    def ended_at(self) -> Optional[datetime]:
+        return _datetime(self._field("ended_at"))
+
+    def field(self, name: str) -> Optional[str]:
+        """A raw stored field as of the last fetch (on_success, success_url, ...)."""
+        return self._field(name)
+
+    # ---- waiting for the outcome ----
+    def get(self, timeout: Optional[float] = None) -> Any:
+        """Block until the job ends; its return value, or `JobFailed`. `TimeoutError` when
+        `timeout` seconds pass first (None: wait as long as it takes)."""
+        with translated_errors(self.connection):
+            outcome = self._outcome_now()
+            if outcome is None:
+                outcome = self._wait(timeout)
+        return self._unpack(outcome)
+
+    def _outcome_now(self) -> Optional[str]:
+        """The outcome if the job has ended; NoSuchJob if it is gone without one."""
+        code, fields = Steps(self.connection, self._keys).await_outcome(self.id)
+        if code == 1:
+            return text(fields[0])
+        if code == 0:
+            raise self._missing()
+        status, serializer, result, *exc = [None if v is None else text(v) for v in fields]
+        if status == JobStatus.FINISHED and result is not None:
+            return f"finished:{serializer or 'json'}:{result}"
+        if status == JobStatus.FAILED:
+            return "failed:" + json.dumps([x or "" for x in exc])
+        if status == JobStatus.CANCELED:
+            return "canceled:"
+        return None
+
+    def _wait(self, timeout: Optional[float]) -> str:
+        # BLMOVE done -> done (RIGHT to LEFT) returns the element without consuming it when the
+        # list holds one: every waiter sees the outcome, however many there are.
+        deadline = None if timeout is None else time.monotonic() + timeout
+        socket_timeout = self.connection.connection_pool.connection_kwargs.get("socket_timeout")
+        chunk = (
+            _MAX_BLOCK
+            if not socket_timeout
+            else max(
+                0.05,
+                min(_MAX_BLOCK, socket_timeout - 1.0 if socket_timeout > 2 else socket_timeout / 2),
+            )
+        )
+        done = self._keys.done(self.id)
+        while True:
+            left = chunk if deadline is None else min(chunk, deadline - time.monotonic())
+            if left <= 0:
+                raise TimeoutError(f"job {self.id} did not end within {timeout} s")
+            # Redis truncates the timeout to whole milliseconds and reads 0 as "forever":
+            # never block for less than 10 ms (overshooting the deadline by that is harmless).
+            left = max(round(left, 2), 0.01)
+            pushed = self.connection.blmove(done, done, left, "RIGHT", "LEFT")
+            if pushed is not None:
+                return text(pushed)
+            outcome = self._outcome_now()  # between blocks: gone, or ended some other way
+            if outcome is not None:
+                return outcome
+
+    def _unpack(self, outcome: str) -> Any:
+        status, _, rest = outcome.partition(":")
+        if status == JobStatus.FINISHED:
+            serializer, _, data = rest.partition(":")
+            return get_serializer(serializer).loads(data)
+        if status == JobStatus.CANCELED:
+            raise errors.JobFailed(self.id, "rqconc.errors.JobCanceled", "the job was canceled", "")
+        exc_type, message, trace = json.loads(rest)
+        raise errors.JobFailed(self.id, exc_type, message, trace)

@@ -1,0 +1,154 @@
+"""Every Redis key name rqconc uses, built in one place (layout: docs/architecture.md).
+
+All keys of a namespace share the hash tag `{namespace}`, so every Lua step, even one that
+spans several queues, touches a single Redis Cluster slot.
+"""
+
+from __future__ import annotations
+
+import re
+
+_BAD_NAME = re.compile(r"[\s,{}]")
+
+
+def check_queue_name(name: str) -> str:
+    """A queue name is a non-empty string without whitespace, commas or braces (commas
+    separate queues on the command line; braces would confuse the cluster hash tag)."""
+    if not isinstance(name, str) or not name or _BAD_NAME.search(name):
+        raise ValueError(
+            f"invalid queue name {name!r}: use a non-empty name without spaces, commas or braces"
+        )
+    return name
+
+
+class KeySpace:
+    """The key names of one namespace (default `rqconc`)."""
+
+    def __init__(self, namespace: str = "rqconc") -> None:
+        if not isinstance(namespace, str) or not namespace or _BAD_NAME.search(namespace):
+            raise ValueError(f"invalid namespace {namespace!r}")
+        self.namespace = namespace
+        self.prefix = "{" + namespace + "}:"
+
+    def __repr__(self) -> str:
+        return f"KeySpace({self.namespace!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, KeySpace) and other.namespace == self.namespace
+
+    def __hash__(self) -> int:
+        return hash(self.namespace)
+
+    # ---- namespace-wide ----
+    @property
+    def seq(self) -> str:
+        return self.prefix + "seq"
+
+    @property
+    def queues(self) -> str:
+        return self.prefix + "queues"
+
+    @property
+    def active(self) -> str:
+        return self.prefix + "active"
+
+    @property
+    def claims(self) -> str:
+        return self.prefix + "claims"
+
+    @property
+    def workers(self) -> str:
+        return self.prefix + "workers"
+
+    @property
+    def suspended(self) -> str:
+        """Present while every worker of the namespace is suspended (may carry a TTL)."""
+        return f"{self.prefix}suspended"
+
+    @property
+    def maintenance(self) -> str:
+        return self.prefix + "maintenance"
+
+    @property
+    def events(self) -> str:
+        """The capped stream of job transitions."""
+        return self.prefix + "events"
+
+    def revoked(self, claim: str) -> str:
+        """Set when a claim's holder is gone: a take still in flight under it takes nothing."""
+        return self.prefix + "revoked:" + claim
+
+    @property
+    def canceling(self) -> str:
+        """Ids of running jobs asked to stop; supervisors read it every tick."""
+        return self.prefix + "canceling"
+
+    # ---- per queue ----
+    def queue(self, name: str) -> str:
+        return self.prefix + "q:" + name
+
+    def marker(self, name: str) -> str:
+        return self.prefix + "marker:" + name
+
+    def scheduled(self, name: str) -> str:
+        return self.prefix + "scheduled:" + name
+
+    def started(self, name: str) -> str:
+        return self.prefix + "started:" + name
+
+    def deferred(self, name: str) -> str:
+        """Jobs waiting for their parents (lua/include/lifecycle.lua builds it too)."""
+        return self.prefix + "deferred:" + name
+
+    def failed(self, name: str) -> str:
+        """Dead letters, scored by failure time (their order for listing and requeue_all)."""
+        return self.prefix + "failed:" + name
+
+    def failed_expiry(self, name: str) -> str:
+        """When each dead letter's failure_ttl runs out (ms; absent: kept forever): lets
+        readers and maintenance drop expired ones without reading every job hash."""
+        return self.prefix + "failed_expiry:" + name
+
+    def finished(self, name: str) -> str:
+        return self.prefix + "finished:" + name
+
+    # ---- per job / worker ----
+    @property
+    def job_prefix(self) -> str:
+        """Passed to the take script: the only key Lua derives, from an id it just popped."""
+        return self.prefix + "job:"
+
+    def job(self, job_id: str) -> str:
+        return self.job_prefix + job_id
+
+    def done(self, job_id: str) -> str:
+        return self.prefix + "done:" + job_id
+
+    def dependents(self, job_id: str) -> str:
+        """Deferred jobs waiting for this one, scored in enqueue order (lua/include/
+        lifecycle.lua builds this name too, from the same pattern)."""
+        return self.prefix + "dependents:" + job_id
+
+    def worker(self, name: str) -> str:
+        return self.prefix + "worker:" + name
+
+    # ---- cron (rqconc/cron.py, rqconc/scheduler.py) ----
+    @property
+    def crons(self) -> str:
+        """Cron entries: id -> JSON (expression, job template, version, registered_at)."""
+        return self.prefix + "crons"
+
+    @property
+    def cron_last(self) -> str:
+        """Cron id -> the latest tick (Unix seconds) whose job has been enqueued."""
+        return self.prefix + "cron:last"
+
+    def cron_planned(self, cron_id: str) -> str:
+        """Jobs enqueued for a cron's ticks (score = tick ms): removal deletes those that
+        have not started."""
+        return self.prefix + "cron:planned:" + cron_id
+
+    @property
+    def scheduler_lease(self) -> str:
+        """The cron scheduler leader's lease: "host:pid:worker name", with a TTL."""
+        return self.prefix + "scheduler:leader"

@@ -1,0 +1,210 @@
+"""How job payloads are stored: JSON by default, pickle only when a queue opts in.
+
+Why JSON: a worker that unpickles a payload runs whatever code its author chose. Anyone who
+can write to Redis can then run code on every worker. Pickle is therefore an explicit
+per-queue opt-in (`Queue(..., serializer="pickle")`), for trusted Redis deployments only.
+
+Functions are stored by reference, as "module:qualname", and resolved in the worker after
+its allow-list has accepted the module (see `check_allowed`), so a refused job is never
+imported.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import inspect
+import json
+import pickle
+import types
+from typing import Any, Callable, Dict, Iterable, List, Tuple, Union
+
+ALWAYS_ALLOWED = ("rqconc.demo", "rqconc.worker.webhooks")
+
+# Modules of rqconc that moved: jobs stored in Redis before the move name the old path (a
+# webhook job's function, the exception types in its retry policy), and must keep working.
+MOVED_MODULES = {"rqconc.webhooks": "rqconc.worker.webhooks"}
+
+
+def current_name(dotted: str) -> str:
+    """`dotted` (a module, "module:qualname" or "module.Class") with a moved rqconc module
+    replaced by its present path; any other name comes back unchanged."""
+    for old, new in MOVED_MODULES.items():
+        if dotted == old or dotted.startswith((old + ":", old + ".")):
+            return new + dotted[len(old) :]
+    return dotted
+
+
+def _short_repr(value: Any, limit: int = 120) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a broken __repr__ must not hide the real problem
+        text = f"<{type(value).__qualname__} object>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_utf8(data: str, what: str, value: Any) -> None:
+    """Redis stores UTF-8: a lone surrogate (which a str may hold) cannot be written."""
+    if not data.isascii():
+        try:
+            data.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise TypeError(
+                f"cannot store {what} {_short_repr(value)}: it holds "
+                f"{data[exc.start : exc.end]!r}, a lone surrogate that is not "
+                "valid UTF-8"
+            ) from None
+
+
+class JSONSerializer:
+    """Plain JSON text: safe to load from anyone, readable by any language."""
+
+    name = "json"
+
+    def dumps(self, value: Any, what: str = "value") -> str:
+        def refuse(obj: Any) -> Any:
+            raise TypeError(
+                f"cannot serialize {what} {_short_repr(obj)} of type {type(obj).__qualname__} "
+                "as JSON; use JSON types (str, int, float, bool, None, list, dict) or opt in "
+                "to pickle with Queue(..., serializer='pickle')"
+            )
+
+        try:
+            data = json.dumps(value, default=refuse, ensure_ascii=False, separators=(",", ":"))
+        except (TypeError, ValueError) as exc:
+            if str(exc).startswith("cannot serialize"):
+                raise TypeError(str(exc)) from None
+            # e.g. a dict with tuple keys, or a circular reference
+            raise TypeError(
+                f"cannot serialize {what} {_short_repr(value)} as JSON: {exc}"
+            ) from None
+        check_utf8(data, what, value)
+        return data
+
+    def loads(self, data: Union[str, bytes]) -> Any:
+        return json.loads(data)
+
+
+class PickleSerializer:
+    """Pickle, base64-encoded so it survives clients that decode replies as text."""
+
+    name = "pickle"
+
+    def dumps(self, value: Any, what: str = "value") -> str:
+        try:
+            raw = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:
+            raise TypeError(f"cannot pickle {what} {_short_repr(value)}: {exc}") from None
+        return base64.b64encode(raw).decode("ascii")
+
+    def loads(self, data: Union[str, bytes]) -> Any:
+        return pickle.loads(base64.b64decode(data))
+
+
+SERIALIZERS = {"json": JSONSerializer(), "pickle": PickleSerializer()}
+Serializer = Union[JSONSerializer, PickleSerializer]
+
+
+def get_serializer(name: str) -> Serializer:
+    try:
+        return SERIALIZERS[name]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown serializer {_short_repr(name)}: use 'json' or 'pickle'"
+        ) from None
+
+
+def dump_arguments(
+    serializer: Serializer, args: Tuple[Any, ...], kwargs: Dict[str, Any]
+) -> Tuple[str, str]:
+    """(args, kwargs) serialized; a TypeError names the value that cannot be."""
+    try:
+        return serializer.dumps(list(args), "argument"), serializer.dumps(kwargs, "argument")
+    except TypeError:
+        # The JSON hook names nested culprits itself; errors it does not see (a dict with
+        # tuple keys, a cycle) are pinned on the top-level argument here.
+        for value in list(args) + list(kwargs.values()):
+            serializer.dumps(value, "argument")
+        raise
+
+
+# ---- function references ----
+
+
+def function_name(func: Union[str, Callable[..., Any]]) -> str:
+    """ "module:qualname" of an importable function; ValueError for anything a worker could
+    not import by name (lambdas, nested functions, bound methods, objects, __main__)."""
+    if isinstance(func, str):
+        module, sep, qualname = func.partition(":")
+        if not sep or not module or not qualname or "<" in func:
+            raise ValueError(f"invalid function reference {func!r}: use 'module:qualname'")
+        return func
+    module = getattr(func, "__module__", None)
+    qualname = getattr(func, "__qualname__", None)
+    if not callable(func) or not module or not qualname:
+        raise ValueError(
+            f"cannot enqueue {_short_repr(func)}: pass an importable function "
+            "or a 'module:qualname' string"
+        )
+    if "<lambda>" in qualname or "<locals>" in qualname:
+        raise ValueError(
+            f"cannot enqueue {qualname!r} from {module}: lambdas and nested "
+            "functions cannot be imported by a worker; define it at module level"
+        )
+    if inspect.ismethod(func) and not inspect.isclass(func.__self__):
+        raise ValueError(
+            f"cannot enqueue the bound method {qualname!r}: the worker would not "
+            "have its object; enqueue a module-level function instead"
+        )
+    if module == "__main__":
+        raise ValueError(
+            f"cannot enqueue {qualname!r} from __main__: a worker cannot import "
+            "your script's __main__; move it to an importable module"
+        )
+    return f"{module}:{qualname}"
+
+
+def split_function_name(name: str) -> Tuple[str, str]:
+    module, sep, qualname = current_name(name).partition(":")
+    if not sep or not module or not qualname:
+        raise ValueError(f"invalid function reference {name!r}: expected 'module:qualname'")
+    return module, qualname
+
+
+def is_allowed(module: str, allow: Iterable[str]) -> bool:
+    """Whether `module` matches an allowed prefix: "myapp" allows myapp and myapp.tasks, not
+    myapp2; "*" allows everything; rqconc's demo tasks are always allowed."""
+    for prefix in list(allow) + list(ALWAYS_ALLOWED):
+        if prefix == "*" or module == prefix or module.startswith(prefix + "."):
+            return True
+    return False
+
+
+def resolve_function(name: str) -> Callable[..., Any]:
+    """Import "module:qualname" (call `is_allowed` first: this imports the module).
+
+    The qualname may name a class attribute ("Class.method") but may not walk into another
+    module ("myapp.tasks:os.system") or through dunders: the allow-list is about modules,
+    and attribute paths must not lead out of the allowed one."""
+    module_name, qualname = split_function_name(name)
+    target: Any = importlib.import_module(module_name)
+    for part in qualname.split("."):
+        if part.startswith("__") and part.endswith("__"):
+            raise ValueError(f"{name}: dunder attributes cannot be part of a job's function")
+        target = getattr(target, part)
+        if isinstance(target, types.ModuleType):
+            raise ValueError(f"{name}: {part} is a module; name a function of {module_name} itself")
+    if not callable(target):
+        raise TypeError(f"{name} is not callable")
+    return target
+
+
+def type_name(cls: type) -> str:
+    """The qualified name exceptions are stored under: "ValueError", "myapp.errors.Boom"."""
+    if cls.__module__ == "builtins":
+        return cls.__qualname__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def mro_names(cls: type) -> List[str]:
+    return [type_name(base) for base in cls.__mro__]

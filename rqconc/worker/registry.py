@@ -1,0 +1,111 @@
+"""Workers in Redis: each supervisor registers itself and heartbeats from its tick.
+
+A worker is one hash `{ns}:worker:<name>` with a TTL, plus its entry in the `{ns}:workers`
+sorted set scored by the moment that TTL runs out. A supervisor whose loop is wedged stops
+heartbeating, so it drops out of the listing after its TTL even if its process lives.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Dict, List, Sequence
+
+import redis
+
+from rqconc.engine.source import SupervisorInfo
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.steps import text
+
+DEFAULT_TTL = 420  # seconds without a heartbeat after which a worker counts as gone
+
+
+def worker_state(info: SupervisorInfo) -> str:
+    """started | idle | busy | suspended, as shown by `rqconc info -W`."""
+    if info.suspended:
+        return "suspended"
+    return "busy" if info.busy else "idle"
+
+
+class WorkerRegistry:
+    """The registry entries of one namespace."""
+
+    def __init__(self, client: redis.Redis, keys: KeySpace, ttl: float = DEFAULT_TTL) -> None:
+        self.client = client
+        self.keys = keys
+        self.ttl = ttl
+
+    def register(self, info: SupervisorInfo, queues: Sequence[str]) -> None:
+        """A supervisor came up: its entry, state `started`."""
+        self._write(info, queues, "started")
+
+    def heartbeat(self, info: SupervisorInfo, queues: Sequence[str]) -> None:
+        self._write(info, queues, worker_state(info))
+
+    def unregister(self, name: str) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        pipe.delete(self.keys.worker(name))
+        pipe.zrem(self.keys.workers, name)
+        pipe.execute()
+
+    def _write(self, info: SupervisorInfo, queues: Sequence[str], state: str) -> None:
+        now = int(time.time() * 1000)
+        ttl_ms = int(self.ttl * 1000)
+        key = self.keys.worker(info.name)
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hset(
+            key,
+            mapping={
+                "name": info.name,
+                "host": info.host,
+                "pid": info.pid,
+                "backend": info.backend,
+                "size": info.size,
+                "queues": ",".join(queues),
+                "state": state,
+                "busy": info.busy,
+                "idle": info.idle,
+                "current_jobs": json.dumps(list(info.current_items)),
+                "last_heartbeat": now,
+                "ttl": self.ttl,
+            },
+        )
+        pipe.hsetnx(key, "birth", now)
+        pipe.pexpire(key, ttl_ms)
+        pipe.zadd(self.keys.workers, {info.name: now + ttl_ms})
+        pipe.execute()
+
+    def list(self) -> List[Dict[str, Any]]:
+        """The live workers, by name; entries not heard from within their TTL are dropped."""
+        now = int(time.time() * 1000)
+        self.client.zremrangebyscore(self.keys.workers, "-inf", now)
+        names = [text(n) for n in self.client.zrange(self.keys.workers, 0, -1)]
+        pipe = self.client.pipeline(transaction=False)
+        for name in names:
+            pipe.hgetall(self.keys.worker(name))
+        workers = [_parse(raw) for raw in pipe.execute() if raw]
+        return sorted(workers, key=lambda worker: worker["name"])
+
+
+def _parse(raw: Dict[Any, Any]) -> Dict[str, Any]:
+    fields = {text(k): text(v) for k, v in raw.items()}
+    return {
+        "name": fields.get("name", ""),
+        "host": fields.get("host", ""),
+        "pid": int(fields.get("pid", 0)),
+        "backend": fields.get("backend", ""),
+        "size": int(fields.get("size", 0)),
+        "busy": int(fields.get("busy", 0)),
+        "idle": int(fields.get("idle", 0)),
+        "state": fields.get("state", ""),
+        "queues": [q for q in fields.get("queues", "").split(",") if q],
+        "current_jobs": json.loads(fields.get("current_jobs", "[]")),
+        "birth": int(fields.get("birth", 0)) / 1000,
+        "last_heartbeat": int(fields.get("last_heartbeat", 0)) / 1000,
+    }
+
+
+def list_workers(client: redis.Redis, namespace: str = "rqconc") -> List[Dict[str, Any]]:
+    """Live workers of a namespace as dicts (name, host, pid, backend, size, busy, idle,
+    state, queues, current_jobs, birth, last_heartbeat; times as Unix seconds)."""
+    return WorkerRegistry(client, KeySpace(namespace)).list()

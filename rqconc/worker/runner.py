@@ -1,0 +1,197 @@
+"""Running one job's function in a worker child: the allow-list (checked before any import),
+the serializer opt-in, argument decoding, callbacks' (job, result or error) arguments, and
+the outcome to record. Nothing here writes to Redis; `RedisSource` records what it returns.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple
+
+import redis
+
+from rqconc import errors
+from rqconc.queue.callbacks import callback_arguments
+from rqconc.queue.flows import Next
+from rqconc.queue.job import Job
+from rqconc.queue.serialization import (
+    get_serializer,
+    is_allowed,
+    mro_names,
+    resolve_function,
+    split_function_name,
+    type_name,
+)
+from rqconc.queue.steps import text
+
+if TYPE_CHECKING:
+    from rqconc.worker.source import RedisSource
+
+# Transient: the server is away, restarting (LOADING is a ConnectionError) or, during a
+# failover, a replica that does not take writes yet.
+REDIS_DOWN = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.ReadOnlyError,
+)
+
+
+@dataclass
+class Outcome:
+    """What running a job produced: a serialized result, or a failure to record."""
+
+    result: Optional[str] = None
+    serializer: str = "json"
+    exc: Optional[Tuple[str, str, str]] = None  # type name, message, traceback
+    exc_mro: Tuple[str, ...] = ()
+    retryable: bool = False
+    next_stage: Optional[Tuple[str, Dict[str, Any]]] = None  # a flow's next job (id, fields)
+
+
+def _short(value: str, limit: int = 300) -> str:
+    """A corrupt value quoted in an error message, cut so that the message stays short."""
+    return value if len(value) <= limit else value[: limit - 3] + "..."
+
+
+def decoded(payload: Dict[str, Any]) -> Tuple[Dict[str, str], Optional[Outcome]]:
+    """The job's fields as text; a field that is not UTF-8 fails the job (its bytes were not
+    written by rqconc) instead of running it on mangled data."""
+    fields, bad = {}, []
+    for name, value in payload.items():
+        try:
+            fields[text(name)] = value.decode() if isinstance(value, bytes) else str(value)
+        except UnicodeDecodeError:
+            fields[text(name)] = value.decode("utf-8", "replace")
+            bad.append(text(name))
+    if not bad:
+        return fields, None
+    message = f"corrupt job data: field(s) {', '.join(bad)} are not valid UTF-8"
+    return fields, Outcome(exc=("ValueError", message, ""))
+
+
+def _loads(serializer: Any, data: Optional[str], empty_text: str, empty: type) -> Any:
+    """Arguments as stored; most jobs have none, which needs no decoding."""
+    if data is None or (data == empty_text and serializer.name == "json"):
+        return empty()
+    return serializer.loads(data)
+
+
+class Refused(Exception):
+    """The job cannot even be started (corrupt, not allowed, unimportable): a final failure."""
+
+    def __init__(self, exc_type: str, message: str) -> None:
+        super().__init__(message)
+        self.exc_type = exc_type
+
+
+class JobRunner:
+    """Resolves and runs jobs for one worker; resolved functions are cached per process."""
+
+    def __init__(self, source: RedisSource, allow: Sequence[str], allow_pickle: bool) -> None:
+        self.source = source  # its client and namespace: a callback reads its parent job
+        self.allow = list(allow)
+        # Unpickling runs code chosen by whoever can write to Redis: a worker opts in.
+        self.allow_pickle = allow_pickle
+        self._functions: Dict[str, Callable[..., Any]] = {}
+
+    def forget_functions(self) -> None:
+        """A forked child resolves its own (a parent's cache may hold stale modules)."""
+        self._functions = {}
+
+    def run(self, fields: Dict[str, str]) -> Outcome:
+        """Run the job these fields describe; every failure is an Outcome, never raised
+        (except Redis being down while a callback reads its parent)."""
+        try:
+            func, args, kwargs, serializer = self._prepare(fields)
+        except Refused as refused:
+            return Outcome(exc=(refused.exc_type, str(refused), ""))
+        try:
+            result = func(*args, **kwargs)
+        except Exception as exc:  # the job's own failure; BaseException ends the child
+            return Outcome(
+                exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
+                exc_mro=tuple(mro_names(type(exc))),
+                retryable=True,
+            )
+        try:
+            next_stage = None
+            if isinstance(result, Next):
+                next_stage = result.prepare(self.source.client, self.source.keys.namespace)
+                result = result.result
+            return Outcome(
+                result=serializer.dumps(result, "return value"),
+                serializer=serializer.name,
+                next_stage=next_stage,
+            )
+        except (TypeError, ValueError) as exc:  # deterministic: a retry would fail the same
+            return Outcome(exc=(type(exc).__name__, str(exc), traceback.format_exc()))
+
+    def _prepare(self, fields: Dict[str, str]) -> Tuple[Callable[..., Any], list, dict, Any]:
+        name = fields.get("func", "")
+        # Cached only once allowed and imported: a hit needs no check again.
+        func = self._functions.get(name) or self._allowed_function(name)
+        self._check_serializer(fields.get("serializer", "json"), f"job of {_short(name)}")
+        try:
+            serializer = get_serializer(fields.get("serializer", "json"))
+            args = _loads(serializer, fields.get("args"), "[]", list)
+            kwargs = _loads(serializer, fields.get("kwargs"), "{}", dict)
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise ValueError("arguments are not a list and a dict")
+        except Exception as exc:
+            raise Refused(
+                "ValueError", f"corrupt job data: cannot decode the arguments of {name}: {exc}"
+            ) from None
+        if fields.get("callback_of"):  # a callback or webhook: (job, result or error) first
+            args = [*self._callback_arguments(fields), *args]
+        return func, args, kwargs, serializer
+
+    def _allowed_function(self, name: str) -> Callable[..., Any]:
+        """The function a job names, checked against the allow-list before any import."""
+        try:
+            module, _ = split_function_name(name)
+        except ValueError as exc:
+            raise Refused("ValueError", f"corrupt job data: {exc}") from None
+        if not is_allowed(module, self.allow):
+            allowed = ", ".join(self.allow) or "none besides rqconc.demo"
+            raise Refused(
+                type_name(errors.NotAllowed),
+                f"function {name} is not allowed on this worker: module {module!r} "
+                f"matches none of its allowed prefixes ({allowed}); start the worker "
+                f"with --allow {module.split('.')[0]} to run it",
+            )
+        try:
+            func = resolve_function(name)
+        except Exception as exc:
+            raise Refused(
+                type_name(type(exc)), f"cannot import {_short(name)}: {_short(str(exc))}"
+            ) from None
+        self._functions[name] = func
+        return func
+
+    def _check_serializer(self, name: str, what: str) -> None:
+        if name == "pickle" and not self.allow_pickle:
+            raise Refused(
+                type_name(errors.NotAllowed),
+                f"the {what} carries a pickled payload, which this worker does not "
+                "accept (unpickling runs code chosen by whoever can write to "
+                "Redis); start the worker with --allow-pickle "
+                "(Supervisor(allow_pickle=True)) if your Redis is trusted",
+            )
+
+    def _callback_arguments(self, fields: Dict[str, str]) -> Tuple[Any, Any]:
+        parent_id = fields["callback_of"]
+        self._check_serializer(
+            fields.get("parent_serializer", "json"), f"result of job {parent_id}"
+        )
+        try:
+            # The parent may be gone already (result_ttl=0): the job then has its id only.
+            stored = self.source.client.hgetall(self.source.keys.job(parent_id))
+            parent = Job(parent_id, self.source.client, self.source.keys.namespace, stored)
+            return callback_arguments(fields, parent)
+        except REDIS_DOWN:
+            raise
+        except Exception as exc:
+            raise Refused(
+                "ValueError", f"corrupt callback data for job {parent_id}: {exc}"
+            ) from None

@@ -1,0 +1,176 @@
+"""The cron scheduler: every supervisor calls `run_scheduler` from its tick (about once a
+second); the one holding the leader lease turns cron ticks into jobs.
+
+Exactly once per tick, however many supervisors run, rests on two things:
+- one leader at a time: a lease (`scheduler:leader`, SET NX PX) that only its holder can
+  renew (lua/cron_lease.lua); a leader that dies stops renewing and loses it after
+  LEASE_MS;
+- idempotent ticks: a tick's job id is `cron.<id>.<tick>` and the enqueue step refuses an
+  id that exists, so even two leaders (one paused past its lease) cannot double a tick.
+  The latest enqueued tick of each entry is stored (`cron:last`), so ticks are never
+  enqueued twice once their job has expired either.
+
+Timeliness: the leader enqueues every tick of the next LOOKAHEAD seconds as a scheduled job
+(due at the tick); workers wake up for the earliest due job, so a tick's job starts at its
+tick rather than at the next supervisor tick. LOOKAHEAD exceeds the lease TTL plus a tick,
+so when a leader is SIGKILLed its jobs already enqueued cover the ticks until the next
+leader takes over: no tick is missed at a handover.
+
+When no scheduler ran through several ticks (every worker down), only the latest missed
+tick fires, at once (SPEC section 7).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from typing import List, Optional, Tuple
+
+import redis
+
+from rqconc.queue.cron import CronEntry, latest_tick, next_tick
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.steps import Steps, now_ms, script, text
+
+log = logging.getLogger("rqconc.worker.scheduler")
+
+LEASE_MS = 3000
+LOOKAHEAD = 5.0  # > LEASE_MS + the ~1 s between supervisor ticks, with a margin
+MAX_TICKS_PER_RUN = 64  # per entry and call: bounds the work of one supervisor tick
+PLANNED_RETENTION_MS = 3600 * 1000  # how long removal still finds a tick's unstarted job
+
+
+def holder_name(worker_name: str) -> str:
+    """Who holds the lease: "host:pid:worker name" (rqconc cron list shows it)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{worker_name}"
+
+
+def leader(client: redis.Redis, keys: KeySpace) -> Optional[Tuple[str, int, str]]:
+    """The current leader as (host, pid, worker name), or None."""
+    value = client.get(keys.scheduler_lease)
+    if value is None:
+        return None
+    try:
+        host, pid, name = text(value).split(":", 2)
+        return host, int(pid), name
+    except ValueError:  # not written by holder_name: show it as it is
+        return "?", 0, text(value)
+
+
+def tick_job_id(cron_id: str, tick: int) -> str:
+    return f"cron.{cron_id}.{tick}"
+
+
+def due_ticks(entry: CronEntry, now: float) -> List[int]:
+    """The ticks to enqueue now: the latest missed one (if any), then every tick up to
+    now + LOOKAHEAD not enqueued yet."""
+    base = max(entry.registered_at, entry.last_tick if entry.last_tick is not None else 0)
+    ticks = []
+    latest = latest_tick(entry.expr, now)
+    if latest > base:  # missed (or due this very second): only the latest one fires
+        ticks.append(latest)
+    after = max(base, now)
+    while len(ticks) < MAX_TICKS_PER_RUN:
+        tick = next_tick(entry.expr, after)
+        if tick > now + LOOKAHEAD:
+            break
+        ticks.append(tick)
+        after = tick
+    return ticks
+
+
+class Scheduler:
+    """One supervisor's view of the scheduler (stateless between calls: all state is in
+    Redis, so a forked or restarted process needs nothing handed over)."""
+
+    def __init__(self, client: redis.Redis, keys: KeySpace, worker_name: str) -> None:
+        self.client = client
+        self.keys = keys
+        self.holder = holder_name(worker_name)
+
+    def lead(self) -> bool:
+        """Take or renew the lease; whether this supervisor leads."""
+        code, _ = script("cron_lease")(
+            self.client, [self.keys.scheduler_lease], [self.holder, LEASE_MS]
+        )
+        if code == 2:
+            log.info("cron scheduler: %s now leads", self.holder)
+        return code != 0
+
+    def tick(self, now: Optional[float] = None) -> int:
+        """If this supervisor leads, enqueue the due and upcoming ticks of every entry;
+        returns how many jobs it enqueued."""
+        if not self.lead():
+            return 0
+        now = time.time() if now is None else now
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hgetall(self.keys.crons)
+        pipe.hgetall(self.keys.cron_last)
+        raw, last = pipe.execute()
+        last_ticks = {text(k): v for k, v in last.items()}
+        enqueued = 0
+        for cron_id, value in raw.items():
+            try:
+                entry = CronEntry.from_json(value, last_ticks.get(text(cron_id)))
+                ticks = due_ticks(entry, now)
+            except (ValueError, KeyError, TypeError) as exc:  # a corrupt entry skips itself
+                log.error("cron %s: cannot read its entry (%s); skipping it", text(cron_id), exc)
+                continue
+            enqueued += self.plan(entry, now, ticks)
+        return enqueued
+
+    def plan(self, entry: CronEntry, now: float, ticks: Optional[List[int]] = None) -> int:
+        """Enqueue an entry's due and upcoming ticks; how many jobs this call created."""
+        ticks = due_ticks(entry, now) if ticks is None else ticks
+        return sum(self.fire(entry, tick, now) for tick in ticks)
+
+    def fire(self, entry: CronEntry, tick: int, now: float) -> bool:
+        """Enqueue the job of one tick (scheduled at the tick if it is ahead, else waiting
+        at once), then record it; True if this call created the job."""
+        job_id = tick_job_id(entry.id, tick)
+        fields = dict(entry.template)
+        meta = json.loads(fields.get("meta") or "{}")
+        meta.update(cron=entry.id, tick=tick)
+        fields["meta"] = json.dumps(meta)
+        due_ms = tick * 1000 if tick > now else None
+        refused = Steps(self.client, self.keys).enqueue(
+            entry.queue, [(job_id, fields)], entry.priority, due_ms
+        )
+        created = refused is None
+        k = self.keys
+        recorded = script("cron_advance")(
+            self.client,
+            [
+                k.crons,
+                k.cron_last,
+                k.cron_planned(entry.id),
+                k.job(job_id),
+                k.scheduled(entry.queue),
+                k.queue(entry.queue),
+            ],
+            [
+                entry.id,
+                entry.version,
+                tick,
+                "1" if created else "0",
+                job_id,
+                now_ms(),
+                PLANNED_RETENTION_MS,
+            ],
+        )
+        if created and recorded:
+            log.debug("cron %s: enqueued %s for tick %d", entry.id, job_id, tick)
+        return created and recorded == 1
+
+
+def run_scheduler(client: redis.Redis, keys: KeySpace, worker_name: str) -> int:
+    """The supervisor tick's entry point (RedisSource.tick, which guards against Redis being
+    away). A command Redis refuses (say, out of memory) is logged: cron never ends a worker."""
+    try:
+        return Scheduler(client, keys, worker_name).tick()
+    except redis.exceptions.ResponseError as exc:
+        log.error("cron scheduler: Redis refused a step (%s)", str(exc).splitlines()[0])
+        return 0
