@@ -1,0 +1,77 @@
+"""rqconc against an earlier revision of itself, in one run: did a change slow the hot path?
+
+    .venv/bin/python bench/compare_revisions.py [--base REV] [--runs 5]
+
+Checks REV out into a temporary git worktree and runs rqconc's no-op (forking 2) and
+enqueue rows (single calls, batch) from `bench/run.py`, alternating between REV and the
+working tree run by run, on one private Redis: both sides see the same machine load, so the
+ratio of their medians is the figure to read (the absolute numbers move with the load).
+Each side runs its own `bench.driver` from its own tree, with this virtualenv's packages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Dict, List
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import bench.run as runner  # noqa: E402
+from bench.common import ROOT, PrivateRedis  # noqa: E402
+from bench.run import ENQ1, ENQB, NOOP, ROWS, Row, run_driver  # noqa: E402
+
+COMPARED = [r for r in ROWS if r.system == "rqconc" and r.group in (NOOP, ENQ1, ENQB)]
+
+
+def run_in(tree: Path, row: Row, url: str) -> float:
+    """One run of `row` with `tree`'s own code (the driver starts from the tree's root, so
+    `import rqconc` finds that tree's package before the editable install)."""
+    previous = runner.ROOT
+    runner.ROOT = tree
+    try:
+        result = run_driver(row, url, backlog=0, runs=1)
+    finally:
+        runner.ROOT = previous
+    if "error" in result:
+        raise SystemExit(f"{tree}: {row.group}: {result['error']}")
+    return float(result["rate"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--base", default="ed5a5be", help="the revision to compare against")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    base_tree = Path(tempfile.mkdtemp(prefix="rqconc-base-")) / "tree"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(base_tree), args.base],
+        check=True,
+    )
+    (runner.RESULTS_DIR / "logs").mkdir(parents=True, exist_ok=True)
+    server = PrivateRedis().start()
+    rates: Dict[str, Dict[str, List[float]]] = {}
+    try:
+        for row in COMPARED:
+            sides = rates.setdefault(row.group, {"base": [], "head": []})
+            for _ in range(args.runs):
+                sides["base"].append(run_in(base_tree, row, server.url))
+                sides["head"].append(run_in(ROOT, row, server.url))
+    finally:
+        server.stop()
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base_tree)])
+    print(f"rqconc at {args.base} (base) against the working tree (head), {args.runs} runs each")
+    for group, sides in rates.items():
+        base, head = statistics.median(sides["base"]), statistics.median(sides["head"])
+        print(f"{group:30} base {base:9,.0f}  head {head:9,.0f}  head/base {head / base:.2f}")
+        print(f"{'':30} base runs {json.dumps([round(v) for v in sides['base']])}")
+        print(f"{'':30} head runs {json.dumps([round(v) for v in sides['head']])}")
+
+
+if __name__ == "__main__":
+    main()
