@@ -5,7 +5,9 @@ import time
 
 from rqconc.connection.direct import DirectConnection
 from rqconc.queue.job import JobStatus
-from rqconc.queue.steps import Steps, _expand, script
+from rqconc.queue.scripts import expand as _expand
+from rqconc.queue.scripts import script
+from rqconc.queue.steps import Steps
 
 LEASE_MS = 15_000
 
