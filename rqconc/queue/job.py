@@ -122,6 +122,20 @@ class Job:
         job.refresh()
         return job
 
+    @classmethod
+    def fetch_many(
+        cls, job_ids: Sequence[str], connection: ConnectionLike = None, namespace: str = "rqconc"
+    ) -> List[Optional[Job]]:
+        """Load jobs in one round trip, in order; None where a job does not exist (any more).
+        Their fields are as of this read (`field("status")` does not read Redis again)."""
+        client, keys = connect(connection), KeySpace(namespace)
+        pipe = client.pipeline(transaction=False)
+        for job_id in job_ids:
+            pipe.hgetall(keys.job(job_id))
+        with translated_errors(client):
+            found = pipe.execute()
+        return [cls(i, client, namespace, raw) if raw else None for i, raw in zip(job_ids, found)]
+
     def refresh(self) -> None:
         """Reload every field from Redis."""
         with translated_errors(self.connection):
