@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 import click
 import redis
 
 from rqconc.cli.common import client_for, table, unix_to_iso, url_option
 from rqconc.connection.clients import translated_errors
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import now_ms, text
+from rqconc.queue.counts import COUNTS, queue_counts
 from rqconc.worker.registry import list_workers
 
-COUNTS = ("queued", "started", "scheduled", "deferred", "failed", "finished")
 WORKER_FIELDS = (
     "name",
     "host",
@@ -28,67 +26,14 @@ WORKER_FIELDS = (
     "current_jobs",
     "last_heartbeat",
 )
-_SIZE_COMMANDS = {"zset": "zcard", "set": "scard", "list": "llen", "hash": "hlen"}
-
-
-def _count_keys(keys: KeySpace, name: str) -> Dict[str, Optional[str]]:
-    """Each count's key for queue `name`."""
-    return {
-        "queued": keys.queue(name),
-        "started": keys.started(name),
-        "scheduled": keys.scheduled(name),
-        "deferred": keys.deferred(name),
-        "failed": keys.failed(name),
-        "finished": keys.finished(name),
-    }
-
-
-def queue_counts(client: redis.Redis, names: List[str], keys: KeySpace) -> List[Dict[str, Any]]:
-    """[{"name", "queued", ...}] in two round trips: key types, then their sizes. Finished
-    jobs and dead letters whose TTL ran out stay in their sets until a maintenance pass
-    trims them (lua/trim_ended.lua): they are not counted."""
-    wanted = [
-        (name, count, key)
-        for name in names
-        for count, key in _count_keys(keys, name).items()
-        if key
-    ]
-    pipe = client.pipeline(transaction=False)
-    for _, _, key in wanted:
-        pipe.type(key)
-    types = [text(t) for t in pipe.execute()]
-    now = now_ms()
-    pipe = client.pipeline(transaction=False)
-    sized = []  # (queue, count, +1 or -1) per reply
-    for (name, count, key), kind in zip(wanted, types):
-        if count == "finished" and kind == "zset":  # scored by expiry
-            pipe.zcount(key, f"({now}", "+inf")
-        elif kind in _SIZE_COMMANDS:
-            getattr(pipe, _SIZE_COMMANDS[kind])(key)
-        else:
-            continue
-        sized.append((name, count, 1))
-        if count == "failed" and kind == "zset":
-            pipe.zcount(keys.failed_expiry(name), "-inf", now)
-            sized.append((name, count, -1))
-    rows: Dict[str, Dict[str, Any]] = {
-        n: dict({"name": n}, **dict.fromkeys(COUNTS, 0)) for n in names
-    }
-    for (name, count, sign), size in zip(sized, pipe.execute(raise_on_error=False)):
-        if not isinstance(size, Exception):  # a key of another type than ours: not counted
-            rows[name][count] = max(0, rows[name][count] + sign * int(size))
-    return [rows[n] for n in names]
 
 
 def gather(client: redis.Redis, with_workers: bool) -> Dict[str, Any]:
-    keys = KeySpace()
-    with translated_errors(client):
-        names = sorted(text(n) for n in client.smembers(keys.queues))
-        report: Dict[str, Any] = {"queues": queue_counts(client, names, keys)}
-        if with_workers:
-            report["workers"] = [
-                {f: w.get(f) for f in WORKER_FIELDS} for w in list_workers(client, keys.namespace)
-            ]
+    report: Dict[str, Any] = {"queues": queue_counts(client)}
+    if with_workers:
+        with translated_errors(client):
+            workers = list_workers(client)
+        report["workers"] = [{f: w.get(f) for f in WORKER_FIELDS} for w in workers]
     return report
 
 

@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-import time
 from typing import Optional
 
 import click
-import redis
 
 from rqconc.cli.common import client_for, url_option
 from rqconc.connection.clients import describe, translated_errors
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.steps import text
-from rqconc.worker.registry import DEFAULT_TTL
-
-
-def worker_freshness(client: redis.Redis, name: str) -> Optional[float]:
-    """Seconds since the worker's last heartbeat if it is within its TTL, else None."""
-    with translated_errors(client):
-        raw = client.hgetall(KeySpace().worker(name))
-    fields = {text(k): text(v) for k, v in raw.items()}
-    if "last_heartbeat" not in fields:
-        return None
-    age = time.time() - int(fields["last_heartbeat"]) / 1000
-    ttl = float(fields.get("ttl") or DEFAULT_TTL)
-    return max(age, 0.0) if age < ttl else None
+from rqconc.worker.registry import heartbeat_age
 
 
 @click.command()
@@ -45,7 +30,8 @@ def ping(worker_name: Optional[str], url: Optional[str]) -> None:
     if worker_name is None:
         click.echo(f"PONG {describe(client)} (Redis {version})")
         return
-    age = worker_freshness(client, worker_name)
+    with translated_errors(client):
+        age = heartbeat_age(client, worker_name)
     if age is None:
         raise click.ClickException(
             f"worker {worker_name!r} is not registered or missed its heartbeats "

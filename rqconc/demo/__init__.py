@@ -9,6 +9,10 @@ import time
 from typing import Any, Dict, List
 
 from rqconc.connection.clients import connect, describe, resolve_url
+from rqconc.queue.job import Job
+from rqconc.queue.queue import Queue
+from rqconc.queue.retry import Retry
+from rqconc.worker.supervisor import Supervisor
 
 STATE_MARK = {"idle": ".", "busy": "#", "starting": "~", "ending": "x", "exited": "x"}
 DEMO_QUEUE = "demo"
@@ -35,9 +39,6 @@ def _calls(count: int, seed: int = 4711) -> List[tuple]:
 
 
 def _enqueue(url: str, count: int) -> List[str]:
-    from rqconc.queue.queue import Queue
-    from rqconc.queue.retry import Retry
-
     queue = Queue(DEMO_QUEUE, connection=url)
     queue.empty()
     job_ids = []
@@ -50,16 +51,12 @@ def _enqueue(url: str, count: int) -> List[str]:
 
 
 def _summary(url: str, job_ids: List[str], elapsed: float, backend: str, size: int) -> str:
-    client = connect(url)
-    from rqconc.queue.keys import KeySpace
-
-    keys = KeySpace()
-    pipe = client.pipeline(transaction=False)
-    for job_id in job_ids:
-        pipe.hmget(keys.job(job_id), "status", "enqueued_at", "started_at")
-    rows = pipe.execute()
-    finished = sum(1 for row in rows if row[0] == b"finished")
-    failed = sum(1 for row in rows if row[0] == b"failed")
+    jobs = [job for job in Job.fetch_many(job_ids, url) if job is not None]
+    rows = [
+        (job.field("status"), job.field("enqueued_at"), job.field("started_at")) for job in jobs
+    ]
+    finished = sum(1 for row in rows if row[0] == "finished")
+    failed = sum(1 for row in rows if row[0] == "failed")
     waits = sorted(float(s) - float(e) for _, e, s in rows if e and s)  # stored in ms
     pct = (lambda p: waits[min(len(waits) - 1, int(p * len(waits)))]) if waits else None
     lines = [
@@ -76,9 +73,6 @@ def _summary(url: str, job_ids: List[str], elapsed: float, backend: str, size: i
 
 
 def run_demo(backend: str, size: int, options: Dict[str, Any]) -> int:
-    from rqconc.queue.queue import Queue
-    from rqconc.worker.supervisor import Supervisor
-
     url = resolve_url(options.get("url"))
     count = options["demo"]
     print(f"Redis: {describe(connect(url))}")

@@ -2,8 +2,11 @@
 
 An entry lives in one Redis hash of the namespace (`crons`: id -> JSON). It holds the
 expression and a *job template*: the hash fields `Queue.prepare` made at registration, so a
-bad function, argument or option raises then, never at a tick. The scheduler
-(rqconc/scheduler.py) turns each tick into a job made from that template.
+bad function, argument or option raises then, never at a tick. Registration only records
+the entry: the scheduler's leader (rqconc/worker/scheduler.py) turns each tick into a job
+made from that template (`plan_tick`, here, with the tick math it needs). Registration
+plans nothing ahead itself: with no worker running, ticks planned then would all fire
+late at once when one starts, where only the latest missed tick may fire (SPEC 7).
 
 Expressions: standard 5 fields (minute hour day month weekday), or 6 with seconds as the
 last field (croniter's convention), or one of the @hourly/@daily/... aliases; evaluated in
@@ -18,36 +21,30 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import redis
+from croniter import croniter
 
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.job import description_of
 from rqconc.queue.keys import KeySpace, check_queue_name
-from rqconc.queue.serialization import function_name
-from rqconc.queue.steps import script, text
-
-if TYPE_CHECKING:
-    from rqconc.queue.queue import Func, Queue
+from rqconc.queue.scripts import CronAdvanceReply, CronPutReply
+from rqconc.queue.steps import Steps, text
 
 log = logging.getLogger("rqconc.queue.cron")
 
 ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
-# Options a cron's jobs cannot take: each tick's job gets its own id, and a tick cannot
-# wait for a job that was enqueued once.
-REFUSED_OPTIONS = ("job_id", "depends_on")
 # Fields of a prepared job that belong to one job, not to the template.
 PER_JOB_FIELDS = ("id", "created_at")
 PUT_ATTEMPTS = 20
-
-
-def _croniter(expr: str, start: float) -> Any:
-    # Imported on first use: every worker process imports this module (its supervisor runs
-    # the scheduler), and most have no cron entry; croniter costs ~15 ms to import.
-    from croniter import croniter
-
-    return croniter(expr, start)
+# The leader enqueues every tick of the next LOOKAHEAD seconds as a scheduled job, so a
+# tick's job starts at its tick rather than at the next supervisor tick; LOOKAHEAD exceeds
+# the leader lease (worker/scheduler.py LEASE_MS) plus a tick, so the jobs a SIGKILLed
+# leader planned cover the ticks until the next leader takes over.
+LOOKAHEAD = 5.0
+MAX_TICKS_PER_RUN = 64  # per entry and call: bounds the work of one supervisor tick
+PLANNED_RETENTION_MS = 3600 * 1000  # how long removal still finds a tick's unstarted job
 
 
 def check_expression(expr: Any) -> str:
@@ -68,7 +65,7 @@ def check_expression(expr: Any) -> str:
             "month weekday) or 6 with seconds as the last field"
         )
     try:
-        _croniter(normalized, 0.0).get_next(float)
+        croniter(normalized, 0.0).get_next(float)
     except (ValueError, KeyError, TypeError) as exc:  # croniter's errors are ValueErrors
         raise ValueError(f"invalid cron expression {expr!r}: {exc}") from None
     return normalized
@@ -86,12 +83,12 @@ def check_cron_id(cron_id: Any) -> str:
 
 def next_tick(expr: str, after: float) -> int:
     """The first tick strictly after `after` (Unix seconds)."""
-    return int(_croniter(expr, after).get_next(float))
+    return int(croniter(expr, after).get_next(float))
 
 
 def latest_tick(expr: str, now: float) -> int:
     """The latest tick at or before `now` (ticks are whole seconds)."""
-    return int(_croniter(expr, float(int(now) + 1)).get_prev(float))
+    return int(croniter(expr, float(int(now) + 1)).get_prev(float))
 
 
 @dataclass
@@ -158,40 +155,19 @@ class CronEntry:
 
 
 def register(
-    queue: Queue,
+    client: redis.Redis,
+    keys: KeySpace,
+    queue: str,
     expr: str,
-    func: Func,
-    args: Sequence[Any],
-    kwargs: Dict[str, Any],
-    cron_id: Optional[str] = None,
+    cron_id: str,
+    fields: Dict[str, str],
 ) -> CronEntry:
-    """Validate and store (or replace) a cron entry; its first tick is the first one after
-    now. Keyword options of `Queue.enqueue` (priority, timeout, retry, result_ttl, meta...)
-    are taken out of kwargs and apply to every tick's job."""
-    from rqconc.queue.queue import OPTION_NAMES
-
-    expr = check_expression(expr)
-    cron_id = check_cron_id(function_name(func) if cron_id is None else cron_id)
-    options = {name: kwargs.pop(name) for name in OPTION_NAMES if name in kwargs}
-    refused = [name for name in REFUSED_OPTIONS if name in options]
-    if refused:
-        raise ValueError(
-            f"a cron's jobs cannot take {', '.join(refused)}: each tick's job "
-            f"gets the id cron.<id>.<tick>"
-        )
-    ((_, _, fields),) = queue.prepare([(func, tuple(args), dict(kwargs))], options)
+    """Store (or replace) the entry `cron_id` of `queue`: `expr` as checked by
+    check_expression, `fields` a job prepared by `Queue.prepare` (its template). Its first
+    tick is the first one after now; the scheduler's leader enqueues it."""
     template = {name: value for name, value in fields.items() if name not in PER_JOB_FIELDS}
-    entry = CronEntry(
-        cron_id, expr, fields["func"], queue.name, uuid.uuid4().hex, time.time(), template
-    )
-    _put(queue.connection, queue.keys, cron_id, entry)
-    # Plan the first ticks now rather than at the leader's next tick (up to a second away),
-    # so that even the first one starts on time; tick jobs are idempotent, so this cannot
-    # double what the leader enqueues.
-    from rqconc.worker.scheduler import Scheduler
-
-    with translated_errors(queue.connection):
-        Scheduler(queue.connection, queue.keys, "client").plan(entry, time.time())
+    entry = CronEntry(cron_id, expr, fields["func"], queue, uuid.uuid4().hex, time.time(), template)
+    _put(client, keys, cron_id, entry)
     return entry
 
 
@@ -248,24 +224,11 @@ def _put(client: redis.Redis, keys: KeySpace, cron_id: str, entry: Optional[Cron
                     version, queue = old.version, old.queue
                 except (ValueError, KeyError, TypeError):  # unreadable: replaced or removed
                     pass
-            keys_ = [
-                keys.crons,
-                keys.cron_last,
-                keys.cron_planned(cron_id),
-                keys.scheduled(queue),
-                keys.queue(queue),
-                *map(keys.job, planned),
-            ]
-            args = [
-                cron_id,
-                version,
-                entry.to_json() if entry is not None else "",
-                len(planned),
-                *planned,
-            ]
-            code, _ = script("cron_put")(client, keys_, args)
-        if code != -1:
-            return code == 1
+            code = Steps(client, keys).cron_put(
+                cron_id, queue, version, entry.to_json() if entry is not None else "", planned
+            )
+        if code is not CronPutReply.CHANGED:
+            return code is CronPutReply.DONE
     raise RuntimeError(f"cron {cron_id!r} kept changing while it was being written; try again")
 
 
@@ -277,3 +240,45 @@ def _read_current(
     pipe.zrange(keys.cron_planned(cron_id), 0, -1)
     current, planned = pipe.execute()
     return current, [text(job_id) for job_id in planned]
+
+
+def tick_job_id(cron_id: str, tick: int) -> str:
+    return f"cron.{cron_id}.{tick}"
+
+
+def due_ticks(entry: CronEntry, now: float) -> List[int]:
+    """The ticks to enqueue now: the latest missed one (if any), then every tick up to
+    now + LOOKAHEAD not enqueued yet."""
+    base = max(entry.registered_at, entry.last_tick if entry.last_tick is not None else 0)
+    ticks = []
+    latest = latest_tick(entry.expr, now)
+    if latest > base:  # missed (or due this very second): only the latest one fires
+        ticks.append(latest)
+    after = max(base, now)
+    while len(ticks) < MAX_TICKS_PER_RUN:
+        tick = next_tick(entry.expr, after)
+        if tick > now + LOOKAHEAD:
+            break
+        ticks.append(tick)
+        after = tick
+    return ticks
+
+
+def plan_tick(steps: Steps, entry: CronEntry, tick: int, now: float) -> bool:
+    """Enqueue the job of one tick (scheduled at the tick if it is ahead, else waiting at
+    once), then record it; True if this call created the job. Idempotent: the job id is
+    made of the entry and the tick, and the enqueue step refuses an id that exists."""
+    job_id = tick_job_id(entry.id, tick)
+    fields = dict(entry.template)
+    meta = json.loads(fields.get("meta") or "{}")
+    meta.update(cron=entry.id, tick=tick)
+    fields["meta"] = json.dumps(meta)
+    due_ms = tick * 1000 if tick > now else None
+    created = steps.enqueue(entry.queue, [(job_id, fields)], entry.priority, due_ms) is None
+    recorded = steps.cron_advance(
+        entry.id, entry.version, entry.queue, tick, created, job_id, PLANNED_RETENTION_MS
+    )
+    if created and recorded is CronAdvanceReply.RECORDED:
+        log.debug("cron %s: enqueued %s for tick %d", entry.id, job_id, tick)
+        return True
+    return False

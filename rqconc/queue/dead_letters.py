@@ -8,57 +8,60 @@ reader here leaves out the ids whose expiry (`failed_expiry:<queue>`) has passed
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Tuple
+from typing import List, Tuple
+
+import redis
 
 from rqconc import errors
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.job import Job
+from rqconc.queue.keys import KeySpace
 from rqconc.queue.steps import Steps, now_ms, text
-
-if TYPE_CHECKING:
-    from rqconc.queue.queue import Queue
 
 
 class DeadLetters:
-    def __init__(self, queue: Queue) -> None:
-        self.queue = queue
+    """The dead letters of the queue `name` (what `Queue.failed` returns)."""
+
+    def __init__(self, client: redis.Redis, keys: KeySpace, name: str) -> None:
+        self.client = client
+        self.keys = keys
+        self.name = name
 
     @property
     def _steps(self) -> Steps:
-        return Steps(self.queue.connection, self.queue.keys)
+        return Steps(self.client, self.keys)
 
     @property
     def _keys(self) -> Tuple[str, str]:
-        keys, name = self.queue.keys, self.queue.name
-        return keys.failed(name), keys.failed_expiry(name)
+        return self.keys.failed(self.name), self.keys.failed_expiry(self.name)
 
     @property
     def job_ids(self) -> List[str]:
         """Ids of the dead letters, oldest failure first."""
         failed, expiry = self._keys
-        pipe = self.queue.connection.pipeline()  # one snapshot of both sets
+        pipe = self.client.pipeline()  # one snapshot of both sets
         pipe.zrange(failed, 0, -1)
         pipe.zrangebyscore(expiry, "-inf", now_ms())
-        with translated_errors(self.queue.connection):
+        with translated_errors(self.client):
             ids, expired = pipe.execute()
         gone = set(expired)
         return [text(i) for i in ids if i not in gone]
 
     def __len__(self) -> int:
         failed, expiry = self._keys
-        pipe = self.queue.connection.pipeline()
+        pipe = self.client.pipeline()
         pipe.zcard(failed)
         pipe.zcount(expiry, "-inf", now_ms())
-        with translated_errors(self.queue.connection):
+        with translated_errors(self.client):
             listed, expired = pipe.execute()
         return max(0, int(listed) - int(expired))
 
     def __contains__(self, job_id: str) -> bool:
         failed, expiry = self._keys
-        pipe = self.queue.connection.pipeline()
+        pipe = self.client.pipeline()
         pipe.zscore(failed, job_id)
         pipe.zscore(expiry, job_id)
-        with translated_errors(self.queue.connection):
+        with translated_errors(self.client):
             listed, expires = pipe.execute()
         return listed is not None and (expires is None or expires > now_ms())
 
@@ -68,7 +71,7 @@ class DeadLetters:
         found = []
         for job_id in self.job_ids:
             try:
-                found.append(self.queue.fetch_job(job_id))
+                found.append(Job.fetch(job_id, self.client, self.keys.namespace))
             except errors.NoSuchJob:
                 continue
         return found
@@ -76,8 +79,8 @@ class DeadLetters:
     def requeue(self, job_id: str) -> bool:
         """Run it again: back at the end of its queue, same id, attempts reset.
         False if `job_id` is not a dead letter of this queue."""
-        with translated_errors(self.queue.connection):
-            return self._steps.requeue_failed(self.queue.name, job_id)
+        with translated_errors(self.client):
+            return self._steps.requeue_failed(self.name, job_id)
 
     def requeue_all(self) -> int:
         """Requeue every dead letter (in failure order); returns how many."""
@@ -85,5 +88,5 @@ class DeadLetters:
 
     def purge(self) -> int:
         """Delete every dead letter and its data; returns how many."""
-        with translated_errors(self.queue.connection):
-            return self._steps.purge_failed(self.queue.name, self.job_ids)
+        with translated_errors(self.client):
+            return self._steps.purge_failed(self.name, self.job_ids)

@@ -3,21 +3,17 @@
 The stage's own result (`Next(..., result=...)`) is stored, and the next stage is enqueued
 in the same Lua step that completes it (lua/complete.lua), linked both ways (`next_id`,
 `prev_id`) and to the flow's first stage (`flow_id`): a crash can neither drop nor
-duplicate a stage.
+duplicate a stage. `Job.flow()` walks the links.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Tuple, Union
+from typing import Any, Dict, Tuple, Union
 
 import redis
 
-if TYPE_CHECKING:
-    from rqconc.queue.job import Job
-    from rqconc.queue.queue import Queue
-
-# A flow that loops on itself must not make Job.flow() walk forever.
-MAX_STAGES = 10_000
+from rqconc.queue.options import refuse, take_options
+from rqconc.queue.queue import Queue
 
 
 class Next:
@@ -39,32 +35,11 @@ class Next:
 
     def prepare(self, client: redis.Redis, namespace: str) -> Tuple[str, Dict[str, Any]]:
         """The next stage as (id, hash fields), validated and serialized, nothing written."""
-        from rqconc.queue.queue import OPTION_NAMES, Queue
-
         queue = self.queue
         if not isinstance(queue, Queue):
             queue = Queue(queue, connection=client, namespace=namespace)
         kwargs = dict(self.kwargs)
-        options = {name: kwargs.pop(name) for name in OPTION_NAMES if name in kwargs}
-        if options.get("depends_on") is not None:
-            raise ValueError(
-                "a flow's next stage cannot take depends_on: it starts when this stage completes"
-            )
+        options = take_options(kwargs)
+        refuse(options, ("depends_on",), "a flow's next stage (it starts when this one completes)")
         job_id, _, fields = queue.prepare([(self.func, self.args, kwargs)], options)[0]
         return job_id, fields
-
-
-def stages(job: Job) -> List[Job]:
-    """The jobs of `job`'s flow in order, first to latest (stages already expired are
-    skipped where the chain allows)."""
-    from rqconc.queue.job import Job as JobClass
-
-    first = job.flow_id or job.id
-    found: List[Job] = []
-    current = first
-    while current and len(found) < MAX_STAGES:
-        stage = JobClass(current, job.connection, job.namespace)
-        stage.refresh()
-        found.append(stage)
-        current = stage.next_id
-    return found

@@ -5,7 +5,7 @@ attributes are as of the last fetch or `refresh()` (they do not change after enq
 
 A job's hash stores only the fields that differ from their defaults (enqueue is cheaper and
 a queued job smaller): every reader treats a missing field as its default, here, in
-worker_source.py and in the Lua steps (lua/include/lifecycle.lua, complete.lua).
+rqconc/worker/ and in the Lua steps (lua/include/lifecycle.lua, complete.lua).
 """
 
 from __future__ import annotations
@@ -20,10 +20,19 @@ import redis
 
 from rqconc import errors
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
+from rqconc.queue.defaults import (
+    DEFAULT_FAILURE_TTL,
+    DEFAULT_PRIORITY,
+    DEFAULT_RESULT_TTL,
+    DEFAULT_TIMEOUT,
+)
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import get_serializer
-from rqconc.queue.steps import Steps, text
+from rqconc.queue.steps import AwaitReply, CancelReply, Steps, text
+
+# A flow that loops on itself must not make Job.flow() walk forever.
+MAX_STAGES = 10_000
 
 # The longest single BLMOVE when the client has no socket timeout: a wait is a sequence of
 # blocking calls (never a sleep-and-poll loop), each shorter than the client's socket timeout.
@@ -45,13 +54,9 @@ class JobStatus(str, Enum):
 
 ENDED = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED)
 
-# The value of a field the hash does not store (the Lua steps apply the same ones). Absent
-# too: empty args "[]" / kwargs "{}", serializer "json", attempts and lost 0, no retry (the
+# A field the hash does not store has its default (rqconc/queue/defaults.py). Absent too:
+# empty args "[]" / kwargs "{}", serializer "json", attempts and lost 0, no retry (the
 # default policy), meta, description (derived from the call), depends_on and on_* fields.
-DEFAULT_PRIORITY = 1
-DEFAULT_TIMEOUT = 180
-DEFAULT_RESULT_TTL = 500
-DEFAULT_FAILURE_TTL = 365 * 24 * 3600  # dead letters are kept a year unless told otherwise
 
 
 def describe_call(name: str, args: Sequence[Any], kwargs: Dict[str, Any]) -> str:
@@ -116,6 +121,20 @@ class Job:
         job = cls(job_id, connection, namespace)
         job.refresh()
         return job
+
+    @classmethod
+    def fetch_many(
+        cls, job_ids: Sequence[str], connection: ConnectionLike = None, namespace: str = "rqconc"
+    ) -> List[Optional[Job]]:
+        """Load jobs in one round trip, in order; None where a job does not exist (any more).
+        Their fields are as of this read (`field("status")` does not read Redis again)."""
+        client, keys = connect(connection), KeySpace(namespace)
+        pipe = client.pipeline(transaction=False)
+        for job_id in job_ids:
+            pipe.hgetall(keys.job(job_id))
+        with translated_errors(client):
+            found = pipe.execute()
+        return [cls(i, client, namespace, raw) if raw else None for i, raw in zip(job_ids, found)]
 
     def refresh(self) -> None:
         """Reload every field from Redis."""
@@ -262,10 +281,16 @@ class Job:
         return self._read("flow_id")[1]
 
     def flow(self) -> List[Job]:
-        """The stages of this job's flow, first to latest."""
-        from rqconc.queue.flows import stages
-
-        return stages(self)
+        """The stages of this job's flow, first to latest (stages already expired are
+        skipped where the chain allows)."""
+        found: List[Job] = []
+        current = self.flow_id or self.id
+        while current and len(found) < MAX_STAGES:
+            stage = Job(current, self.connection, self.namespace)
+            stage.refresh()
+            found.append(stage)
+            current = stage.next_id
+        return found
 
     # ---- control ----
     def cancel(self) -> bool:
@@ -273,9 +298,9 @@ class Job:
         within 2 s (status `canceled`). False when it had already ended."""
         with translated_errors(self.connection):
             code = Steps(self.connection, self._keys).cancel(self.id)
-        if code == -1:
+        if code is CancelReply.MISSING:
             raise self._missing()
-        return code != 0
+        return code is not CancelReply.ENDED
 
     @property
     def worker_name(self) -> Optional[str]:
@@ -314,9 +339,9 @@ class Job:
     def _outcome_now(self) -> Optional[str]:
         """The outcome if the job has ended; NoSuchJob if it is gone without one."""
         code, fields = Steps(self.connection, self._keys).await_outcome(self.id)
-        if code == 1:
+        if code is AwaitReply.PUSHED:
             return text(fields[0])
-        if code == 0:
+        if code is AwaitReply.MISSING:
             raise self._missing()
         status, serializer, result, *exc = [None if v is None else text(v) for v in fields]
         if status == JobStatus.FINISHED and result is not None:

@@ -1,38 +1,29 @@
-"""The Lua steps (rqconc/queue/lua/*.lua): loaded once per server, called by SHA.
+"""The one caller of the Lua steps (rqconc/queue/lua/*.lua, loaded by scripts.py).
 
 `Steps` wraps each script with the keys it needs, built by `KeySpace`, so the rest of the
-code never lists KEYS by hand. Calls go straight to EVALSHA (the SHA is computed locally);
-a server that does not know the script yet (first use, or after a restart flushed its
-script cache) answers NOSCRIPT, and the script is loaded and the call repeated once.
+code never lists KEYS by hand, and turns its reply into the enum of scripts.py. No other
+module calls a script (tests/queue/test_lua_steps.py holds this).
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-import time
-from importlib import resources
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import redis
 
 from rqconc.queue.keys import KeySpace
-
-SCRIPT_NAMES = (
-    "enqueue",
-    "take",
-    "renew",
-    "complete",
-    "fail",
-    "requeue_front",
-    "recover",
-    "cancel",
-    "await",
-    "trim_ended",
+from rqconc.queue.scripts import (
+    AwaitReply,
+    CancelReply,
+    CronAdvanceReply,
+    CronLeaseReply,
+    CronPutReply,
+    EnqueueReply,
+    FailReply,
+    now_ms,
+    script,
+    text,
 )
-# `--#include NAME` in a script is replaced by lua/include/NAME.lua: Redis scripts cannot
-# call one another, and the steps that end a job must release its dependents identically.
-_INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
 
 # How many due scheduled jobs one take promotes per queue: bounds the cost of a take.
 PROMOTE_BATCH = 100
@@ -42,54 +33,8 @@ DONE_GRACE_SECONDS = 10
 # call holds Redis while it runs).
 TRIM_BATCH = 1000
 TRIM_QUEUES_PER_CALL = 50
-
-
-class Script:
-    """One Lua file: its source and SHA1, callable on any client."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.source = _expand(_read(f"{name}.lua"))
-        self.sha = hashlib.sha1(self.source.encode()).hexdigest()
-
-    def __call__(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        try:
-            return client.evalsha(self.sha, len(keys), *keys, *args)
-        except redis.exceptions.NoScriptError:
-            client.script_load(self.source)
-            return client.evalsha(self.sha, len(keys), *keys, *args)
-
-
-def _read(relative: str) -> str:
-    return resources.files("rqconc.queue").joinpath("lua", relative).read_text()
-
-
-def _expand(source: str) -> str:
-    return _INCLUDE.sub(lambda m: _read(f"include/{m.group(1)}.lua"), source)
-
-
-_SCRIPTS: Dict[str, Script] = {}
-
-
-def script(name: str) -> Script:
-    """The script `name`, read from the package once per process (read-only afterwards)."""
-    if name not in _SCRIPTS:
-        _SCRIPTS[name] = Script(name)
-    return _SCRIPTS[name]
-
-
 # Far longer than a take can be on its way to Redis: afterwards the key just expires.
 REVOKED_MS = 600_000
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def text(value: Any) -> str:
-    """A reply as str, whatever the client's decode_responses (bytes that are not UTF-8,
-    which only a corrupt write can store, are shown with replacement characters)."""
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 # The job fields a take returns, in the order of TAKE_FIELDS in lua/include/take.lua.
@@ -134,10 +79,10 @@ class Steps:
         common: Optional[Dict[str, Any]] = None,
         fresh_ids: bool = False,
         now: Optional[int] = None,
-    ) -> Optional[Tuple[str, str]]:
+    ) -> Optional[Tuple[EnqueueReply, str]]:
         """Store jobs (id, fields) of one priority, each hash also holding the `common`
         fields, `queue` and `created_at` (`now`, ms). None when stored, else why not:
-        ("exists", id) or ("missing parent", id); then nothing was written. `fresh_ids`: the
+        (EnqueueReply.EXISTS or MISSING_PARENT, the id); then nothing was written. `fresh_ids`: the
         ids were just generated at random, so they need no check that they are free."""
         k = self.keys
         common = common or {}
@@ -172,7 +117,7 @@ class Steps:
         code, detail = script("enqueue")(self.client, keys, args)
         if code == 1:
             return None
-        return ("exists" if code == 0 else "missing parent"), text(detail)
+        return EnqueueReply(code), text(detail)
 
     def take(self, claim: str, queues: Sequence[str], lease_ms: int, worker: str) -> Any:
         """The taken job as (id, fields) or, if none, the earliest due time (ms, or -1)."""
@@ -298,8 +243,8 @@ class Steps:
         exc: Tuple[str, str, str],
         retry_at_ms: Optional[int] = None,
         worker: str = "",
-    ) -> int:
-        """1: failed for good, 2: scheduled for a retry, -1: stale claim (nothing written)."""
+    ) -> FailReply:
+        """FAILED for good, RETRYING (scheduled), or STALE claim (nothing written)."""
         k = self.keys
         keys = [
             k.active,
@@ -323,7 +268,7 @@ class Steps:
             k.prefix,
             worker,
         ]
-        return script("fail")(self.client, keys, args)
+        return FailReply(script("fail")(self.client, keys, args))
 
     def requeue_front(
         self, claim: str, job_id: str, queue: str, worker: str = "", event: str = "requeued"
@@ -333,20 +278,18 @@ class Steps:
         args = [claim, job_id, now_ms(), k.prefix, worker, event]
         return script("requeue_front")(self.client, keys, args) == 1
 
-    def cancel(self, job_id: str, claim: str = "", worker: str = "") -> int:
-        """1: canceled, 2: running and asked to stop, 0: already ended or stale claim,
-        -1: no such job."""
+    def cancel(self, job_id: str, claim: str = "", worker: str = "") -> CancelReply:
         k = self.keys
         keys = [k.job(job_id), k.canceling, k.active, k.claims, k.seq, k.events]
         args = [job_id, now_ms(), k.prefix, claim, worker]
-        return int(script("cancel")(self.client, keys, args))
+        return CancelReply(script("cancel")(self.client, keys, args))
 
-    def await_outcome(self, job_id: str) -> Tuple[int, List[Any]]:
-        """(1, [outcome]) when pushed; (0, []) when the job does not exist; else
-        (2, [status, serializer, result, exc_type, exc_message, traceback]), and the job is
+    def await_outcome(self, job_id: str) -> Tuple[AwaitReply, List[Any]]:
+        """(PUSHED, [outcome]); (MISSING, []) when the job does not exist; else (PENDING,
+        [status, serializer, result, exc_type, exc_message, traceback]), and the job is
         marked as waited for if it has not ended."""
         reply = script("await")(self.client, [self.keys.job(job_id), self.keys.done(job_id)], [])
-        return int(reply[0]), list(reply[1:])
+        return AwaitReply(reply[0]), list(reply[1:])
 
     def claimed_job(self, claim: str) -> Optional[Tuple[str, Dict[str, Any]]]:
         """The job a claim currently holds, as (id, fields), or None if the claim is stale."""
@@ -398,3 +341,51 @@ class Steps:
                 keys += [k.finished(name), k.failed(name), k.failed_expiry(name)]
             dropped += int(script("trim_ended")(self.client, keys, [now, limit]))
         return dropped
+
+    # ---- cron (lua/cron_*.lua) ----
+    def cron_lease(self, holder: str, lease_ms: int) -> CronLeaseReply:
+        """Take or renew the scheduler's leader lease for `holder`."""
+        code, _ = script("cron_lease")(self.client, [self.keys.scheduler_lease], [holder, lease_ms])
+        return CronLeaseReply(code)
+
+    def cron_advance(
+        self,
+        cron_id: str,
+        version: str,
+        queue: str,
+        tick: int,
+        created: bool,
+        job_id: str,
+        retention_ms: int,
+    ) -> CronAdvanceReply:
+        """Record that tick's job `job_id` (`created` by this caller) is enqueued; UNDONE
+        deletes the job this caller created when its entry changed or the tick ran before."""
+        k = self.keys
+        keys = [
+            k.crons,
+            k.cron_last,
+            k.cron_planned(cron_id),
+            k.job(job_id),
+            k.scheduled(queue),
+            k.queue(queue),
+        ]
+        args = [cron_id, version, tick, "1" if created else "0", job_id, now_ms(), retention_ms]
+        return CronAdvanceReply(script("cron_advance")(self.client, keys, args))
+
+    def cron_put(
+        self, cron_id: str, queue: str, version: str, entry: str, planned: Sequence[str]
+    ) -> CronPutReply:
+        """Write the entry JSON (or remove it, with ""), taking back the `planned` jobs of
+        the current entry (of `queue`, version `version`, as the caller read them)."""
+        k = self.keys
+        keys = [
+            k.crons,
+            k.cron_last,
+            k.cron_planned(cron_id),
+            k.scheduled(queue),
+            k.queue(queue),
+            *map(k.job, planned),
+        ]
+        args = [cron_id, version, entry, len(planned), *planned]
+        code, _ = script("cron_put")(self.client, keys, args)
+        return CronPutReply(code)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import redis
 
@@ -109,3 +109,15 @@ def list_workers(client: redis.Redis, namespace: str = "rqconc") -> List[Dict[st
     """Live workers of a namespace as dicts (name, host, pid, backend, size, busy, idle,
     state, queues, current_jobs, birth, last_heartbeat; times as Unix seconds)."""
     return WorkerRegistry(client, KeySpace(namespace)).list()
+
+
+def heartbeat_age(client: redis.Redis, name: str, namespace: str = "rqconc") -> Optional[float]:
+    """Seconds since worker `name` last heartbeat, or None when it is not registered or
+    that heartbeat is older than its TTL (`rqconc ping --worker`)."""
+    raw = client.hgetall(KeySpace(namespace).worker(name))
+    fields = {text(k): text(v) for k, v in raw.items()}
+    if "last_heartbeat" not in fields:
+        return None
+    age = time.time() - int(fields["last_heartbeat"]) / 1000
+    ttl = float(fields.get("ttl") or DEFAULT_TTL)
+    return max(age, 0.0) if age < ttl else None

@@ -11,10 +11,11 @@ Exactly once per tick, however many supervisors run, rests on two things:
   enqueued twice once their job has expired either.
 
 Timeliness: the leader enqueues every tick of the next LOOKAHEAD seconds as a scheduled job
-(due at the tick); workers wake up for the earliest due job, so a tick's job starts at its
-tick rather than at the next supervisor tick. LOOKAHEAD exceeds the lease TTL plus a tick,
-so when a leader is SIGKILLed its jobs already enqueued cover the ticks until the next
-leader takes over: no tick is missed at a handover.
+(due at the tick; the tick math and the planning of a tick's job are in queue/cron.py);
+workers wake up for the earliest due job, so a tick's job starts at its tick rather than at
+the next supervisor tick. LOOKAHEAD exceeds the lease TTL plus a tick, so when a leader is
+SIGKILLed its jobs already enqueued cover the ticks until the next leader takes over: no
+tick is missed at a handover.
 
 When no scheduler ran through several ticks (every worker down), only the latest missed
 tick fires, at once (SPEC section 7).
@@ -22,7 +23,6 @@ tick fires, at once (SPEC section 7).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -31,16 +31,14 @@ from typing import List, Optional, Tuple
 
 import redis
 
-from rqconc.queue.cron import CronEntry, latest_tick, next_tick
+from rqconc.queue.cron import LOOKAHEAD, CronEntry, due_ticks, plan_tick  # noqa: F401 (tests)
 from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import Steps, now_ms, script, text
+from rqconc.queue.scripts import CronLeaseReply
+from rqconc.queue.steps import Steps, text
 
 log = logging.getLogger("rqconc.worker.scheduler")
 
-LEASE_MS = 3000
-LOOKAHEAD = 5.0  # > LEASE_MS + the ~1 s between supervisor ticks, with a margin
-MAX_TICKS_PER_RUN = 64  # per entry and call: bounds the work of one supervisor tick
-PLANNED_RETENTION_MS = 3600 * 1000  # how long removal still finds a tick's unstarted job
+LEASE_MS = 3000  # < cron.LOOKAHEAD - the ~1 s between supervisor ticks, with a margin
 
 
 def holder_name(worker_name: str) -> str:
@@ -60,28 +58,6 @@ def leader(client: redis.Redis, keys: KeySpace) -> Optional[Tuple[str, int, str]
         return "?", 0, text(value)
 
 
-def tick_job_id(cron_id: str, tick: int) -> str:
-    return f"cron.{cron_id}.{tick}"
-
-
-def due_ticks(entry: CronEntry, now: float) -> List[int]:
-    """The ticks to enqueue now: the latest missed one (if any), then every tick up to
-    now + LOOKAHEAD not enqueued yet."""
-    base = max(entry.registered_at, entry.last_tick if entry.last_tick is not None else 0)
-    ticks = []
-    latest = latest_tick(entry.expr, now)
-    if latest > base:  # missed (or due this very second): only the latest one fires
-        ticks.append(latest)
-    after = max(base, now)
-    while len(ticks) < MAX_TICKS_PER_RUN:
-        tick = next_tick(entry.expr, after)
-        if tick > now + LOOKAHEAD:
-            break
-        ticks.append(tick)
-        after = tick
-    return ticks
-
-
 class Scheduler:
     """One supervisor's view of the scheduler (stateless between calls: all state is in
     Redis, so a forked or restarted process needs nothing handed over)."""
@@ -93,12 +69,10 @@ class Scheduler:
 
     def lead(self) -> bool:
         """Take or renew the lease; whether this supervisor leads."""
-        code, _ = script("cron_lease")(
-            self.client, [self.keys.scheduler_lease], [self.holder, LEASE_MS]
-        )
-        if code == 2:
+        code = Steps(self.client, self.keys).cron_lease(self.holder, LEASE_MS)
+        if code is CronLeaseReply.TAKEN:
             log.info("cron scheduler: %s now leads", self.holder)
-        return code != 0
+        return code is not CronLeaseReply.OTHER_LEADS
 
     def tick(self, now: Optional[float] = None) -> int:
         """If this supervisor leads, enqueue the due and upcoming ticks of every entry;
@@ -128,42 +102,8 @@ class Scheduler:
         return sum(self.fire(entry, tick, now) for tick in ticks)
 
     def fire(self, entry: CronEntry, tick: int, now: float) -> bool:
-        """Enqueue the job of one tick (scheduled at the tick if it is ahead, else waiting
-        at once), then record it; True if this call created the job."""
-        job_id = tick_job_id(entry.id, tick)
-        fields = dict(entry.template)
-        meta = json.loads(fields.get("meta") or "{}")
-        meta.update(cron=entry.id, tick=tick)
-        fields["meta"] = json.dumps(meta)
-        due_ms = tick * 1000 if tick > now else None
-        refused = Steps(self.client, self.keys).enqueue(
-            entry.queue, [(job_id, fields)], entry.priority, due_ms
-        )
-        created = refused is None
-        k = self.keys
-        recorded = script("cron_advance")(
-            self.client,
-            [
-                k.crons,
-                k.cron_last,
-                k.cron_planned(entry.id),
-                k.job(job_id),
-                k.scheduled(entry.queue),
-                k.queue(entry.queue),
-            ],
-            [
-                entry.id,
-                entry.version,
-                tick,
-                "1" if created else "0",
-                job_id,
-                now_ms(),
-                PLANNED_RETENTION_MS,
-            ],
-        )
-        if created and recorded:
-            log.debug("cron %s: enqueued %s for tick %d", entry.id, job_id, tick)
-        return created and recorded == 1
+        """Enqueue the job of one tick; True if this call created it (queue/cron.py)."""
+        return plan_tick(Steps(self.client, self.keys), entry, tick, now)
 
 
 def run_scheduler(client: redis.Redis, keys: KeySpace, worker_name: str) -> int:

@@ -70,6 +70,7 @@ def test_cron_remove_removes_the_entry_and_its_jobs_enqueued_ahead(redis_server)
     q = Queue("default", redis_url)
     q.cron("* * * * * *", tasks.add, 1, 2, id="every")
     q.cron("0 0 * * *", tasks.add, 1, 2, id="daily")
+    Scheduler(redis.Redis.from_url(redis_url), KeySpace(), "worker-7").tick()
     assert q.scheduled_job_ids  # the next ticks wait, enqueued ahead
     removed = rqconc("cron", "remove", "every", "--url", redis_url)
     again = rqconc("cron", "remove", "every", "--url", redis_url)

@@ -10,10 +10,10 @@ import time
 import pytest
 
 from rqconc.errors import NoSuchJob
-from rqconc.queue.cron import entries, remove
+from rqconc.queue.cron import LOOKAHEAD, entries, remove, tick_job_id
 from rqconc.queue.job import Job, JobStatus
 from rqconc.queue.queue import Queue
-from rqconc.worker.scheduler import LEASE_MS, LOOKAHEAD, Scheduler, leader, tick_job_id
+from rqconc.worker.scheduler import LEASE_MS, Scheduler, leader
 from rqconc.worker.source import RedisSource
 from tests.queue import tasks
 from tests.support.redis_server import free_port
@@ -109,7 +109,9 @@ def test_each_tick_becomes_one_job_scheduled_at_its_tick_with_its_tick_in_meta(
 ):
     entry = queue.cron("* * * * * *", tasks.add, 1, 2, id="every", priority=2, meta={"team": "a"})
     registered = entry.registered_at
-    # Registration enqueues the ticks of the next LOOKAHEAD seconds itself, ahead.
+    assert cron_jobs(client, keys, "every") == []  # registration plans nothing itself
+    # The leader enqueues the ticks of the next LOOKAHEAD seconds, ahead.
+    assert scheduler.tick(registered) == int(LOOKAHEAD)
     job_ids = cron_jobs(client, keys, "every")
     ticks = ticks_of(job_ids)
     assert ticks == list(range(int(registered) + 1, int(registered + LOOKAHEAD) + 1))
@@ -125,6 +127,26 @@ def test_each_tick_becomes_one_job_scheduled_at_its_tick_with_its_tick_in_meta(
     later = ticks[-1] - LOOKAHEAD + 1.5  # one more tick comes within LOOKAHEAD
     assert scheduler.tick(later) == 1 and scheduler.tick(later) == 0
     assert ticks_of(cron_jobs(client, keys, "every")) == ticks + [ticks[-1] + 1]
+
+
+def test_a_gap_after_registration_fires_only_the_latest_missed_tick(
+    queue, client, keys, scheduler, steps
+):
+    """Issue 14 item 8: ticks planned at registration, with no worker running then, all
+    fired late at once when one started."""
+    entry = queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
+    gap_end = entry.registered_at + 3.2  # no scheduler ran through about three ticks
+    wait_for(lambda: time.time() >= gap_end, timeout=5, message="a gap of three ticks")
+    now = time.time()
+    scheduler.tick(now)  # the first worker starts: its supervisor leads
+    taken = []
+    while True:  # every job a worker can take now, in the order it would run them
+        reply = steps.take(f"claim-{len(taken)}", ["default"], 15_000, "worker-1")
+        if not isinstance(reply, tuple):
+            break
+        taken.append(reply[0])
+    assert int(now) in ticks_of(taken)
+    assert [tick for tick in ticks_of(taken) if tick < int(now)] == []
 
 
 def test_a_tick_enqueued_by_two_leaders_exists_once(queue, client, keys, scheduler):
@@ -151,7 +173,7 @@ def test_when_no_scheduler_ran_through_several_ticks_only_the_latest_missed_fire
     queue, client, keys, scheduler
 ):
     entry = queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
-    scheduler.tick(entry.registered_at + 0.01)
+    scheduler.tick(entry.registered_at)
     before = set(cron_jobs(client, keys, "every"))
     assert queue.job_ids == []
 
@@ -197,11 +219,10 @@ def test_one_leader_at_a_time_and_a_dead_leaders_lease_runs_out(queue, client, k
 def test_removing_an_entry_deletes_its_jobs_enqueued_ahead(queue, client, keys, scheduler):
     queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
     queue.cron("* * * * * *", tasks.add, 5, 6, id="kept")
+    scheduler.tick()
     ahead = cron_jobs(client, keys, "every")
     kept = ticks_of(cron_jobs(client, keys, "kept"))
-    # About LOOKAHEAD ticks each (one more or less when a second boundary falls between the
-    # two registrations on a loaded machine): this test is about removal, not the count.
-    assert abs(len(ahead) - LOOKAHEAD) <= 1 and abs(len(kept) - LOOKAHEAD) <= 1
+    assert len(ahead) == len(kept) == int(LOOKAHEAD)
     assert queue.remove_cron("every") is True
     assert cron_jobs(client, keys, "every") == []
     assert not set(ahead) & set(queue.scheduled_job_ids)
@@ -210,13 +231,15 @@ def test_removing_an_entry_deletes_its_jobs_enqueued_ahead(queue, client, keys, 
     assert cron_jobs(client, keys, "every") == []
 
 
-def test_replacing_an_entry_takes_back_the_old_definitions_jobs(queue, client, keys):
+def test_replacing_an_entry_takes_back_the_old_definitions_jobs(queue, client, keys, scheduler):
     queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
+    scheduler.tick()
     old = cron_jobs(client, keys, "every")
     entry = queue.cron("* * * * * *", tasks.add, 10, 20, id="every")
+    assert cron_jobs(client, keys, "every") == []  # taken back with the old definition
+    scheduler.tick(entry.registered_at)
     job_ids = cron_jobs(client, keys, "every")
-    # A registration that crosses a second boundary plans one tick more.
-    assert {len(old), len(job_ids)} <= {int(LOOKAHEAD), int(LOOKAHEAD) + 1}
+    assert len(old) == len(job_ids) == int(LOOKAHEAD)
     assert ticks_of(job_ids)[0] > entry.registered_at
     assert {tuple(queue.fetch_job(i).args) for i in job_ids} == {(10, 20)}
     assert sorted(queue.scheduled_job_ids) == sorted(job_ids)  # the old ones are gone
@@ -225,6 +248,7 @@ def test_replacing_an_entry_takes_back_the_old_definitions_jobs(queue, client, k
 def test_a_leader_that_read_a_replaced_entry_leaves_no_job_behind(queue, client, keys, scheduler):
     old = queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
     queue.cron("* * * * * *", tasks.add, 10, 20, id="every")
+    scheduler.tick()
     tick = int(time.time()) + 30
     assert scheduler.fire(old, tick, time.time()) is False
     assert tick_job_id("every", tick) not in queue.scheduled_job_ids
@@ -240,9 +264,7 @@ def test_a_corrupt_entry_is_skipped_and_the_others_still_fire(queue, client, key
     now = entry.registered_at + 10.5
     assert scheduler.tick(now) == 1 + int(LOOKAHEAD)
     ticks = ticks_of(cron_jobs(client, keys, "good"))
-    # Registration planned its own look-ahead (one tick more if it crossed a second).
-    assert ticks[-(1 + int(LOOKAHEAD)) :] == list(range(int(now), int(now + LOOKAHEAD) + 1))
-    assert len(ticks) in (2 * int(LOOKAHEAD) + 1, 2 * int(LOOKAHEAD) + 2)
+    assert ticks == list(range(int(now), int(now + LOOKAHEAD) + 1))
     assert [e.id for e in entries(client, keys)] == ["good"]  # listed without them
     assert remove(client, keys, "broken") and remove(client, keys, "garbage")
     assert client.hkeys(keys.crons) == [b"good"]
@@ -254,12 +276,6 @@ def test_the_supervisor_tick_runs_the_scheduler_and_never_raises_while_redis_is_
     from tests.queue.test_worker_source import info
 
     entry = queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
-    client.hdel(keys.cron_last, "every")  # as if registration had planned nothing
-    for job_id in queue.scheduled_job_ids:
-        client.zrem(keys.scheduled("default"), job_id)
-        client.delete(keys.job(job_id))
-    client.delete(keys.cron_planned("every"))
-
     source = make_source(name="sup-1")
     source.tick(info("sup-1"))
     assert leader(client, keys)[2] == "sup-1"

@@ -1,11 +1,20 @@
 """Each Lua step on its own, against a real Redis (docs/architecture.md, 'Lua steps')."""
 
+import ast
+import math
+import pathlib
+import re
 import threading
 import time
+from importlib import resources
 
+import rqconc
 from rqconc.connection.direct import DirectConnection
+from rqconc.queue.defaults import SHARED_WITH_LUA
 from rqconc.queue.job import JobStatus
-from rqconc.queue.steps import Steps, _expand, script
+from rqconc.queue.scripts import expand as _expand
+from rqconc.queue.scripts import script
+from rqconc.queue.steps import Steps
 
 LEASE_MS = 15_000
 
@@ -364,3 +373,48 @@ def test_key_names_built_inside_lua_match_keyspace(client, keys):
         keys.dependents("j"),
         keys.revoked("c"),
     ]
+
+
+# `local NAME = <number>` (a product or sum of integers) in a Lua file.
+_LUA_NUMBER = re.compile(r"^local ([A-Z][A-Z0-9_]*) = ([0-9][0-9 *+]*?)\s*(?:--.*)?$", re.M)
+
+
+def test_numbers_lua_and_python_share_agree():
+    """Every default the Lua steps hard-code (a job's missing field, the stream cap, the TTL
+    bound) equals rqconc/queue/defaults.py's: a drift would make Python and Lua read one
+    job differently."""
+    lua_dir = resources.files("rqconc.queue").joinpath("lua")
+    files = [*lua_dir.iterdir(), *lua_dir.joinpath("include").iterdir()]
+    found = {}
+    for path in files:
+        if not path.name.endswith(".lua"):
+            continue
+        for name, value in _LUA_NUMBER.findall(path.read_text()):
+            shared = name.removeprefix("PLAIN_")  # enqueue.lua's copies for its fast path
+            if shared in SHARED_WITH_LUA:
+                total = sum(math.prod(int(f) for f in term.split("*")) for term in value.split("+"))
+                found.setdefault(shared, set()).add((path.name, total))
+    assert set(found) == set(SHARED_WITH_LUA), "a shared number is declared in no Lua file"
+    for name, values in found.items():
+        assert {v for _, v in values} == {SHARED_WITH_LUA[name]}, (name, values)
+
+
+def test_only_the_steps_module_runs_lua_and_the_queue_imports_no_worker_or_cli():
+    package = pathlib.Path(rqconc.__file__).parent
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        module = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        imported = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+                imported.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                imported.update(a.name for a in node.names)
+        if module not in ("rqconc.queue.steps", "rqconc.queue.scripts"):
+            assert "rqconc.queue.scripts.script" not in imported, module
+            assert "rqconc.queue.scripts.Script" not in imported, module
+            if not module.startswith("rqconc.connection"):  # which implements EVALSHA
+                assert "evalsha" not in path.read_text().lower(), module
+        if module.startswith("rqconc.queue"):
+            assert not any(i.startswith(("rqconc.worker", "rqconc.cli")) for i in imported), module

@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from rqconc.cli.info import queue_counts
 from rqconc.errors import JobFailed, NoSuchJob
+from rqconc.queue.counts import queue_counts
 from rqconc.queue.job import Job, JobStatus
 from rqconc.queue.queue import Queue
 from tests.queue import tasks
@@ -129,7 +129,8 @@ def test_a_maintenance_pass_trims_expired_finished_entries_of_a_quiet_queue(
     )
     # Before any pass, `rqconc info` counts only the entries whose result is still kept.
     counts = {
-        row["name"]: row["finished"] for row in queue_counts(client, ["quiet", "default"], keys)
+        row["name"]: row["finished"]
+        for row in queue_counts(client, ["quiet", "default"], keys.namespace)
     }
     assert counts == {"quiet": 1, "default": 0}
     assert client.zscore(keys.finished("quiet"), brief.id) is not None  # no completion since

@@ -56,7 +56,7 @@ if token ~= claim then
   return {-1}
 end
 local nq = tonumber(ARGV[12])
-local ttl = whole_number(result_ttl, -1, MAX_TTL, 500)
+local ttl = whole_number(result_ttl, -1, MAX_TTL, DEFAULT_RESULT_TTL)
 
 redis.call('HDEL', KEYS[2], claim)
 redis.call('ZREM', KEYS[1], id)

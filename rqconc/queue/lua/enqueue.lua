@@ -35,6 +35,9 @@ Returns {1, n} when every job was stored,
         (in both refusals nothing at all is written).
 ]]
 local NS, SEQ, EVENTS, NOW, WORKER = ARGV[5], KEYS[1], KEYS[6], ARGV[2], ''
+-- The plain path below runs before the include: it needs these two of its numbers.
+local PLAIN_MAX_PRIORITY = 100  -- MAX_PRIORITY
+local PLAIN_EVENTS_MAXLEN = 10000  -- EVENTS_MAXLEN
 
 -- The plain single job, what producers send in a loop: the same writes as the general path
 -- below makes for it, without the include's closures, the id and parent checks and the
@@ -47,11 +50,13 @@ if ARGV[7] == 'plain' then
   for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end
   redis.call('SADD', KEYS[2], queue)
   redis.call('HSET', KEYS[7], unpack(fields))
-  -- queue_score and emit of include/lifecycle, inlined (10000: its EVENTS_MAXLEN).
-  local score = (100 - tonumber(ARGV[6])) * 4294967296 + 2147483648 + redis.call('INCR', SEQ)
+  -- queue_score and emit of include/lifecycle, inlined.
+  local score = (PLAIN_MAX_PRIORITY - tonumber(ARGV[6])) * 4294967296 + 2147483648
+    + redis.call('INCR', SEQ)
   redis.call('ZADD', KEYS[3], score, id)
   redis.call('ZADD', KEYS[4], 0, '0')
-  redis.call('XADD', EVENTS, 'MAXLEN', '~', 10000, '*', 'event', 'queued', 'job_id', id,
+  redis.call('XADD', EVENTS, 'MAXLEN', '~', PLAIN_EVENTS_MAXLEN, '*', 'event', 'queued',
+    'job_id', id,
     'queue', queue, 'ts', NOW, 'worker', WORKER)
   return {1, 1}
 end
@@ -130,7 +135,8 @@ end
 redis.call('SADD', KEYS[2], queue)
 -- One INCRBY numbers the whole batch in order; the score is queue_score's (lifecycle).
 local first_seq = redis.call('INCRBY', SEQ, n) - n
-local base = (100 - whole_number(ARGV[6], 0, 100, 1)) * 4294967296 + 2147483648 + first_seq
+local base = (MAX_PRIORITY - whole_number(ARGV[6], 0, MAX_PRIORITY, DEFAULT_PRIORITY))
+  * 4294967296 + 2147483648 + first_seq
 local waiting, scheduled = {}, {}
 for i = 1, n do
   local job = jobs[i]

@@ -13,7 +13,11 @@ key names from NS; the patterns mirror rqconc/keys.py (KeySpace) and share its h
 so every key stays in one cluster slot. tests/queue/test_lua_steps.py
 (test_key_names_built_inside_lua_match_keyspace) checks that they agree.
 ]]
+-- Numbers shared with Python (rqconc/queue/defaults.py; a test compares them).
 local EVENTS_MAXLEN = 10000
+local DEFAULT_PRIORITY = 1
+local MAX_PRIORITY = 100
+local DEFAULT_RESULT_TTL = 500
 
 local function job_key(id) return NS .. 'job:' .. id end
 local function queue_key(name) return NS .. 'q:' .. name end
@@ -55,7 +59,8 @@ end
 -- Higher priority first; within one, a counter (not a clock: producers' clocks differ)
 -- orders jobs, after the waiting ones (back) or before them (front).
 local function queue_score(priority, front)
-  local base = (100 - whole_number(priority, 0, 100, 1)) * 4294967296 + 2147483648
+  local base = (MAX_PRIORITY - whole_number(priority, 0, MAX_PRIORITY, DEFAULT_PRIORITY))
+    * 4294967296 + 2147483648
   local n = redis.call('INCR', SEQ)
   if front then return base - n end
   return base + n
@@ -84,7 +89,7 @@ local function release(id, key)
   end
 end
 
-local DEFAULT_FAILURE_TTL = 31536000  -- a year, as rqconc/job.py
+local DEFAULT_FAILURE_TTL = 31536000  -- a year (rqconc/queue/defaults.py)
 
 -- Failures within one millisecond (or from a worker whose clock lags) must still requeue in
 -- the order they happened: a dead letter's score never goes below the latest one's.

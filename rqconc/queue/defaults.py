@@ -1,0 +1,28 @@
+"""Numbers the Python side and the Lua steps (rqconc/queue/lua/) must agree on.
+
+A job's hash stores only the fields that differ from their defaults, so every reader —
+Python here, the Lua steps there — fills a missing field with the same value. Lua cannot
+import them: each Lua file declares the ones it uses as `local NAME = value`, and
+tests/queue/test_lua_steps.py (test_numbers_lua_and_python_share_agree) fails when a
+value differs from the one below.
+"""
+
+DEFAULT_PRIORITY = 1
+MAX_PRIORITY = 100
+DEFAULT_TIMEOUT = 180
+DEFAULT_RESULT_TTL = 500
+DEFAULT_FAILURE_TTL = 365 * 24 * 3600  # dead letters are kept a year unless told otherwise
+# The longest TTL a step accepts (a larger stored value falls back to the default there).
+MAX_TTL = 10 * 365 * 24 * 3600
+# The event stream is capped at about this many entries (XADD MAXLEN ~).
+EVENTS_MAXLEN = 10000
+
+# Name -> value of every number above that a Lua file declares (as `local NAME = ...`).
+SHARED_WITH_LUA = {
+    "DEFAULT_PRIORITY": DEFAULT_PRIORITY,
+    "MAX_PRIORITY": MAX_PRIORITY,
+    "DEFAULT_RESULT_TTL": DEFAULT_RESULT_TTL,
+    "DEFAULT_FAILURE_TTL": DEFAULT_FAILURE_TTL,
+    "MAX_TTL": MAX_TTL,
+    "EVENTS_MAXLEN": EVENTS_MAXLEN,
+}

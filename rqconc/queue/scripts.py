@@ -1,0 +1,125 @@
+"""The Lua files of rqconc/queue/lua/, loaded once per process, and the replies they give.
+
+Only rqconc/queue/steps.py calls them (a test holds this): it knows each script's keys and
+arguments. The reply enums name the return codes of each script's header; they are
+`IntEnum`s, so a reply compares equal to the code in the header.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import time
+from enum import IntEnum
+from importlib import resources
+from typing import Any, Dict, Sequence
+
+import redis
+
+# `--#include NAME` in a script is replaced by lua/include/NAME.lua: Redis scripts cannot
+# call one another, and the steps that end a job must release its dependents identically.
+_INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def text(value: Any) -> str:
+    """A reply as str, whatever the client's decode_responses (bytes that are not UTF-8,
+    which only a corrupt write can store, are shown with replacement characters)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class EnqueueReply(IntEnum):
+    """enqueue.lua: the first element of its reply."""
+
+    EXISTS = 0  # a job with a caller's id exists already (nothing written)
+    STORED = 1
+    MISSING_PARENT = 2  # depends_on names a job that does not exist (nothing written)
+
+
+class FailReply(IntEnum):
+    """fail.lua."""
+
+    STALE = -1  # the claim no longer holds the job (nothing written)
+    FAILED = 1  # for good: a dead letter
+    RETRYING = 2  # scheduled for a retry
+
+
+class CancelReply(IntEnum):
+    """cancel.lua."""
+
+    MISSING = -1  # no such job
+    ENDED = 0  # already ended, or a stale claim
+    CANCELED = 1
+    STOPPING = 2  # running: its worker was asked to stop it
+
+
+class AwaitReply(IntEnum):
+    """await.lua: the first element of its reply."""
+
+    MISSING = 0
+    PUSHED = 1  # the outcome was pushed already
+    PENDING = 2  # not pushed yet: the job's state follows
+
+
+class CronLeaseReply(IntEnum):
+    """cron_lease.lua: the first element of its reply."""
+
+    OTHER_LEADS = 0
+    RENEWED = 1
+    TAKEN = 2
+
+
+class CronPutReply(IntEnum):
+    """cron_put.lua: the first element of its reply."""
+
+    CHANGED = -1  # the entry or its planned jobs changed since they were read: read again
+    NOTHING_TO_REMOVE = 0
+    DONE = 1
+
+
+class CronAdvanceReply(IntEnum):
+    """cron_advance.lua."""
+
+    UNDONE = 0  # the job this caller created must not run (deleted unless started)
+    RECORDED = 1
+
+
+class Script:
+    """One Lua file: its source and SHA1, callable on any client. Called by SHA; a server
+    that does not know it yet (first use, or a restart flushed its script cache) answers
+    NOSCRIPT, and the script is loaded and the call repeated once."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.source = expand(read(f"{name}.lua"))
+        self.sha = hashlib.sha1(self.source.encode()).hexdigest()
+
+    def __call__(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        try:
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+        except redis.exceptions.NoScriptError:
+            client.script_load(self.source)
+            return client.evalsha(self.sha, len(keys), *keys, *args)
+
+
+def read(relative: str) -> str:
+    """The text of a file under rqconc/queue/lua/."""
+    return resources.files("rqconc.queue").joinpath("lua", relative).read_text()
+
+
+def expand(source: str) -> str:
+    """A script's source with its `--#include` lines replaced by the included files."""
+    return _INCLUDE.sub(lambda m: read(f"include/{m.group(1)}.lua"), source)
+
+
+_SCRIPTS: Dict[str, Script] = {}
+
+
+def script(name: str) -> Script:
+    """The script `name`, read from the package once per process (read-only afterwards)."""
+    if name not in _SCRIPTS:
+        _SCRIPTS[name] = Script(name)
+    return _SCRIPTS[name]
