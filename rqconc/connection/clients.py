@@ -126,10 +126,32 @@ def connect(connection: ConnectionLike = None) -> redis.Redis:
         raise ValueError(
             f"invalid Redis URL {redact(url)!r}: it must start with {', '.join(SCHEMES)}"
         )
+    if _unescaped_userinfo(url):
+        raise ValueError(f"invalid Redis URL {redact(url)!r}: {_ESCAPE_HINT}")
     try:
         return redis.Redis.from_url(url, **client_options(url))
-    except ValueError as exc:
-        raise ValueError(f"invalid Redis URL {redact(url)!r}: {exc}") from None
+    except ValueError:
+        # Never quote redis-py's message: it names what it misread, which may be a piece of
+        # the password (as the "port" when the password holds "/", "?" or "#").
+        raise ValueError(f"invalid Redis URL {redact(url)!r}: {_ESCAPE_HINT}") from None
+
+
+_ESCAPE_HINT = (
+    "it cannot be read as redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]; a user or password "
+    'holding "/", "?", "#" or "@" must be percent-encoded (%2F, %3F, %23, %40)'
+)
+
+
+def _unescaped_userinfo(url: str) -> bool:
+    """Whether a password holding "/", "?" or "#" cut the URL's authority short: an "@" after
+    it, not inside a query option's value. redis-py would read that URL without an error
+    when the password's start is digits (as the port), and connect to the wrong server."""
+    scheme, _, rest = url.partition("://")
+    if scheme.lower() == "unix":
+        return False
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i != -1), default=len(rest))
+    before_at = rest[cut:].rpartition("@")[0]
+    return "@" not in rest[:cut] and bool(before_at) and "=" not in before_at
 
 
 def describe(client: redis.Redis) -> str:

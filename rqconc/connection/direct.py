@@ -12,6 +12,12 @@ exactly as for every other rqconc client; only the bytes of our own commands byp
 
 Errors keep redis-py's types (`redis.exceptions.ConnectionError`, `TimeoutError`,
 `NoScriptError`, ...), so callers handle an outage the same way whichever path a command took.
+A failure after the request left, though, is a `ReplyLost` (a `ConnectionError`): the server
+may have run the command, so only a caller whose step is idempotent may send it again.
+
+The connections are made from the pool's class and settings but are not the pool's: they do
+not count against its `max_connections` (a pool that counted them but never got them back
+would refuse the client's own commands once it reached the cap).
 """
 
 from __future__ import annotations
@@ -26,12 +32,19 @@ from redis._parsers import BaseParser
 _BUFFER_SIZE = 65536
 
 
+class ReplyLost(redis.exceptions.ConnectionError):
+    """The connection failed after the whole request was sent: it may have run."""
+
+
 class DirectConnection:
     """The subset of `redis.Redis` that `Script` uses, on one dedicated connection. Not
     thread-safe: one owner at a time (a child, or a producer between checkout and release)."""
 
     def __init__(self, client: redis.Redis) -> None:
-        self._connection = client.connection_pool.make_connection()
+        pool = client.connection_pool
+        # Not pool.make_connection(): that counts against max_connections, and this connection
+        # never goes back to the pool to be uncounted.
+        self._connection = pool.connection_class(**pool.connection_kwargs)
         self._sock: Optional[socket.socket] = None
         self._reader: Any = None
         self._buffer = bytearray(_BUFFER_SIZE)
@@ -50,8 +63,10 @@ class DirectConnection:
         try:
             self._socket().sendall(packed)
         except (OSError, redis.exceptions.ConnectionError):
-            # Nothing was read yet, so nothing ran twice: a server restart leaves the old
-            # socket dead until first used, and one fresh connection is worth a try.
+            # sendall raises only before its last byte left, so the server has no complete
+            # request (a pipeline's earlier commands aside: BZPOPMIN, which only consumes a
+            # wake-up marker): nothing ran. A server restart leaves the old socket dead until
+            # first used, and one fresh connection is worth a try.
             self.close()
             try:
                 self._socket().sendall(packed)
@@ -66,14 +81,14 @@ class DirectConnection:
             while reply is False:
                 count = self._sock.recv_into(self._buffer)  # type: ignore[union-attr]
                 if not count:
-                    raise redis.exceptions.ConnectionError("Connection closed by server.")
+                    raise ReplyLost("Connection closed by server before its reply.")
                 reader.feed(self._buffer, 0, count)
                 reply = reader.gets()
         except BaseException as exc:
             # A reply cut short leaves the stream out of step: never read from it again.
             self.close()
-            if isinstance(exc, OSError):
-                raise _translated(exc) from exc
+            if isinstance(exc, OSError):  # a read timeout too: the request may have run
+                raise ReplyLost(f"Error while reading a reply from Redis: {exc}") from exc
             raise
         return reply
 
@@ -108,7 +123,7 @@ class DirectConnection:
 
 
 def _translated(exc: OSError) -> Exception:
-    """A socket error as redis-py would raise it."""
+    """A socket error while sending, as redis-py would raise it."""
     if isinstance(exc, (TimeoutError, socket.timeout)):
-        return redis.exceptions.TimeoutError(f"Timeout reading from Redis: {exc}")
+        return redis.exceptions.TimeoutError(f"Timeout writing to Redis: {exc}")
     return redis.exceptions.ConnectionError(f"Error while talking to Redis: {exc}")

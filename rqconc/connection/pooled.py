@@ -9,8 +9,14 @@ unix sockets and the database number behave exactly as with `client.evalsha`). T
 and putting it back are single `list.pop` / `list.append` calls, atomic under the GIL and
 never a switch point under gevent, so threads and greenlets share them without a lock.
 
-Any connection failure falls back to the client's own `execute_command`, so an outage meets
-the retry policy the caller configured, exactly as a plain redis-py call would.
+A failure before the request left (a refused connection, a dead socket found on sending, a
+LOADING reply) falls back to the client's own `execute_command`, so an outage meets the retry
+policy the caller configured, exactly as a plain redis-py call would: nothing ran yet. A
+failure after it left is raised as `ReplyLost`: the step may have run, and only its caller
+knows whether sending it again is safe (the enqueue step is idempotent per id, and
+`Queue.enqueue` sends it again once).
+
+The connections are not the pool's and do not count against its `max_connections`.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any, List
 
 import redis
 
-from rqconc.connection.direct import DirectConnection
+from rqconc.connection.direct import DirectConnection, ReplyLost
 
 _CONNECTION_FAILED = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
@@ -47,15 +53,14 @@ class PooledConnection:
         try:
             connection = self._idle.pop()
         except IndexError:
-            try:
-                connection = DirectConnection(self._client)
-            except redis.exceptions.ConnectionError:  # the pool's max_connections is reached
-                return self._client.execute_command(*args)
+            connection = DirectConnection(self._client)
         try:
             reply = connection.execute(*args)
         except redis.exceptions.ResponseError:
             self._idle.append(connection)
             raise
+        except ReplyLost:
+            raise  # it may have run: never sent again here (the connection is closed)
         except _CONNECTION_FAILED:
             connection.close()  # a LOADING reply lands here too: the client's retries wait
             return self._client.execute_command(*args)

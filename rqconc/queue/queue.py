@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 import redis
 
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
+from rqconc.connection.direct import ReplyLost
 from rqconc.connection.pooled import pooled_or_plain
 from rqconc.queue import cron
 from rqconc.queue.cron import CronEntry
@@ -122,18 +123,18 @@ class Queue:
         client = self.connection
         if self._steps is None:
             self._steps = Steps(pooled_or_plain(client), self.keys)
-        now = now_ms()
+        now, fresh_ids = now_ms(), not options.get("job_id")
+        if not fresh_ids:  # tells this call's own job from another one under that id
+            common = {**common, "enqueue_token": os.urandom(8).hex()}
+        send = partial(self._steps.enqueue, self.name, jobs, priority, due_ms, common, fresh_ids)
         with translated_errors(client):
             # Generated ids are 128 random bits: only a caller's own id can exist already.
-            refused = self._steps.enqueue(
-                self.name,
-                jobs,
-                priority,
-                due_ms,
-                common,
-                fresh_ids=not options.get("job_id"),
-                now=now,
-            )
+            try:
+                refused = send(now=now)
+            except ReplyLost:
+                # It may have run: the step is idempotent per id, so the same request again
+                # stores each job once (and tells ours from another job under a caller's id).
+                refused = send(now=now)
         if refused is not None:
             reason, job_id = refused
             if reason is EnqueueReply.EXISTS:

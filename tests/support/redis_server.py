@@ -11,6 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Optional
+from urllib.parse import quote
 
 import redis
 
@@ -55,7 +56,7 @@ class RedisServer:
 
     @property
     def url(self) -> str:
-        auth = f":{self.password}@" if self.password else ""
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
     def client(self) -> redis.Redis:

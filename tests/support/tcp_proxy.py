@@ -5,6 +5,9 @@ Workers connect to the proxy instead of Redis; the test decides what the wire do
   and new ones are accepted then closed straight away, until `seconds` have passed;
 - `stall(seconds)`: connections stay open but no byte moves either way until `seconds` have
   passed (what a partition looks like to a client: writes succeed, no reply comes);
+- `cut_reply_to(pattern, times)`: the next `times` requests holding `pattern` are forwarded
+  and run, then their connection is closed before any reply gets back (a reset after the
+  server ran the command: a network blip, an idle-timeout proxy, `CLIENT KILL`);
 - `heal()`: back to passing traffic now.
 One thread accepts, two threads per connection pump bytes; all are daemons, `close()` ends
 them. The proxy only ever binds 127.0.0.1.
@@ -33,7 +36,12 @@ class TcpProxy:
         self._drop_until = 0.0
         self._stall_until = 0.0
         self._closed = False
+        self._cut_pattern = b""
+        self._cuts_left = 0
+        self._refuse_after_cut = 0.0
+        self._doomed: List[socket.socket] = []  # client sockets whose next reply is cut
         self.accepted = 0
+        self.cut = 0  # how many replies were cut
         self._thread: Optional[threading.Thread] = None
 
     # ---- lifecycle ----
@@ -62,6 +70,14 @@ class TcpProxy:
     def stall(self, seconds: float) -> None:
         """Stop forwarding bytes (both ways) for `seconds`, keeping connections open."""
         self._stall_until = time.monotonic() + seconds
+
+    def cut_reply_to(self, pattern: bytes, times: int = 1, then_refuse: float = 0.0) -> None:
+        """Forward the next `times` requests holding `pattern`, then close their connection
+        instead of passing the reply back, and refuse new connections for `then_refuse`
+        seconds after each cut (the client reconnects later: what ran meanwhile shows)."""
+        with self._lock:
+            self._cut_pattern, self._cuts_left = pattern, times
+            self._refuse_after_cut = then_refuse
 
     def heal(self) -> None:
         self._drop_until = 0.0
@@ -117,6 +133,8 @@ class TcpProxy:
                 # (a lost byte would be a broken TCP stream, not a partition).
                 while time.monotonic() < self._stall_until and not self._closed:
                     time.sleep(0.01)
+                if self._cutting(src, dst, data, pair):
+                    break
                 dst.sendall(data)
         except OSError:
             pass
@@ -126,6 +144,29 @@ class TcpProxy:
                     self._pairs.remove(pair)
             for sock in pair:
                 _shut(sock)
+
+    def _cutting(
+        self,
+        src: socket.socket,
+        dst: socket.socket,
+        data: bytes,
+        pair: Tuple[socket.socket, socket.socket],
+    ) -> bool:
+        """Whether `data` is a reply to cut (then the pair is to be closed)."""
+        client = pair[0]
+        with self._lock:
+            if src is client:  # a request: doom its reply before the server can answer
+                if self._cuts_left and self._cut_pattern in data:
+                    self._cuts_left -= 1
+                    self._doomed.append(client)
+                return False
+            if dst in self._doomed:
+                self._doomed.remove(dst)
+                self.cut += 1
+                if self._refuse_after_cut:
+                    self._drop_until = time.monotonic() + self._refuse_after_cut
+                return True
+        return False
 
 
 def _shut(sock: socket.socket) -> None:

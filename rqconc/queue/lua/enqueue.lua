@@ -29,7 +29,14 @@ ARGV[7]          "1" when the caller chose the ids: one that exists is refused, 
 ARGV[8]          c, then c field/value pairs that every job's hash holds
 ARGV[9+2c...]    per job: id, k, then k field/value pairs of its own
 
-Returns {1, n} when every job was stored,
+Idempotent per id, so that a request whose reply was lost can be sent again (queue.py does,
+once): a job that exists under a fresh random id (128 bits) can only be this request's own,
+and one under a caller's id is ours when its `enqueue_token` field (a random value the
+caller sends among the common fields, once per call) is the one sent; such a job is left as
+it is and counted as stored. (A job kept 0 s that already ran and was deleted in between is
+stored again: the one case this cannot see.)
+
+Returns {1, n} when every job was stored (or already was, by this very request),
         {0, id} when a job with that id already exists,
         {2, id} when a job depends on a parent id that does not exist
         (in both refusals nothing at all is written).
@@ -45,6 +52,9 @@ local PLAIN_EVENTS_MAXLEN = 10000  -- EVENTS_MAXLEN
 if ARGV[7] == 'plain' then
   local queue, common_last = ARGV[1], 8 + 2 * tonumber(ARGV[8])
   local id = ARGV[common_last + 1]  -- then k and the job's own pairs
+  if redis.call('EXISTS', KEYS[7]) == 1 then
+    return {1, 1}  -- a fresh id is taken only by this request, sent again: stored already
+  end
   local fields = {'queue', queue, 'created_at', NOW, 'status', 'queued', 'enqueued_at', NOW}
   for j = 9, common_last do fields[#fields + 1] = ARGV[j] end
   for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end
@@ -84,10 +94,16 @@ local jobs, pos = {}, common_last + 1
 for i = 1, n do
   local job = {id = ARGV[pos], key = KEYS[6 + i], first = pos + 2,
     last = pos + 1 + 2 * tonumber(ARGV[pos + 1])}
-  if chosen_ids and redis.call('EXISTS', job.key) == 1 then
-    return {0, job.id}
+  if redis.call('EXISTS', job.key) == 1 then
+    local token = field_of(job, 'enqueue_token')
+    -- A fresh id, or a caller's id stored by this same call (sent again): already stored.
+    job.stored = not chosen_ids
+      or (token ~= nil and redis.call('HGET', job.key, 'enqueue_token') == token)
+    if not job.stored then
+      return {0, job.id}
+    end
   end
-  local parents = field_of(job, 'depends_on')
+  local parents = not job.stored and field_of(job, 'depends_on')
   if parents then
     job.parents = cjson.decode(parents)
     for _, parent in ipairs(job.parents) do
@@ -138,8 +154,9 @@ local first_seq = redis.call('INCRBY', SEQ, n) - n
 local base = (MAX_PRIORITY - whole_number(ARGV[6], 0, MAX_PRIORITY, DEFAULT_PRIORITY))
   * 4294967296 + 2147483648 + first_seq
 local waiting, scheduled = {}, {}
-for i = 1, n do
-  local job = jobs[i]
+
+-- Store the i-th job as waiting, scheduled, deferred or canceled.
+local function put(job, i)
   if chosen_ids then
     -- A reused id must not wake its waiters with an older outcome.
     redis.call('DEL', done_key(job.id))
@@ -169,6 +186,12 @@ for i = 1, n do
     scheduled[#scheduled + 1] = due
     scheduled[#scheduled + 1] = job.id
     emit('scheduled', job.id, queue)
+  end
+end
+
+for i = 1, n do
+  if not jobs[i].stored then  -- a job already stored is left as it is (it may have run)
+    put(jobs[i], i)
   end
 end
 add_all(KEYS[3], waiting)
