@@ -8,7 +8,9 @@ the fields a batch shares are sent once.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import redis
