@@ -39,12 +39,12 @@ class DirectConnection:
     def _socket(self) -> socket.socket:
         if self._sock is None:
             self._connection.connect()  # the handshake: TLS, AUTH/HELLO, SELECT
-            self._sock = self._connection._sock
+            self._sock = self._connection._sock  # type: ignore[attr-defined]
             # Error replies become redis-py's exception classes (NoScriptError, ...).
             self._reader = hiredis.Reader(
                 protocolError=redis.exceptions.InvalidResponse, replyError=BaseParser.parse_error
             )
-        return self._sock  # type: ignore[return-value]
+        return self._sock
 
     def _send(self, packed: bytes) -> None:
         try:

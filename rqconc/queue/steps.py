@@ -61,7 +61,7 @@ class Script:
 
 
 def _read(relative: str) -> str:
-    return resources.files("rqconc.queue").joinpath("lua", relative).read_text()
+    return resources.files("rqconc.queue").joinpath("lua").joinpath(relative).read_text()
 
 
 def _expand(source: str) -> str:
