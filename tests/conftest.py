@@ -3,6 +3,7 @@ import os
 import pytest
 
 from tests.support.redis_server import RedisServer, bundled_redis_binary, system_redis_binary
+from tests.support.worker_process import WorkerProcesses
 
 # Never fall back on a shared Redis (127.0.0.1:6379) by accident.
 os.environ.pop("REDIS_URL", None)
@@ -53,3 +54,12 @@ def redis_url(redis_versions_server):
 def _rqconc_home(tmp_path, monkeypatch):
     """Keep every test's embedded server and files under its own temporary home."""
     monkeypatch.setenv("RQCONC_HOME", str(tmp_path / "rqconc-home"))
+
+
+@pytest.fixture
+def start_worker(tmp_path):
+    """start_worker(BACKEND, SIZE, URL or Spool, *ARGS) runs `python main.py` on that Redis or
+    on the fake source; every worker it started is killed at teardown."""
+    workers = WorkerProcesses(tmp_path)
+    yield workers
+    workers.close()

@@ -57,7 +57,7 @@ class DirectConnection:
             self._reader = hiredis.Reader(
                 protocolError=redis.exceptions.InvalidResponse, replyError=BaseParser.parse_error
             )
-        return self._sock  # type: ignore[return-value]
+        return self._sock
 
     def _send(self, packed: bytes) -> None:
         try:

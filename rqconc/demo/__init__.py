@@ -20,7 +20,7 @@ DEMO_QUEUE = "demo"
 
 def _calls(count: int, seed: int = 4711) -> List[tuple]:
     rng = random.Random(seed)
-    calls = []
+    calls: List[tuple] = []
     for n in range(count):
         roll = rng.random()
         if roll < 0.05:

@@ -107,7 +107,7 @@ class Script:
 
 def read(relative: str) -> str:
     """The text of a file under rqconc/queue/lua/."""
-    return resources.files("rqconc.queue").joinpath("lua", relative).read_text()
+    return resources.files("rqconc.queue").joinpath("lua").joinpath(relative).read_text()
 
 
 def expand(source: str) -> str:

@@ -15,7 +15,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -29,7 +28,7 @@ import redis
 from rqconc import Queue, Retry
 from tests.support.redis_server import RedisServer
 from tests.support.tcp_proxy import TcpProxy
-from tests.support.worker_process import ROOT
+from tests.support.worker_process import WorkerProcess, main_py_argv
 
 QUEUE = "chaos"
 WORKERS = [("forking", 2), ("threading", 4), ("gevent", 8), ("multiprocessing", 2)]
@@ -60,6 +59,7 @@ class ChaosWorker:
         self.backend, self.size, self.url = backend, size, url
         self.log_path = log_dir / f"worker-{backend}.log"
         self.incarnation = 0
+        self.current: Optional[WorkerProcess] = None
         self.process: Optional[subprocess.Popen] = None
         self.exit_codes: List[int] = []
 
@@ -71,31 +71,16 @@ class ChaosWorker:
         self.incarnation += 1
         with open(self.log_path, "ab") as log:
             log.write(f"==== incarnation {self.incarnation}\n".encode())
-            log.flush()
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    str(ROOT / "main.py"),
-                    self.backend,
-                    str(self.size),
-                    "--url",
-                    self.url,
-                    "-q",
-                    QUEUE,
-                    "--allow",
-                    "tests",
-                    "--lease-seconds",
-                    str(LEASE_SECONDS),
-                    "--name",
-                    self.name,
-                    "--log-level",
-                    "INFO",
-                ],
-                cwd=ROOT,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
+        if self.current is not None:
+            self.current.close()  # the previous incarnation's log handle
+        argv = main_py_argv(
+            self.backend,
+            self.size,
+            *("--url", self.url, "-q", QUEUE, "--allow", "tests", "--name", self.name),
+            *("--lease-seconds", str(LEASE_SECONDS), "--log-level", "INFO"),
+        )
+        self.current = WorkerProcess(argv, self.log_path, self.size)
+        self.process = self.current.process
 
     @property
     def pid(self) -> int:
@@ -132,20 +117,8 @@ class ChaosWorker:
 
     def kill_all(self) -> None:
         """SIGKILL the supervisor and anything it left (test clean-up only)."""
-        if self.process is None:
-            return
-        try:
-            kids = psutil.Process(self.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            kids = []
-        for kid in kids:
-            try:
-                kid.kill()
-            except psutil.Error:
-                pass
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(5)
+        if self.current is not None:
+            self.current.close()
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")

@@ -14,8 +14,7 @@ from rqconc.queue.job import Job
 from rqconc.queue.queue import Queue
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.waiting import wait_for
-from tests.support.worker_process import ROOT
-from tests.worker.conftest import RedisWorker
+from tests.support.worker_process import ROOT, redis_worker
 
 ENTRY = "from rqconc.gevent_first import console_main; console_main()"
 JOB_ID = re.compile(r"^[0-9a-f]{32}\n$")
@@ -101,7 +100,7 @@ def worker(tmp_path):
     started = []
 
     def start(url, *extra):
-        process = RedisWorker("threading", 2, url, tmp_path, *extra)
+        process = redis_worker("threading", 2, url, tmp_path, *extra)
         started.append(process)
         return process
 

@@ -22,7 +22,7 @@ DEATHS = [(b, "crash") for b in BACKENDS] + [
 def test_a_child_dying_mid_item_is_replaced_alone_and_its_item_reported(
     backend, how, spool, start_worker
 ):
-    worker = start_worker(backend, 3)
+    worker = start_worker(backend, 3, spool)
     spool.wait_idle(3)
     others = [spool.add(sleep=2.0), spool.add(sleep=2.0)]
     wait_for(lambda: len(spool.events("started")) == 2, message="2 items started")
@@ -54,7 +54,7 @@ def test_a_child_dying_mid_item_is_replaced_alone_and_its_item_reported(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sigkill_of_the_supervisor_leaves_no_child_alive_after_1s(backend, spool, start_worker):
-    worker = start_worker(backend, 3)
+    worker = start_worker(backend, 3, spool)
     spool.wait_idle(3)
     spool.add(sleep=30)
     wait_for(lambda: spool.events("started"), message="item started")
@@ -74,7 +74,7 @@ def test_sigkill_of_the_supervisor_leaves_no_child_alive_after_1s(backend, spool
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_item_past_its_deadline_is_ended_and_the_slot_refilled(backend, spool, start_worker):
-    worker = start_worker(backend, 1)
+    worker = start_worker(backend, 1, spool)
     spool.wait_idle(1)
     stuck = spool.add(sleep=30, timeout=1)
     started = wait_for(lambda: spool.events("started"), message="item started")[0]
@@ -90,7 +90,7 @@ def test_an_item_past_its_deadline_is_ended_and_the_slot_refilled(backend, spool
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sigttin_and_sigttou_add_and_remove_a_child(backend, spool, start_worker):
-    worker = start_worker(backend, 2)
+    worker = start_worker(backend, 2, spool)
     spool.wait_idle(2)
     worker.signal(signal.SIGTTIN)
     wait_for(lambda: spool.status().get("idle") == 3, message="3 children")
@@ -107,7 +107,7 @@ def test_sigttin_and_sigttou_add_and_remove_a_child(backend, spool, start_worker
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_max_jobs_per_child_recycles_a_child_after_its_job(backend, spool, start_worker):
-    worker = start_worker(backend, 1, "--max-jobs-per-child", "2")
+    worker = start_worker(backend, 1, spool, "--max-jobs-per-child", "2")
     spool.wait_idle(1)
     items = [spool.add(sleep=0.01) for _ in range(5)]
     wait_for(lambda: sorted(spool.items("done")) == items, message="all items done")
@@ -123,7 +123,7 @@ def test_max_jobs_per_child_recycles_a_child_after_its_job(backend, spool, start
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sighup_replaces_every_child_gracefully(backend, spool, start_worker):
-    worker = start_worker(backend, 2)
+    worker = start_worker(backend, 2, spool)
     spool.wait_idle(2)
     busy = spool.add(sleep=1.0)
     wait_for(lambda: spool.events("started"), message="item started")
@@ -139,7 +139,7 @@ def test_sighup_replaces_every_child_gracefully(backend, spool, start_worker):
 def test_a_child_failing_at_start_stops_the_worker_with_a_clear_message(
     backend, spool, start_worker
 ):
-    worker = start_worker(backend, 2, "--preload", "no_such_module_anywhere")
+    worker = start_worker(backend, 2, spool, "--preload", "no_such_module_anywhere")
     assert worker.wait_exit(15) == 3
     assert "failed while starting" in worker.output()
     assert "no_such_module_anywhere" in worker.output()
@@ -149,14 +149,14 @@ def test_a_child_failing_at_start_stops_the_worker_with_a_clear_message(
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_burst_exits_0_once_everything_is_done(backend, spool, start_worker):
     items = [spool.add(sleep=0.05) for _ in range(6)]
-    worker = start_worker(backend, 3, "--burst")
+    worker = start_worker(backend, 3, spool, "--burst")
     assert worker.wait_exit(15) == 0
     assert sorted(spool.items("done")) == items
 
 
 @pytest.mark.parametrize("backend", PROCESS_BACKENDS)
 def test_max_memory_per_child_recycles_a_grown_child_after_its_job(backend, spool, start_worker):
-    worker = start_worker(backend, 1, "--max-memory-per-child", "150")
+    worker = start_worker(backend, 1, spool, "--max-memory-per-child", "150")
     spool.wait_idle(1)
     first_pid = worker.child_pids()[0]
     item = spool.add(allocate_mb=200, sleep=1.5)
@@ -172,7 +172,7 @@ def test_max_memory_per_child_recycles_a_grown_child_after_its_job(backend, spoo
 def test_max_memory_per_child_is_declared_unsupported_by_in_process_backends(
     backend, spool, start_worker
 ):
-    worker = start_worker(backend, 1, "--max-memory-per-child", "150")
+    worker = start_worker(backend, 1, spool, "--max-memory-per-child", "150")
     wait_for(lambda: "applies to process backends only" in worker.output(), message="the warning")
     worker.signal(signal.SIGTERM)
     assert worker.wait_exit(5) == 0

@@ -11,7 +11,7 @@ pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 
 def test_all_children_exist_and_are_idle_right_after_start(backend, spool, start_worker):
-    worker = start_worker(backend, 3)
+    worker = start_worker(backend, 3, spool)
     status = spool.wait_idle(3)
     assert status["busy"] == 0
     assert [c[1] for c in status["children"]] == ["idle"] * 3
@@ -21,7 +21,7 @@ def test_all_children_exist_and_are_idle_right_after_start(backend, spool, start
 
 
 def test_warm_shutdown_lets_busy_children_finish(backend, spool, start_worker):
-    worker = start_worker(backend, 4)
+    worker = start_worker(backend, 4, spool)
     spool.wait_idle(4)
     busy = [spool.add(sleep=1.5), spool.add(sleep=1.5)]
     wait_for(lambda: len(spool.events("started")) == 2, message="2 items started")
@@ -40,7 +40,7 @@ def test_warm_shutdown_lets_busy_children_finish(backend, spool, start_worker):
 
 
 def test_warm_shutdown_with_every_child_idle_is_gone_within_1s(backend, spool, start_worker):
-    worker = start_worker(backend, 3)
+    worker = start_worker(backend, 3, spool)
     spool.wait_idle(3)
     children = worker.child_pids()
     began = time.monotonic()
@@ -51,7 +51,7 @@ def test_warm_shutdown_with_every_child_idle_is_gone_within_1s(backend, spool, s
 
 
 def test_second_signal_is_cold_and_gives_interrupted_items_back(backend, spool, start_worker):
-    worker = start_worker(backend, 3)
+    worker = start_worker(backend, 3, spool)
     spool.wait_idle(3)
     items = [spool.add(sleep=30), spool.add(sleep=30)]
     wait_for(lambda: len(spool.events("started")) == 2, message="2 items started")
@@ -66,7 +66,7 @@ def test_second_signal_is_cold_and_gives_interrupted_items_back(backend, spool, 
 
 
 def test_shutdown_timeout_turns_a_warm_shutdown_cold(backend, spool, start_worker):
-    worker = start_worker(backend, 2, "--shutdown-timeout", "0.5")
+    worker = start_worker(backend, 2, spool, "--shutdown-timeout", "0.5")
     spool.wait_idle(2)
     item = spool.add(sleep=30)
     wait_for(lambda: spool.events("started"), message="item started")
@@ -78,7 +78,7 @@ def test_shutdown_timeout_turns_a_warm_shutdown_cold(backend, spool, start_worke
 def test_ctrl_c_to_the_process_group_is_handled_by_the_supervisor_alone(
     backend, spool, start_worker
 ):
-    worker = start_worker(backend, 2)
+    worker = start_worker(backend, 2, spool)
     spool.wait_idle(2)
     item = spool.add(sleep=1.5)
     wait_for(lambda: spool.events("started"), message="item started")

@@ -24,7 +24,7 @@ def cmdline(pid):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_ps_shows_supervisor_and_children_titles(backend, spool, start_worker):
-    worker = start_worker(backend, 2, "-q", "default,high", "--name", "titled")
+    worker = start_worker(backend, 2, spool, "-q", "default,high", "--name", "titled")
     spool.wait_idle(2)
     idle_title = f"rqconc: supervisor {backend} 2 [default,high] busy=0 idle=2 name=titled"
     wait_for(

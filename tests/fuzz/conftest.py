@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from tests.support.redis_server import RedisServer
-from tests.worker.conftest import RedisWorker, start_redis_worker  # noqa: F401 - re-exported
+from tests.support.worker_process import redis_worker
 
 _COMMON = dict(
     deadline=None,
@@ -49,7 +49,7 @@ def fuzz_workers(fuzz_redis, tmp_path_factory):
     """A forking and a threading worker on queue `fuzz`, for the whole module."""
     tmp = tmp_path_factory.mktemp("fuzz-workers")
     workers = [
-        RedisWorker(backend, 2, fuzz_redis.url, tmp, "-q", "fuzz", "--log-level", "INFO")
+        redis_worker(backend, 2, fuzz_redis.url, tmp, "-q", "fuzz", "--log-level", "INFO")
         for backend in ("forking", "threading")
     ]
     deadline = time.monotonic() + 20

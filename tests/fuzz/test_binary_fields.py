@@ -80,11 +80,11 @@ def _case_id(case):
 
 @pytest.mark.parametrize("field,func,ends", CASES, ids=[_case_id(c) for c in CASES])
 def test_non_utf8_field_fails_the_job_and_the_worker_stays_up(
-    redis_server, start_redis_worker, field, func, ends
+    redis_server, start_worker, field, func, ends
 ):
     client = redis_server.client()
     queue = Queue("fuzz", connection=redis_server.url)
-    worker = start_redis_worker("forking", 1, redis_server.url, "-q", "fuzz")
+    worker = start_worker("forking", 1, redis_server.url, "-q", "fuzz")
     bad = _inject(client, queue, {"func": func, field: BINARY}, [], f"bin-{field}")
     key = queue.keys.job(bad)
     status = wait_for(
@@ -113,10 +113,10 @@ def test_non_utf8_field_fails_the_job_and_the_worker_stays_up(
 @pytest.mark.parametrize(
     "field,func", [("failure_ttl", "tests.fuzz.jobs:missing"), ("result_ttl", GOOD_FUNC)]
 )
-def test_corrupt_ttl_does_not_kill_the_child(redis_server, start_redis_worker, field, func):
+def test_corrupt_ttl_does_not_kill_the_child(redis_server, start_worker, field, func):
     client = redis_server.client()
     queue = Queue("fuzz", connection=redis_server.url)
-    worker = start_redis_worker("forking", 1, redis_server.url, "-q", "fuzz")
+    worker = start_worker("forking", 1, redis_server.url, "-q", "fuzz")
     bad = _inject(client, queue, {field: "1.5", "func": func}, [], f"ttl-{field}")
     status = wait_for(
         lambda: _ended(client.hget(queue.keys.job(bad), "status")),

@@ -10,7 +10,6 @@ import redis
 import trustme
 
 from tests.support.redis_server import bundled_redis_binary, free_port, system_redis_binary
-from tests.worker.conftest import start_redis_worker  # noqa: F401 - a fixture, re-exported
 
 # Set to 1 where no redis-server built with TLS can be had: the TLS tests then skip. Without
 # it they fail, so that a machine missing TLS cannot pass the suite unnoticed.

@@ -30,12 +30,12 @@ def _cli(*args, env=None):
 
 
 # ---- ACL user limited to the key prefix ----
-def test_worker_runs_jobs_as_an_acl_user_confined_to_the_prefix(acl_redis, start_redis_worker):
+def test_worker_runs_jobs_as_an_acl_user_confined_to_the_prefix(acl_redis, start_worker):
     url = user_url(acl_redis)
     cannot_touch(url, "outside:the:prefix")  # the restriction is real
     queue = Queue("sec", connection=url)
     jobs = [queue.enqueue("tests.worker.jobs:add", i, 1) for i in range(5)]
-    worker = start_redis_worker("threading", 2, url, "-q", "sec")
+    worker = start_worker("threading", 2, url, "-q", "sec")
     assert [job.get(timeout=20) for job in jobs] == [1, 2, 3, 4, 5]
     # Nothing rqconc wrote lies outside its prefix.
     admin = acl_redis.client()
@@ -142,7 +142,7 @@ def test_no_password_in_any_worker_or_cli_output(acl_redis, tmp_path):
 
 
 # ---- TLS ----
-def test_client_api_and_worker_over_tls(tls_redis, start_redis_worker):
+def test_client_api_and_worker_over_tls(tls_redis, start_worker):
     port, ca = tls_redis
     url = f"rediss://127.0.0.1:{port}/0?ssl_ca_certs={ca}"
     # The server speaks TLS only: a plain client cannot talk to it.
@@ -150,7 +150,7 @@ def test_client_api_and_worker_over_tls(tls_redis, start_redis_worker):
         redis.Redis(port=port, socket_timeout=2, socket_connect_timeout=2).ping()
     queue = Queue("tls", connection=url)
     jobs = [queue.enqueue("tests.worker.jobs:add", i, i) for i in range(3)]
-    start_redis_worker("gevent", 4, url, "-q", "tls")
+    start_worker("gevent", 4, url, "-q", "tls")
     assert [job.get(timeout=20) for job in jobs] == [0, 2, 4]
     info = _cli("info", "--json", "--url", url)
     assert info.returncode == 0, info.stderr
@@ -185,22 +185,20 @@ class _Boom:
         return (os.system, (f"touch {self.path}",))
 
 
-def test_worker_that_did_not_opt_in_never_unpickles(redis_server, start_redis_worker, tmp_path):
+def test_worker_that_did_not_opt_in_never_unpickles(redis_server, start_worker, tmp_path):
     marker = tmp_path / "pwned"
     queue = Queue("sec", connection=redis_server.url)
     job = queue.enqueue("tests.worker.jobs:add", 1, 2)  # queued; no worker yet
     payload = base64.b64encode(pickle.dumps([_Boom(marker), 1])).decode()
     redis_server.client().hset(job.key, mapping={"serializer": "pickle", "args": payload})
-    start_redis_worker("threading", 1, redis_server.url, "-q", "sec")
+    start_worker("threading", 1, redis_server.url, "-q", "sec")
     with pytest.raises(JobFailed, match="allow-pickle"):
         job.get(timeout=20)
     assert not marker.exists(), "the worker unpickled a payload it never opted in to"
 
 
 # ---- the allow-list ----
-def test_os_system_is_not_allowed_and_has_no_side_effect(
-    redis_server, start_redis_worker, tmp_path
-):
+def test_os_system_is_not_allowed_and_has_no_side_effect(redis_server, start_worker, tmp_path):
     marker = tmp_path / "x"
     imported = tmp_path / "imported"
     module_dir = tmp_path / "mods"
@@ -219,7 +217,7 @@ def test_os_system_is_not_allowed_and_has_no_side_effect(
     )
     try:
         for backend in ("forking", "threading"):
-            start_redis_worker(backend, 2, redis_server.url, "-q", "sec")
+            start_worker(backend, 2, redis_server.url, "-q", "sec")
     finally:
         if env_path:
             os.environ["PYTHONPATH"] = env_path

@@ -21,7 +21,7 @@ from rqconc.queue.job import DEFAULT_RESULT_TTL
 from rqconc.queue.steps import now_ms
 from rqconc.worker.source import RedisSource
 from tests.support.redis_server import RedisServer
-from tests.worker.conftest import RedisWorker
+from tests.support.worker_process import redis_worker
 
 pytestmark = [
     pytest.mark.soak,
@@ -56,7 +56,9 @@ def test_soak_rss_flat_and_no_key_left(tmp_path, redis_binary):
     server = RedisServer(redis_binary).start()
     client = server.client()
     queue = Queue("soak", connection=server.url)
-    worker = RedisWorker("forking", 2, server.url, tmp_path, "-q", "soak", "--log-level", "WARNING")
+    worker = redis_worker(
+        "forking", 2, server.url, tmp_path, "-q", "soak", "--log-level", "WARNING"
+    )
     samples = []  # (seconds, jobs done, supervisor MB, [child MB...])
     finished_key = queue.keys.finished("soak")
     stop = threading.Event()

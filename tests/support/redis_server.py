@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Optional
 from urllib.parse import quote
 
+import psutil
 import redis
 
 
@@ -137,3 +138,13 @@ class RedisServer:
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def servers_on(socket_path: Path) -> list:
+    """Every live redis-server whose command line names this socket (ours, by its path)."""
+    found = []
+    for process in psutil.process_iter(["cmdline", "status"]):
+        cmdline = " ".join(process.info["cmdline"] or ())
+        if str(socket_path) in cmdline and process.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(process)
+    return found

@@ -1,4 +1,5 @@
-"""Drive `python main.py ...` as a real subprocess and read what it does."""
+"""Drive `python main.py ...` as a real subprocess and read what it does: the one helper
+every test that runs a worker process uses (the `start_worker` fixture hands them out)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
 import psutil
 
@@ -65,37 +66,28 @@ class Spool:
         return sorted(p.stem for p in self.dir.glob("*.json"))
 
 
-class Worker:
-    """One `python main.py BACKEND SIZE --source fake ...` subprocess."""
+def main_py_argv(backend: str, size: int, *extra: str) -> List[str]:
+    return [sys.executable, str(ROOT / "main.py"), backend, str(size), *extra]
+
+
+class WorkerProcess:
+    """One worker command line as a real subprocess (its own session unless told otherwise:
+    signals sent to the test's group never reach it), with stdout and stderr in a log file."""
 
     def __init__(
-        self, backend: str, size: int, spool: Spool, *extra: str, new_session: bool = True
+        self, argv: List[str], log_path: Path, size: int = 0, new_session: bool = True
     ) -> None:
-        args = [
-            sys.executable,
-            str(ROOT / "main.py"),
-            backend,
-            str(size),
-            "--source",
-            "fake",
-            "--fake-spool",
-            str(spool.dir),
-            "--fake-log",
-            str(spool.log),
-            "--log-level",
-            "DEBUG",
-            *extra,
-        ]
-        self.stderr_path = spool.dir.parent / f"worker-{time.monotonic_ns()}.log"
-        self._stderr = open(self.stderr_path, "wb")
+        self.log_path = log_path
+        self.size = size
+        # Appending: a restarted worker (the chaos run) keeps its earlier incarnations' lines.
+        self._log = open(log_path, "ab")
         self.process = subprocess.Popen(
-            args, cwd=ROOT, stdout=self._stderr, stderr=self._stderr, start_new_session=new_session
+            argv, cwd=ROOT, stdout=self._log, stderr=self._log, start_new_session=new_session
         )
         self.pid = self.process.pid
-        self.size = size
 
     def output(self) -> str:
-        return self.stderr_path.read_text(errors="replace")
+        return self.log_path.read_text(errors="replace")
 
     def child_pids(self) -> List[int]:
         try:
@@ -106,7 +98,7 @@ class Worker:
         return [c.pid for c in children if "resource_tracker" not in " ".join(_cmdline(c))]
 
     def signal(self, signum: int) -> None:
-        os.kill(self.pid, signum)
+        self.process.send_signal(signum)  # a no-op once reaped, never a recycled pid
 
     def signal_group(self, signum: int) -> None:
         os.killpg(self.pid, signum)
@@ -116,16 +108,69 @@ class Worker:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             raise AssertionError(
-                f"worker still running {timeout}s later:\n{self.output()}"
+                f"worker still running {timeout}s later:\n{self.output()[-3000:]}"
             ) from None
 
     def close(self) -> None:
+        """SIGKILL the worker and everything below it, if still running."""
         if self.process.poll() is None:
-            for child in self.child_pids():
-                _kill(child)
+            try:
+                descendants = psutil.Process(self.pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                descendants = []
+            for child in descendants:
+                _kill(child.pid)
             self.process.kill()
             self.process.wait(5)
-        self._stderr.close()
+        self._log.close()
+
+
+def fake_source_worker(
+    backend: str, size: int, spool: Spool, *extra: str, new_session: bool = True
+) -> WorkerProcess:
+    """`python main.py BACKEND SIZE --source fake ...`: the engine alone, items from `spool`."""
+    argv = main_py_argv(
+        backend,
+        size,
+        *("--source", "fake", "--fake-spool", str(spool.dir), "--fake-log", str(spool.log)),
+        *("--log-level", "DEBUG", *extra),
+    )
+    log_path = spool.dir.parent / f"worker-{time.monotonic_ns()}.log"
+    return WorkerProcess(argv, log_path, size, new_session)
+
+
+def redis_worker(
+    backend: str, size: int, url: str, log_dir: Path, *extra: str, new_session: bool = True
+) -> WorkerProcess:
+    """`python main.py BACKEND SIZE --url URL ...` on real Redis; runs the tests' jobs."""
+    argv = main_py_argv(
+        backend, size, "--url", url, "--allow", "tests", "--log-level", "DEBUG", *extra
+    )
+    log_path = log_dir / f"worker-{time.monotonic_ns()}.log"
+    return WorkerProcess(argv, log_path, size, new_session)
+
+
+class WorkerProcesses:
+    """What the `start_worker` fixture hands out: starts workers, and kills them all after."""
+
+    def __init__(self, log_dir: Path) -> None:
+        self.log_dir = log_dir
+        self.started: List[WorkerProcess] = []
+
+    def __call__(
+        self, backend: str, size: int, source: Union[str, Spool], *extra: str, **kwargs: bool
+    ) -> WorkerProcess:
+        """A worker on the Redis at `source` (a URL), or on the fake source of a Spool."""
+        if isinstance(source, Spool):
+            worker = fake_source_worker(backend, size, source, *extra, **kwargs)
+        else:
+            worker = redis_worker(backend, size, source, self.log_dir, *extra, **kwargs)
+        self.started.append(worker)
+        return worker
+
+    def close(self) -> None:
+        for worker in self.started:
+            worker.close()
 
 
 def _cmdline(proc: psutil.Process) -> List[str]:

@@ -36,12 +36,12 @@ def finished(client, tick):
 
 
 def test_a_cron_of_every_second_on_three_supervisors_fires_once_per_tick_even_when_the_leader_is_killed(  # noqa: E501
-    redis_server, start_redis_worker
+    redis_server, start_worker
 ):
     url = redis_server.url
     client = redis.Redis.from_url(url)
     workers = {
-        name: start_redis_worker("threading", 2, url, "-q", "cron", "--name", name)
+        name: start_worker("threading", 2, url, "-q", "cron", "--name", name)
         for name in ("sup-a", "sup-b", "sup-c")
     }
 

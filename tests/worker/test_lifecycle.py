@@ -22,21 +22,21 @@ def listed(client, key):
     return [v.decode() for v in client.lrange(key, 0, -1)]
 
 
-def test_a_diamond_of_dependencies_runs_in_order(redis_server, start_redis_worker):
+def test_a_diamond_of_dependencies_runs_in_order(redis_server, start_worker):
     url, client = redis_server.url, redis_server.client()
     q = Queue(connection=url)
     a = q.enqueue(f"{JOBS}:mark", url, "a", 0.3)
     b = q.enqueue(f"{JOBS}:mark", url, "b", depends_on=a)
     c = q.enqueue(f"{JOBS}:mark", url, "c", 0.1, depends_on=a)
     d = q.enqueue(f"{JOBS}:mark", url, "d", depends_on=[b, c])
-    start_redis_worker("threading", 4, url)
+    start_worker("threading", 4, url)
     assert d.get(timeout=15) == "d"
     order = listed(client, "order")
     assert order[0] == "a" and order[-1] == "d" and sorted(order[1:3]) == ["b", "c"]
 
 
 def test_a_failing_parent_cancels_its_children_unless_they_allow_failure(
-    redis_server, start_redis_worker
+    redis_server, start_worker
 ):
     url, client = redis_server.url, redis_server.client()
     q = Queue(connection=url)
@@ -46,7 +46,7 @@ def test_a_failing_parent_cancels_its_children_unless_they_allow_failure(
     cleanup = q.enqueue(
         f"{JOBS}:mark", url, "cleanup", depends_on=Dependency(parent, allow_failure=True)
     )
-    start_redis_worker("threading", 2, url)
+    start_worker("threading", 2, url)
     assert cleanup.get(timeout=15) == "cleanup"
     for job in (child, grandchild):
         with pytest.raises(JobFailed, match="JobCanceled"):
@@ -54,7 +54,7 @@ def test_a_failing_parent_cancels_its_children_unless_they_allow_failure(
     assert listed(client, "order") == ["broken", "cleanup"]
 
 
-def test_callbacks_run_after_the_job_with_its_result_or_error(redis_server, start_redis_worker):
+def test_callbacks_run_after_the_job_with_its_result_or_error(redis_server, start_worker):
     url, client = redis_server.url, redis_server.client()
     q = Queue(connection=url)
     good = q.enqueue(
@@ -67,18 +67,18 @@ def test_callbacks_run_after_the_job_with_its_result_or_error(redis_server, star
     bad = q.enqueue(
         f"{JOBS}:broken", url, on_success=f"{JOBS}:on_success", on_failure=f"{JOBS}:on_failure"
     )
-    start_redis_worker("forking", 2, url)
+    start_worker("forking", 2, url)
     wait_for(lambda: len(listed(client, "callbacks")) == 2, timeout=15, message="callbacks")
     assert sorted(listed(client, "callbacks")) == sorted(
         [f"success {good.id} good", f"failure {bad.id} ValueError"]
     )
 
 
-def test_a_callable_on_success_runs_on_a_real_worker(redis_server, start_redis_worker):
+def test_a_callable_on_success_runs_on_a_real_worker(redis_server, start_worker):
     url, client = redis_server.url, redis_server.client()
     q = Queue(connection=url)
     job = q.enqueue(f"{JOBS}:mark", url, "good", on_success=lifecycle_jobs.on_success)
-    start_redis_worker("forking", 1, url)
+    start_worker("forking", 1, url)
     assert job.get(timeout=15) == "good"
     wait_for(lambda: listed(client, "callbacks"), timeout=15, message="callback")
     assert listed(client, "callbacks") == [f"success {job.id} good"]
@@ -86,13 +86,13 @@ def test_a_callable_on_success_runs_on_a_real_worker(redis_server, start_redis_w
 
 
 def test_an_on_failure_outside_the_allow_list_is_refused_and_the_job_ends_normally(
-    redis_server, start_redis_worker
+    redis_server, start_worker
 ):
     url = redis_server.url
     q = Queue(connection=url)
     bad = q.enqueue(f"{JOBS}:broken", url, on_failure="os:system", retry=None)
     good = q.enqueue(f"{JOBS}:mark", url, "good", on_failure="os:system")
-    start_redis_worker("threading", 2, url)
+    start_worker("threading", 2, url)
     with pytest.raises(JobFailed) as caught:
         bad.get(timeout=15)
     assert caught.value.exc_type == "ValueError" and bad.status == JobStatus.FAILED
@@ -141,12 +141,12 @@ def hook_server():
 
 
 def test_webhooks_post_the_outcome_and_a_down_server_is_retried(
-    redis_server, hook_server, start_redis_worker
+    redis_server, hook_server, start_worker
 ):
     url = redis_server.url
     down_port = free_port()
     q = Queue(connection=url)
-    start_redis_worker("threading", 2, url)
+    start_worker("threading", 2, url)
     late = q.enqueue(f"{JOBS}:mark", url, "late", success_url=f"http://127.0.0.1:{down_port}/x")
     assert late.get(timeout=10) == "late"
     hook = q.fetch_job(f"{late.id}.success_url.1")
@@ -166,11 +166,11 @@ def test_webhooks_post_the_outcome_and_a_down_server_is_retried(
     assert body["error"]["type"] == "ValueError"
 
 
-def test_a_webhook_refused_with_a_4xx_is_not_retried(redis_server, hook_server, start_redis_worker):
+def test_a_webhook_refused_with_a_4xx_is_not_retried(redis_server, hook_server, start_worker):
     url = redis_server.url
     base = hook_server(status=404)
     q = Queue(connection=url)
-    start_redis_worker("threading", 1, url)
+    start_worker("threading", 1, url)
     job = q.enqueue(f"{JOBS}:mark", url, "x", success_url=f"{base}/gone")
     hook = q.fetch_job(f"{job.id}.success_url.1") if job.get(timeout=10) else None
     with pytest.raises(JobFailed, match="WebhookRejected"):
@@ -180,12 +180,12 @@ def test_a_webhook_refused_with_a_4xx_is_not_retried(redis_server, hook_server, 
 
 @pytest.mark.parametrize("transient", [503, 429])
 def test_a_webhook_answered_with_a_transient_status_is_retried_with_backoff(
-    transient, redis_server, hook_server, start_redis_worker
+    transient, redis_server, hook_server, start_worker
 ):
     url = redis_server.url
     base = hook_server(answers=[transient] * 3)  # then 200
     q = Queue(connection=url)
-    start_redis_worker("threading", 1, url)
+    start_worker("threading", 1, url)
     job = q.enqueue(f"{JOBS}:mark", url, "x", success_url=f"{base}/hook")
     assert job.get(timeout=10) == "x"
     hook = q.fetch_job(f"{job.id}.success_url.1")
@@ -198,20 +198,18 @@ def test_a_webhook_answered_with_a_transient_status_is_retried_with_backoff(
     assert hook.status == JobStatus.FINISHED and job.status == JobStatus.FINISHED
 
 
-def test_a_three_stage_flow_survives_sigkill_between_and_during_stages(
-    redis_server, start_redis_worker
-):
+def test_a_three_stage_flow_survives_sigkill_between_and_during_stages(redis_server, start_worker):
     url, client = redis_server.url, redis_server.client()
     first = Queue("stage1", connection=url).enqueue(f"{JOBS}:stage", url, 1, 1.0)
-    only_first = start_redis_worker("forking", 1, url, "-q", "stage1")
+    only_first = start_worker("forking", 1, url, "-q", "stage1")
     wait_for(lambda: first.status == JobStatus.FINISHED, timeout=15, message="stage 1")
     only_first.signal(signal.SIGKILL)  # between stages: stage 2 waits, enqueued atomically
     assert Queue("stage2", connection=url).count == 1
 
-    rest = start_redis_worker("forking", 1, url, "-q", "stage2,stage3", "--lease-seconds", "1")
+    rest = start_worker("forking", 1, url, "-q", "stage2,stage3", "--lease-seconds", "1")
     wait_for(lambda: listed(client, "stages") == ["1", "2"], timeout=15, message="stage 2")
     rest.signal(signal.SIGKILL)  # during stage 2: its lease expires, it runs again
-    start_redis_worker("threading", 1, url, "-q", "stage2,stage3", "--lease-seconds", "1")
+    start_worker("threading", 1, url, "-q", "stage2,stage3", "--lease-seconds", "1")
     stages = wait_for(
         lambda: len(first.flow()) == 3 and first.flow(), timeout=40, message="three stages"
     )
@@ -223,10 +221,10 @@ def test_a_three_stage_flow_survives_sigkill_between_and_during_stages(
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_cancel_stops_a_running_job_within_2_s(backend, redis_server, start_redis_worker):
+def test_cancel_stops_a_running_job_within_2_s(backend, redis_server, start_worker):
     url, client = redis_server.url, redis_server.client()
     q = Queue(connection=url)
-    worker = start_redis_worker(backend, 1, url)
+    worker = start_worker(backend, 1, url)
     nap = 3.0
     job = q.enqueue(f"{JOBS}:nap", url, nap)
     wait_for(lambda: listed(client, "started"), timeout=20, message="job started")
@@ -258,9 +256,9 @@ def test_cancel_stops_a_running_job_within_2_s(backend, redis_server, start_redi
     ]
 
 
-def test_a_jobs_life_is_in_the_event_stream_and_the_log_in_order(redis_server, start_redis_worker):
+def test_a_jobs_life_is_in_the_event_stream_and_the_log_in_order(redis_server, start_worker):
     url = redis_server.url
-    worker = start_redis_worker("threading", 1, url)
+    worker = start_worker("threading", 1, url)
     job = Queue(connection=url).enqueue(
         f"{JOBS}:fail_first_times", url, 1, retry=Retry(max=2, backoff=0.2, jitter=False)
     )
@@ -271,12 +269,12 @@ def test_a_jobs_life_is_in_the_event_stream_and_the_log_in_order(redis_server, s
     assert f"job {job.id} retry in" in worker.output()
 
 
-def test_the_event_stream_hook_ships_every_event_once(redis_server, start_redis_worker):
+def test_the_event_stream_hook_ships_every_event_once(redis_server, start_worker):
     url = redis_server.url
     shipped = []
     q = Queue(connection=url)
     jobs = [q.enqueue(f"{JOBS}:mark", url, str(n)) for n in range(5)]
-    start_redis_worker("threading", 2, url)
+    start_worker("threading", 2, url)
     for job in jobs:
         job.get(timeout=10)
     stream = EventStream(redis.Redis.from_url(url))

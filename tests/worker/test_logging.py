@@ -35,11 +35,9 @@ def stop(worker):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_json_format_every_line_is_an_object_with_the_job_fields(
-    backend, redis_server, start_redis_worker
+    backend, redis_server, start_worker
 ):
-    worker = start_redis_worker(
-        backend, 2, redis_server.url, "--log-format", "json", "--name", "w-json"
-    )
+    worker = start_worker(backend, 2, redis_server.url, "--log-format", "json", "--name", "w-json")
     jobs = run_jobs(redis_server.url)
     lines = stop(worker).splitlines()
     entries = [json.loads(line) for line in lines]  # every stderr line parses
@@ -61,8 +59,8 @@ def test_json_format_every_line_is_an_object_with_the_job_fields(
         assert entry["ts"].endswith("Z")
 
 
-def test_text_format_has_key_value_fields_and_masks_passwords(redis_server, start_redis_worker):
-    worker = start_redis_worker("forking", 2, redis_server.url, "--log-format", "text")
+def test_text_format_has_key_value_fields_and_masks_passwords(redis_server, start_worker):
+    worker = start_worker("forking", 2, redis_server.url, "--log-format", "text")
     (job,) = run_jobs(redis_server.url, 1)
     failing = Queue(connection=redis_server.url).enqueue("tests.worker.test_logging:leak_url")
     with pytest.raises(JobFailed):
@@ -80,8 +78,8 @@ def test_text_format_has_key_value_fields_and_masks_passwords(redis_server, star
     assert "hunter2-secret" not in output
 
 
-def test_warning_level_prints_nothing_per_job(redis_server, start_redis_worker):
-    worker = start_redis_worker("forking", 2, redis_server.url, "--log-level", "WARNING")
+def test_warning_level_prints_nothing_per_job(redis_server, start_worker):
+    worker = start_worker("forking", 2, redis_server.url, "--log-level", "WARNING")
     jobs = run_jobs(redis_server.url, 5)
     output = stop(worker)
     assert not any(job.id in output for job in jobs), output

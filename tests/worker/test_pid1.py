@@ -170,9 +170,9 @@ def test_as_pid1_the_worker_reaps_orphans_and_sigterm_is_a_warm_shutdown(
 
 
 def test_a_shutdown_timeout_below_the_grace_period_requeues_the_running_job(
-    redis_server, start_redis_worker
+    redis_server, start_worker
 ):
-    worker = start_redis_worker("forking", 2, redis_server.url, "--shutdown-timeout", "1")
+    worker = start_worker("forking", 2, redis_server.url, "--shutdown-timeout", "1")
     q = Queue(connection=redis_server.url)
     job = q.enqueue("tests.worker.jobs:nap", 30)
     wait_for(lambda: job.status == JobStatus.STARTED, timeout=15, message="job started")
@@ -188,9 +188,9 @@ def test_a_shutdown_timeout_below_the_grace_period_requeues_the_running_job(
     assert "shutdown timeout of 1.0s expired" in worker.output()
 
 
-def test_ping_worker_is_the_health_check(redis_server, start_redis_worker):
+def test_ping_worker_is_the_health_check(redis_server, start_worker):
     url = redis_server.url
-    worker = start_redis_worker("threading", 1, url, "--name", "probe-me")
+    worker = start_worker("threading", 1, url, "--name", "probe-me")
     client = redis_server.client()
     wait_for(
         lambda: [w for w in list_workers(client) if w["name"] == "probe-me"],

@@ -18,11 +18,9 @@ def wait_title(pid, expected, message):
     )
 
 
-def test_ps_shows_a_forking_workers_queue_busy_child_job_and_suspension(
-    redis_server, start_redis_worker
-):
+def test_ps_shows_a_forking_workers_queue_busy_child_job_and_suspension(redis_server, start_worker):
     url = redis_server.url
-    worker = start_redis_worker("forking", 2, url, "-q", "titled", "--name", "titles")
+    worker = start_worker("forking", 2, url, "-q", "titled", "--name", "titles")
     supervisor = "rqconc: supervisor forking 2 [titled] busy={} idle={}{} name=titles"
     wait_title(worker.pid, supervisor.format(0, 2, ""), "idle supervisor")
 

@@ -23,11 +23,11 @@ def runs(url, key):
     return [json.loads(r)["at"] for r in redis.Redis.from_url(url).lrange(key, 0, -1)]
 
 
-def started_workers(start_redis_worker, url, backends=("threading",)):
+def started_workers(start_worker, url, backends=("threading",)):
     """One worker of 2 children per backend, each on its own queue named after it; returns
     when every child is idle (so the timings below are the scheduler's, not a start's)."""
     for backend in backends:
-        start_redis_worker(backend, 2, url, "-q", f"{QUEUE}-{backend}")
+        start_worker(backend, 2, url, "-q", f"{QUEUE}-{backend}")
     client = redis.Redis.from_url(url)
 
     def all_idle():
@@ -40,13 +40,11 @@ def started_workers(start_redis_worker, url, backends=("threading",)):
     return [Queue(f"{QUEUE}-{backend}", url) for backend in backends]
 
 
-def test_enqueue_in_2_s_runs_between_2_and_3_s_later_on_every_backend(
-    redis_server, start_redis_worker
-):
+def test_enqueue_in_2_s_runs_between_2_and_3_s_later_on_every_backend(redis_server, start_worker):
     # One worker per backend at once (the children's take loop is what wakes for the due
     # time); one 2 s wait instead of four.
     url = redis_server.url
-    queues = started_workers(start_redis_worker, url, BACKENDS)
+    queues = started_workers(start_worker, url, BACKENDS)
     enqueued = {}
     jobs = []
     for backend, q in zip(BACKENDS, queues):
@@ -65,10 +63,10 @@ def test_enqueue_in_2_s_runs_between_2_and_3_s_later_on_every_backend(
 
 
 def test_failing_twice_then_succeeding_with_retry_max_3_finishes_after_growing_delays(
-    redis_server, start_redis_worker
+    redis_server, start_worker
 ):
     url = redis_server.url
-    (q,) = started_workers(start_redis_worker, url)
+    (q,) = started_workers(start_worker, url)
     job = q.enqueue(
         "tests.worker.cron_jobs:fail_until",
         url,
@@ -94,10 +92,10 @@ def test_failing_twice_then_succeeding_with_retry_max_3_finishes_after_growing_d
 
 
 def test_exhausted_retries_land_in_failed_and_requeue_all_runs_them_again(
-    redis_server, start_redis_worker
+    redis_server, start_worker
 ):
     url = redis_server.url
-    (q,) = started_workers(start_redis_worker, url)
+    (q,) = started_workers(start_worker, url)
     retry = Retry(max=1, backoff=0.2, jitter=False)
     jobs = [
         q.enqueue("tests.worker.cron_jobs:fail_until", url, f"runs-{n}", 2, retry=retry)

@@ -17,9 +17,9 @@ def registry_state(server):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_suspend_lets_busy_children_finish_takes_nothing_new_and_resume_undoes_it(
-    backend, redis_server, start_redis_worker
+    backend, redis_server, start_worker
 ):
-    start_redis_worker(backend, 2, redis_server.url)
+    start_worker(backend, 2, redis_server.url)
     q = Queue(connection=redis_server.url)
     running = q.enqueue("tests.worker.jobs:nap", 1.5)
     wait_for(lambda: running.status == JobStatus.STARTED, message="job started")
@@ -38,8 +38,8 @@ def test_suspend_lets_busy_children_finish_takes_nothing_new_and_resume_undoes_i
     wait_for(lambda: registry_state(redis_server) in ("idle", "busy"), message="resumed")
 
 
-def test_a_timed_suspension_ends_by_itself(redis_server, start_redis_worker):
-    start_redis_worker("threading", 1, redis_server.url)
+def test_a_timed_suspension_ends_by_itself(redis_server, start_worker):
+    start_worker("threading", 1, redis_server.url)
     wait_for(lambda: registry_state(redis_server) == "idle", message="worker up")
     suspended_at = time.time()
     suspend(redis_server.url, duration=2.0)

@@ -31,8 +31,8 @@ def wait_started(jobs, timeout=15):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_job_runs_and_its_result_comes_back(backend, redis_server, start_redis_worker):
-    start_redis_worker(backend, 2, redis_server.url)
+def test_a_job_runs_and_its_result_comes_back(backend, redis_server, start_worker):
+    start_worker(backend, 2, redis_server.url)
     q = Queue(connection=redis_server.url)
     assert q.enqueue("tests.worker.jobs:add", 2, 3).get(timeout=15) == 5
     with pytest.raises(JobFailed) as info:
@@ -41,8 +41,8 @@ def test_a_job_runs_and_its_result_comes_back(backend, redis_server, start_redis
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_warm_shutdown_loses_nothing(backend, redis_server, start_redis_worker):
-    worker = start_redis_worker(backend, 3, redis_server.url)
+def test_warm_shutdown_loses_nothing(backend, redis_server, start_worker):
+    worker = start_worker(backend, 3, redis_server.url)
     q = Queue(connection=redis_server.url)
     jobs = [q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 1.0) for n in range(2)]
     wait_started(jobs)
@@ -54,9 +54,9 @@ def test_warm_shutdown_loses_nothing(backend, redis_server, start_redis_worker):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_cold_shutdown_puts_running_jobs_back_at_the_front_without_an_attempt(
-    backend, redis_server, start_redis_worker
+    backend, redis_server, start_worker
 ):
-    worker = start_redis_worker(backend, 2, redis_server.url)
+    worker = start_worker(backend, 2, redis_server.url)
     q = Queue(connection=redis_server.url)
     running = [q.enqueue("tests.worker.jobs:nap", 30) for _ in range(2)]
     wait_started(running)
@@ -72,9 +72,9 @@ def test_cold_shutdown_puts_running_jobs_back_at_the_front_without_an_attempt(
 
 @pytest.mark.parametrize("backend", PROCESS_BACKENDS)
 def test_a_child_killed_mid_job_is_a_failed_attempt_and_the_job_runs_again(
-    backend, redis_server, start_redis_worker
+    backend, redis_server, start_worker
 ):
-    start_redis_worker(backend, 2, redis_server.url)
+    start_worker(backend, 2, redis_server.url)
     q = Queue(connection=redis_server.url)
     job = q.enqueue("tests.worker.jobs:record", redis_server.url, "victim", 3)
     pid = int(
@@ -89,15 +89,15 @@ def test_a_child_killed_mid_job_is_a_failed_attempt_and_the_job_runs_again(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_sigkill_of_the_supervisor_then_a_new_worker_finishes_every_job(
-    backend, redis_server, start_redis_worker
+    backend, redis_server, start_worker
 ):
-    first = start_redis_worker(backend, 2, redis_server.url, "--lease-seconds", "2")
+    first = start_worker(backend, 2, redis_server.url, "--lease-seconds", "2")
     q = Queue(connection=redis_server.url)
     jobs = [q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 0.5) for n in range(8)]
     wait_for(lambda: len(executions(redis_server)) >= 2, message="first jobs running")
     first.signal(signal.SIGKILL)
     first.wait_exit(5)
-    start_redis_worker(backend, 2, redis_server.url, "--lease-seconds", "2")
+    start_worker(backend, 2, redis_server.url, "--lease-seconds", "2")
     wait_for(
         lambda: all(j.status == JobStatus.FINISHED for j in jobs),
         timeout=40,
@@ -111,10 +111,10 @@ def test_sigkill_of_the_supervisor_then_a_new_worker_finishes_every_job(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_job_longer_than_its_lease_never_runs_twice_while_its_worker_lives(
-    backend, redis_server, start_redis_worker
+    backend, redis_server, start_worker
 ):
-    start_redis_worker(backend, 1, redis_server.url, "--lease-seconds", "1")
-    start_redis_worker(backend, 1, redis_server.url, "--lease-seconds", "1")
+    start_worker(backend, 1, redis_server.url, "--lease-seconds", "1")
+    start_worker(backend, 1, redis_server.url, "--lease-seconds", "1")
     q = Queue(connection=redis_server.url)
     job = q.enqueue("tests.worker.jobs:record", redis_server.url, "long", 4)
     assert job.get(timeout=20) == "long"
@@ -124,9 +124,9 @@ def test_a_job_longer_than_its_lease_never_runs_twice_while_its_worker_lives(
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_job_blocked_in_sleep_past_its_timeout_fails_with_jobtimeout_and_the_next_runs(
-    backend, redis_server, start_redis_worker
+    backend, redis_server, start_worker
 ):
-    start_redis_worker(backend, 1, redis_server.url)
+    start_worker(backend, 1, redis_server.url)
     q = Queue(connection=redis_server.url)
     stuck = q.enqueue("tests.worker.jobs:nap", 30, timeout=1)
     after = q.enqueue("tests.worker.jobs:add", 1, 1)
@@ -140,7 +140,7 @@ def test_a_job_blocked_in_sleep_past_its_timeout_fails_with_jobtimeout_and_the_n
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_priority_then_fifo_order_through_a_single_child(backend, redis_server, start_redis_worker):
+def test_priority_then_fifo_order_through_a_single_child(backend, redis_server, start_worker):
     q = Queue(connection=redis_server.url)
     rng = random.Random(3)
     expected = []
@@ -148,18 +148,16 @@ def test_priority_then_fifo_order_through_a_single_child(backend, redis_server, 
         priority = rng.choice([0, 1, 2, 50])
         q.enqueue("tests.worker.jobs:record", redis_server.url, f"{n}", priority=priority)
         expected.append((-priority, n))
-    worker = start_redis_worker(backend, 1, redis_server.url, "--burst")
+    worker = start_worker(backend, 1, redis_server.url, "--burst")
     assert worker.wait_exit(60) == 0
     assert executions(redis_server) == [str(n) for _, n in sorted(expected)]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_worker_registers_heartbeats_and_leaves_the_registry(
-    backend, redis_server, start_redis_worker
+    backend, redis_server, start_worker
 ):
-    worker = start_redis_worker(
-        backend, 3, redis_server.url, "--name", f"w-{backend}", "-q", "high,low"
-    )
+    worker = start_worker(backend, 3, redis_server.url, "--name", f"w-{backend}", "-q", "high,low")
     entry = wait_workers(redis_server, 1)[0]
     assert entry["name"] == f"w-{backend}" and entry["backend"] == backend
     assert entry["size"] == 3 and entry["queues"] == ["high", "low"]
@@ -178,13 +176,13 @@ def test_the_worker_registers_heartbeats_and_leaves_the_registry(
 
 @pytest.mark.parametrize("backend", ["forking", "threading"])
 def test_the_worker_survives_redis_restarting_and_loses_nothing(
-    backend, redis_binary, start_redis_worker
+    backend, redis_binary, start_worker
 ):
     from tests.support.redis_server import RedisServer
 
     server = RedisServer(redis_binary, appendonly=True).start()  # data survives the restart
     try:
-        worker = start_redis_worker(backend, 2, server.url)
+        worker = start_worker(backend, 2, server.url)
         q = Queue(connection=server.url)
         job = q.enqueue("tests.worker.jobs:record", server.url, "across", 3)
         # Wait for the job's own write, not just its start: a job whose RPUSH meets the
@@ -204,13 +202,13 @@ def test_the_worker_survives_redis_restarting_and_loses_nothing(
 
 
 def test_a_password_protected_redis_works_through_the_url_and_never_shows_the_password(
-    redis_binary, tmp_path, start_redis_worker
+    redis_binary, tmp_path, start_worker
 ):
     from tests.support.redis_server import RedisServer
 
     server = RedisServer(redis_binary, password="s3cret-pw").start()
     try:
-        worker = start_redis_worker("threading", 2, server.url)
+        worker = start_worker("threading", 2, server.url)
         assert Queue(connection=server.url).enqueue("tests.worker.jobs:add", 1, 2).get(15) == 3
         worker.signal(signal.SIGTERM)
         assert worker.wait_exit(10) == 0
@@ -219,13 +217,11 @@ def test_a_password_protected_redis_works_through_the_url_and_never_shows_the_pa
         server.close()
 
 
-def test_a_worker_started_while_redis_is_down_retries_until_it_is_up(
-    redis_binary, start_redis_worker
-):
+def test_a_worker_started_while_redis_is_down_retries_until_it_is_up(redis_binary, start_worker):
     from tests.support.redis_server import RedisServer
 
     server = RedisServer(redis_binary)  # not started yet: its port is free
-    worker = start_redis_worker("forking", 1, server.url)
+    worker = start_worker("forking", 1, server.url)
     try:
         wait_for(lambda: "cannot reach Redis" in worker.output(), message="retry logged")
         assert worker.process.poll() is None
@@ -236,15 +232,15 @@ def test_a_worker_started_while_redis_is_down_retries_until_it_is_up(
 
 
 def test_jobs_of_a_vanished_worker_come_back_within_30s_with_default_leases(
-    redis_server, start_redis_worker
+    redis_server, start_worker
 ):
-    worker = start_redis_worker("threading", 1, redis_server.url)
+    worker = start_worker("threading", 1, redis_server.url)
     q = Queue(connection=redis_server.url)
     job = q.enqueue("tests.worker.jobs:nap", 60)
     wait_started([job])
     worker.signal(signal.SIGKILL)
     began = time.monotonic()
-    start_redis_worker("threading", 1, redis_server.url)
+    start_worker("threading", 1, redis_server.url)
     wait_for(
         lambda: Job.fetch(job.id, connection=redis_server.url).field("lost") == "1",
         timeout=35,

@@ -16,9 +16,9 @@ import redis
 
 from rqconc import errors
 from rqconc.connection import embedded
-from tests.support.redis_server import bundled_redis_binary
+from tests.support.redis_server import bundled_redis_binary, servers_on
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # Each child announces itself, waits for the go file, then races the others to first use.
 RACER = """
@@ -35,16 +35,6 @@ print(url, embedded.status()["pid"])
 """
 
 
-def servers_on(socket_path: Path) -> list:
-    """Every live redis-server whose command line names this socket (ours, by its path)."""
-    found = []
-    for process in psutil.process_iter(["cmdline", "status"]):
-        cmdline = " ".join(process.info["cmdline"] or ())
-        if str(socket_path) in cmdline and process.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(process)
-    return found
-
-
 def gone(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
@@ -59,19 +49,6 @@ def wait_until(predicate, timeout: float = 5.0) -> bool:
             return True
         time.sleep(0.01)
     return predicate()
-
-
-@pytest.fixture
-def embedded_home():
-    """The test's RQCONC_HOME; afterwards no embedded server of this home is left running."""
-    where = embedded.paths()
-    yield where
-    try:
-        embedded.stop()
-    finally:
-        for process in servers_on(where.socket):  # a stray second server would be a bug
-            process.kill()
-            process.wait(5)
 
 
 def fake_redis(tmp_path: Path, version: str, start_body: str = "exit 0") -> str:

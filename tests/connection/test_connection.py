@@ -17,7 +17,6 @@ from rqconc.connection import clients as connection
 from rqconc.connection import embedded
 from rqconc.connection.clients import backoff_delays, connect, describe, redact, translated_errors
 from tests.support.redis_server import RedisServer, free_port, system_redis_binary
-from tests.test_embedded import embedded_home  # noqa: F401 - the fixture, used by name
 
 PASSWORD = "s3cret-Pa55"
 
