@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Dict, List, Tuple, Union
 
 import redis
 
+from rqconc.queue.keys import KeySpace
+
 if TYPE_CHECKING:
     from rqconc.queue.job import Job
     from rqconc.queue.queue import Queue
@@ -51,6 +53,13 @@ class Next:
                 "a flow's next stage cannot take depends_on: it starts when this stage completes"
             )
         job_id, _, fields = queue.prepare([(self.func, self.args, kwargs)], options)[0]
+        # As enqueue does, a caller's id must be free: the stage fails here, with nothing
+        # written (lua/complete.lua refuses it too, should the id be taken meanwhile).
+        if options.get("job_id") and client.exists(KeySpace(namespace).job(job_id)):
+            raise ValueError(
+                f"Next(..., job_id={job_id!r}): a job with that id already exists; "
+                "the next stage was not enqueued"
+            )
         return job_id, fields
 
 

@@ -36,7 +36,8 @@ ARGV[13...]      with a next stage: its id, queue name, k, then k field/value pa
 
 Returns {1} when recorded, {1, next} when recorded and a next claim was given (next as the
 take step returns it: the job's fields, or the earliest due time / -1), {-1} when the claim
-is stale (nothing written, nothing taken).
+is stale, {-2, next id} when a job with the next stage's id exists (in both refusals
+nothing is written, nothing taken).
 
 Every job pays for this step, so it reads the job once (one HMGET) and skips what a plain
 job does not have: no dependents, callbacks, flow stage, waiter or kept result.
@@ -57,6 +58,14 @@ if token ~= claim then
 end
 local nq = tonumber(ARGV[12])
 local ttl = whole_number(result_ttl, -1, MAX_TTL, 500)
+local next_stage = ARGV[13]
+-- A next stage never overwrites a job (a caller's job_id, as enqueue refuses it). The
+-- worker checked when the stage returned (flows.Next.prepare); an id taken since then is
+-- refused here, before any write, so the run stays leased and, re-run after its lease,
+-- fails at that check.
+if next_stage and redis.call('EXISTS', KEYS[10 + 4 * nq + 1]) == 1 then
+  return {-2, next_stage}
+end
 
 redis.call('HDEL', KEYS[2], claim)
 redis.call('ZREM', KEYS[1], id)
@@ -66,7 +75,6 @@ if cancel_requested then
 end
 emit('finished', id, queue)
 
-local next_stage = ARGV[13]
 -- A job kept for 0 s is deleted below: writing its end state first only matters when a
 -- follow-up or next stage reads it in this step.
 if ttl ~= 0 or followups or next_stage then
