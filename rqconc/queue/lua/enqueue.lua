@@ -11,7 +11,8 @@ field is "1".
 
 KEYS[1]          seq                 INCR counter: FIFO order within a priority
 KEYS[2]          queues              set of known queue names
-KEYS[3]          q:<queue>           waiting jobs, score = (100 - priority) * 2^32 + 2^31 + seq
+KEYS[3]          q:<queue>           waiting jobs, score = (100 - priority) * 2^46 + 2^45 + seq
+                                     (the layout: queue_score in include/lifecycle.lua)
 KEYS[4]          marker:<queue>      wake-up marker that idle workers BZPOPMIN
 KEYS[5]          scheduled:<queue>   delayed jobs, score = due time (ms)
 KEYS[6]          events              the event stream
@@ -47,8 +48,10 @@ if ARGV[7] == 'plain' then
   for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end
   redis.call('SADD', KEYS[2], queue)
   redis.call('HSET', KEYS[7], unpack(fields))
-  -- queue_score and emit of include/lifecycle, inlined (10000: its EVENTS_MAXLEN).
-  local score = (100 - tonumber(ARGV[6])) * 4294967296 + 2147483648 + redis.call('INCR', SEQ)
+  -- queue_score and emit of include/lifecycle, inlined (10000: its EVENTS_MAXLEN; 2^46,
+  -- 2^45 and 2^45 - 1: its SCORE_BAND, SCORE_MIDDLE and SEQ_LIMIT).
+  local score = (100 - tonumber(ARGV[6])) * 70368744177664 + 35184372088832
+    + math.min(redis.call('INCR', SEQ), 35184372088831)
   redis.call('ZADD', KEYS[3], score, id)
   redis.call('ZADD', KEYS[4], 0, '0')
   redis.call('XADD', EVENTS, 'MAXLEN', '~', 10000, '*', 'event', 'queued', 'job_id', id,
@@ -130,7 +133,6 @@ end
 redis.call('SADD', KEYS[2], queue)
 -- One INCRBY numbers the whole batch in order; the score is queue_score's (lifecycle).
 local first_seq = redis.call('INCRBY', SEQ, n) - n
-local base = (100 - whole_number(ARGV[6], 0, 100, 1)) * 4294967296 + 2147483648 + first_seq
 local waiting, scheduled = {}, {}
 for i = 1, n do
   local job = jobs[i]
@@ -155,7 +157,7 @@ for i = 1, n do
     emit('deferred', job.id, queue)
   elseif due == '' then
     store(job, 'status', 'queued', 'enqueued_at', NOW)
-    waiting[#waiting + 1] = base + i
+    waiting[#waiting + 1] = score_of(ARGV[6], first_seq + i, false)
     waiting[#waiting + 1] = job.id
     emit('queued', job.id, queue)
   else
