@@ -206,7 +206,7 @@ class Steps:
         keys = [k.seq, k.active, k.claims, k.events]
         for name in queues:
             keys += [k.queue(name), k.marker(name), k.scheduled(name), k.started(name)]
-        return keys, [claim, now_ms(), lease_ms, worker, PROMOTE_BATCH, k.prefix]
+        return keys, [claim, lease_ms, worker, PROMOTE_BATCH, k.prefix]
 
     def requeue_failed(self, queue: str, job_id: str) -> bool:
         """Move a dead letter back into its queue; False if it is not one."""
@@ -219,7 +219,7 @@ class Steps:
             k.events,
             k.failed_expiry(queue),
         ]
-        return script("requeue_failed")(self.client, keys, [job_id, now_ms(), k.prefix]) == 1
+        return script("requeue_failed")(self.client, keys, [job_id, k.prefix]) == 1
 
     def purge_failed(self, queue: str, job_ids: Sequence[str]) -> int:
         keys = [self.keys.failed(queue), self.keys.failed_expiry(queue)]
@@ -240,7 +240,7 @@ class Steps:
         if not claims:
             return 0
         return script("renew")(
-            self.client, [self.keys.active, self.keys.claims], [now_ms() + lease_ms, *claims]
+            self.client, [self.keys.active, self.keys.claims], [lease_ms, *claims]
         )
 
     def complete(
@@ -270,7 +270,7 @@ class Steps:
             k.events,
             k.canceling,
         ]
-        args = [claim, job_id, now_ms(), result, serializer, DONE_GRACE_SECONDS, k.prefix, worker]
+        args = [claim, job_id, result, serializer, DONE_GRACE_SECONDS, k.prefix, worker]
         if next_take is None:
             args += ["", 0, 0, 0]
         else:
@@ -296,10 +296,11 @@ class Steps:
         job_id: str,
         queue: str,
         exc: Tuple[str, str, str],
-        retry_at_ms: Optional[int] = None,
+        retry_in_ms: Optional[int] = None,
         worker: str = "",
     ) -> int:
-        """1: failed for good, 2: scheduled for a retry, -1: stale claim (nothing written)."""
+        """1: failed for good, 2: scheduled for a retry `retry_in_ms` from now (on Redis'
+        clock), -1: stale claim (nothing written)."""
         k = self.keys
         keys = [
             k.active,
@@ -317,9 +318,8 @@ class Steps:
         args = [
             claim,
             job_id,
-            now_ms(),
             *exc,
-            "" if retry_at_ms is None else retry_at_ms,
+            "" if retry_in_ms is None else retry_in_ms,
             k.prefix,
             worker,
         ]
@@ -330,7 +330,7 @@ class Steps:
     ) -> bool:
         k = self.keys
         keys = [k.seq, k.active, k.claims, k.job(job_id), k.started(queue), k.events, k.canceling]
-        args = [claim, job_id, now_ms(), k.prefix, worker, event]
+        args = [claim, job_id, k.prefix, worker, event]
         return script("requeue_front")(self.client, keys, args) == 1
 
     def cancel(self, job_id: str, claim: str = "", worker: str = "") -> int:
@@ -338,7 +338,7 @@ class Steps:
         -1: no such job."""
         k = self.keys
         keys = [k.job(job_id), k.canceling, k.active, k.claims, k.seq, k.events]
-        args = [job_id, now_ms(), k.prefix, claim, worker]
+        args = [job_id, k.prefix, claim, worker]
         return int(script("cancel")(self.client, keys, args))
 
     def await_outcome(self, job_id: str) -> Tuple[int, List[Any]]:
@@ -362,7 +362,9 @@ class Steps:
     def recover(self, max_lost: int, limit: int = 500) -> Tuple[int, int]:
         """Requeue (or dead-letter) jobs whose lease expired: (requeued, dead)."""
         k = self.keys
-        now = now_ms()
+        # Redis' clock, as the step's own check: a recovering worker's clock may be off.
+        seconds, micros = self.client.time()
+        now = seconds * 1000 + micros // 1000
         expired = [
             text(i) for i in self.client.zrangebyscore(k.active, "-inf", now, start=0, num=limit)
         ]
@@ -372,7 +374,7 @@ class Steps:
         for job_id in expired:
             pipe.hmget(k.job(job_id), "queue", "token")
         keys = [k.seq, k.active, k.claims, k.events, k.canceling]
-        args: List[Any] = [now, max_lost, k.prefix]
+        args: List[Any] = [max_lost, k.prefix]
         for job_id, (queue, token) in zip(expired, pipe.execute()):
             name = text(queue) if queue is not None else "-"
             keys += [
@@ -391,10 +393,10 @@ class Steps:
         to `limit` per set); returns how many."""
         k = self.keys
         names = sorted(text(n) for n in self.client.smembers(k.queues))
-        now, dropped = now_ms(), 0
+        dropped = 0
         for start in range(0, len(names), TRIM_QUEUES_PER_CALL):
             keys: List[str] = []
             for name in names[start : start + TRIM_QUEUES_PER_CALL]:
                 keys += [k.finished(name), k.failed(name), k.failed_expiry(name)]
-            dropped += int(script("trim_ended")(self.client, keys, [now, limit]))
+            dropped += int(script("trim_ended")(self.client, keys, [limit]))
         return dropped

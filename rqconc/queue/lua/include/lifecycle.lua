@@ -4,7 +4,8 @@ The including script defines these locals, before `--#include lifecycle`:
   NS       the namespace prefix "{ns}:" (ARGV): the hash tag of every key below
   SEQ      KEYS entry of the seq counter
   EVENTS   KEYS entry of the event stream
-  NOW      now (ms, a string)
+  NOW      now (ms, a string): Redis' clock, from `--#include clock` (enqueue alone
+           passes the producer's, for created_at)
   WORKER   the acting worker's name, or ""
 
 Steps that end a job must release or cancel its dependents and create its follow-up jobs
