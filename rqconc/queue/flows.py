@@ -12,6 +12,7 @@ from typing import Any, Dict, Tuple, Union
 
 import redis
 
+from rqconc.queue.keys import KeySpace
 from rqconc.queue.options import refuse, take_options
 from rqconc.queue.queue import Queue
 
@@ -42,4 +43,11 @@ class Next:
         options = take_options(kwargs)
         refuse(options, ("depends_on",), "a flow's next stage (it starts when this one completes)")
         job_id, _, fields = queue.prepare([(self.func, self.args, kwargs)], options)[0]
+        # As enqueue does, a caller's id must be free: the stage fails here, with nothing
+        # written (lua/complete.lua refuses it too, should the id be taken meanwhile).
+        if options.get("job_id") and client.exists(KeySpace(namespace).job(job_id)):
+            raise ValueError(
+                f"Next(..., job_id={job_id!r}): a job with that id already exists; "
+                "the next stage was not enqueued"
+            )
         return job_id, fields

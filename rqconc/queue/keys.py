@@ -10,6 +10,27 @@ import re
 
 _BAD_NAME = re.compile(r"[\s,{}]")
 
+# The score layout of q:<queue>, computed in Lua (queue_score in lua/include/lifecycle.lua
+# and its inlined copy in lua/enqueue.lua; tests/queue/test_correctness_lua.py checks they
+# agree with queue_score below). Priority p (0..100) owns the band
+# [(100 - p) * SCORE_BAND, (101 - p) * SCORE_BAND); a job scores the band's middle plus the
+# namespace counter n (INCR seq) when it joins the back, minus n when it is put back at the
+# front (give-back, cold shutdown, lease recovery). While n < SCORE_MIDDLE both stay
+# strictly inside the band, so no counter value lets a job cross into another priority,
+# and every score is an integer below 101 * 2^46 < 2^53, exact in a double. 2^45 numbers
+# last 220 years at 5,000 jobs/s; past SEQ_LIMIT n is held there (priority still holds,
+# FIFO within a priority then falls back on id order).
+SCORE_BAND = 2**46
+SCORE_MIDDLE = 2**45
+SEQ_LIMIT = SCORE_MIDDLE - 1
+
+
+def queue_score(priority: int, n: int, front: bool = False) -> int:
+    """The score of a waiting job of `priority` numbered `n` by the counter."""
+    middle = (100 - priority) * SCORE_BAND + SCORE_MIDDLE
+    n = min(n, SEQ_LIMIT)
+    return middle - n if front else middle + n
+
 
 def check_queue_name(name: str) -> str:
     """A queue name is a non-empty string without whitespace, commas or braces (commas

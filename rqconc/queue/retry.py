@@ -8,6 +8,7 @@ in the worker from the class hierarchy of the exception the job raised: a failur
 from __future__ import annotations
 
 import json
+import math
 import random
 import sys
 import time
@@ -19,6 +20,11 @@ from rqconc.queue.serialization import current_name, type_name
 ExceptionSpec = Union[type, str]
 
 JOB_TIMEOUT = type_name(errors.JobTimeout)
+
+# The longest delay a policy may ask for (ten years, the Lua steps' MAX_TTL): a worker turns
+# delays into integer milliseconds, and a NaN, an infinity or a 300-digit due time would
+# fail there, in the supervisor, job after job.
+MAX_DELAY_SECONDS = 10 * 365 * 24 * 3600
 
 # Transient errors of HTTP and cloud clients that the default policy retries, as
 # (module, attribute). Looked up in sys.modules only: an exception of one of these libraries
@@ -51,6 +57,17 @@ def _exception_name(spec: ExceptionSpec) -> str:
     )
 
 
+def _check_number(label: str, value: Any, limit: Optional[float]) -> None:
+    """A finite number >= 0 (and <= limit, if given), else ValueError naming the field."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"Retry({label}=...) must be a number, not {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"Retry({label}=...) must be a finite number, not {value!r}")
+    if value < 0 or (limit is not None and value > limit):
+        bounds = ">= 0" if limit is None else f"between 0 and {limit} (seconds)"
+        raise ValueError(f"Retry({label}=...) must be {bounds}, not {value!r}")
+
+
 class Retry:
     """Retry failures of the listed exception types up to `max` times, with an exponential,
     jittered delay: re-run n waits min(max_delay, backoff * factor**(n-1)), and with jitter a
@@ -69,8 +86,7 @@ class Retry:
         if isinstance(max, bool) or not isinstance(max, int) or max < 0:
             raise ValueError(f"Retry(max=...) must be an int >= 0, not {max!r}")
         for label, value in (("backoff", backoff), ("factor", factor), ("max_delay", max_delay)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"Retry({label}=...) must be a number >= 0, not {value!r}")
+            _check_number(label, value, None if label == "factor" else MAX_DELAY_SECONDS)
         self.max = max
         self.backoff = float(backoff)
         self.factor = float(factor)
@@ -154,7 +170,9 @@ def policy_of(stored: Optional[Union[str, bytes]]) -> Retry:
     if stored:
         try:
             return Retry.from_json(stored)
-        except (TypeError, ValueError):  # corrupt data must not stop the failure's record
+        # Corrupt data (bad JSON, NaN, nesting too deep to parse) must not stop the
+        # failure's record: the job fails under the default policy, the worker stays up.
+        except (TypeError, ValueError, RecursionError):
             pass
     return default_policy()
 

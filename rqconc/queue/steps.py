@@ -151,7 +151,7 @@ class Steps:
         keys = [k.seq, k.active, k.claims, k.events]
         for name in queues:
             keys += [k.queue(name), k.marker(name), k.scheduled(name), k.started(name)]
-        return keys, [claim, now_ms(), lease_ms, worker, PROMOTE_BATCH, k.prefix]
+        return keys, [claim, lease_ms, worker, PROMOTE_BATCH, k.prefix]
 
     def requeue_failed(self, queue: str, job_id: str) -> bool:
         """Move a dead letter back into its queue; False if it is not one."""
@@ -164,7 +164,7 @@ class Steps:
             k.events,
             k.failed_expiry(queue),
         ]
-        return script("requeue_failed")(self.client, keys, [job_id, now_ms(), k.prefix]) == 1
+        return script("requeue_failed")(self.client, keys, [job_id, k.prefix]) == 1
 
     def purge_failed(self, queue: str, job_ids: Sequence[str]) -> int:
         keys = [self.keys.failed(queue), self.keys.failed_expiry(queue)]
@@ -185,7 +185,7 @@ class Steps:
         if not claims:
             return 0
         return script("renew")(
-            self.client, [self.keys.active, self.keys.claims], [now_ms() + lease_ms, *claims]
+            self.client, [self.keys.active, self.keys.claims], [lease_ms, *claims]
         )
 
     def complete(
@@ -215,7 +215,7 @@ class Steps:
             k.events,
             k.canceling,
         ]
-        args = [claim, job_id, now_ms(), result, serializer, DONE_GRACE_SECONDS, k.prefix, worker]
+        args = [claim, job_id, result, serializer, DONE_GRACE_SECONDS, k.prefix, worker]
         if next_take is None:
             args += ["", 0, 0, 0]
         else:
@@ -241,10 +241,11 @@ class Steps:
         job_id: str,
         queue: str,
         exc: Tuple[str, str, str],
-        retry_at_ms: Optional[int] = None,
+        retry_in_ms: Optional[int] = None,
         worker: str = "",
     ) -> FailReply:
-        """FAILED for good, RETRYING (scheduled), or STALE claim (nothing written)."""
+        """FAILED for good, RETRYING (scheduled `retry_in_ms` from now, on Redis' clock), or
+        STALE claim (nothing written)."""
         k = self.keys
         keys = [
             k.active,
@@ -262,9 +263,8 @@ class Steps:
         args = [
             claim,
             job_id,
-            now_ms(),
             *exc,
-            "" if retry_at_ms is None else retry_at_ms,
+            "" if retry_in_ms is None else retry_in_ms,
             k.prefix,
             worker,
         ]
@@ -275,13 +275,13 @@ class Steps:
     ) -> bool:
         k = self.keys
         keys = [k.seq, k.active, k.claims, k.job(job_id), k.started(queue), k.events, k.canceling]
-        args = [claim, job_id, now_ms(), k.prefix, worker, event]
+        args = [claim, job_id, k.prefix, worker, event]
         return script("requeue_front")(self.client, keys, args) == 1
 
     def cancel(self, job_id: str, claim: str = "", worker: str = "") -> CancelReply:
         k = self.keys
         keys = [k.job(job_id), k.canceling, k.active, k.claims, k.seq, k.events]
-        args = [job_id, now_ms(), k.prefix, claim, worker]
+        args = [job_id, k.prefix, claim, worker]
         return CancelReply(script("cancel")(self.client, keys, args))
 
     def await_outcome(self, job_id: str) -> Tuple[AwaitReply, List[Any]]:
@@ -305,7 +305,9 @@ class Steps:
     def recover(self, max_lost: int, limit: int = 500) -> Tuple[int, int]:
         """Requeue (or dead-letter) jobs whose lease expired: (requeued, dead)."""
         k = self.keys
-        now = now_ms()
+        # Redis' clock, as the step's own check: a recovering worker's clock may be off.
+        seconds, micros = self.client.time()
+        now = seconds * 1000 + micros // 1000
         expired = [
             text(i) for i in self.client.zrangebyscore(k.active, "-inf", now, start=0, num=limit)
         ]
@@ -315,7 +317,7 @@ class Steps:
         for job_id in expired:
             pipe.hmget(k.job(job_id), "queue", "token")
         keys = [k.seq, k.active, k.claims, k.events, k.canceling]
-        args: List[Any] = [now, max_lost, k.prefix]
+        args: List[Any] = [max_lost, k.prefix]
         for job_id, (queue, token) in zip(expired, pipe.execute()):
             name = text(queue) if queue is not None else "-"
             keys += [
@@ -334,12 +336,12 @@ class Steps:
         to `limit` per set); returns how many."""
         k = self.keys
         names = sorted(text(n) for n in self.client.smembers(k.queues))
-        now, dropped = now_ms(), 0
+        dropped = 0
         for start in range(0, len(names), TRIM_QUEUES_PER_CALL):
             keys: List[str] = []
             for name in names[start : start + TRIM_QUEUES_PER_CALL]:
                 keys += [k.finished(name), k.failed(name), k.failed_expiry(name)]
-            dropped += int(script("trim_ended")(self.client, keys, [now, limit]))
+            dropped += int(script("trim_ended")(self.client, keys, [limit]))
         return dropped
 
     # ---- cron (lua/cron_*.lua) ----

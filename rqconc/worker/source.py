@@ -310,13 +310,13 @@ class RedisSource(WorkSource):
                 following = _work_item(next_claim, taken)
             event = "finished"
         else:
-            retry_at = None
+            retry_in = None
             if outcome.retryable:
                 attempts = int(_number(fields.get("attempts"), 0)) + 1
                 delay = policy_of(fields.get("retry")).next_delay(outcome.exc_mro, attempts)
-                retry_at = None if delay is None else now_ms() + int(delay * 1000)
+                retry_in = None if delay is None else int(delay * 1000)
             code = self.steps.fail(
-                item.claim, item.item_id, queue, outcome.exc, retry_at, self.name
+                item.claim, item.item_id, queue, outcome.exc, retry_in, self.name
             )
             recorded, event = code != -1, ("retry" if code == 2 else "failed")
         if not recorded:
@@ -494,13 +494,13 @@ class RedisSource(WorkSource):
         fields = {name: text(value) for name, value in raw.items()}
         attempts = int(_number(fields.get("attempts"), 0)) + 1
         delay = policy_of(fields.get("retry")).next_delay(mro_names(cls), attempts)
-        retry_at = None if delay is None else now_ms() + int(delay * 1000)
+        retry_in = None if delay is None else int(delay * 1000)
         code = self.steps.fail(
             claim,
             job_id,
             fields.get("queue", ""),
             (type_name(cls), message, ""),
-            retry_at,
+            retry_in,
             self.name,
         )
         if code != -1:

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rqconc import Queue
+from rqconc.queue.keys import queue_score
 from tests.fuzz.conftest import PROPERTY_TIMEOUT
 from tests.support.waiting import wait_for
 
@@ -140,7 +141,7 @@ def _inject(client, queue, changes, deleted, seq):
     )
     pipe.execute()
     order = client.incr(keys.seq)
-    client.zadd(keys.queue("fuzz"), {job_id: (100 - 1) * 2**32 + 2**31 + order})
+    client.zadd(keys.queue("fuzz"), {job_id: queue_score(1, order)})
     client.zadd(keys.marker("fuzz"), {"0": 0})
     return job_id
 

@@ -14,18 +14,18 @@ KEYS[5]          seq                 INCR counter
 KEYS[6]          events              the event stream
 
 ARGV[1]          job id
-ARGV[2]          now (ms)
-ARGV[3]          namespace prefix "{ns}:"
-ARGV[4]          claim of the run being stopped, or "" (a user's request)
-ARGV[5]          worker name, or ""
+ARGV[2]          namespace prefix "{ns}:"
+ARGV[3]          claim of the run being stopped, or "" (a user's request)
+ARGV[4]          worker name, or ""
 
 Returns 1 when canceled, 2 when the running job was asked to stop, 0 when it had already
 ended (or the claim is stale), -1 when there is no such job.
 ]]
-local NS, SEQ, EVENTS, NOW, WORKER = ARGV[3], KEYS[5], KEYS[6], ARGV[2], ARGV[5]
+local NS, SEQ, EVENTS, WORKER = ARGV[2], KEYS[5], KEYS[6], ARGV[4]
+--#include clock
 --#include lifecycle
 
-local id, key, claim = ARGV[1], KEYS[1], ARGV[4]
+local id, key, claim = ARGV[1], KEYS[1], ARGV[3]
 local status = redis.call('HGET', key, 'status')
 if not status then
   return -1

@@ -22,30 +22,31 @@ KEYS[10+4nq..]   with a next stage: queues, job:<next id>, done:<next id>
 
 ARGV[1]          claim
 ARGV[2]          job id
-ARGV[3]          now (ms)
-ARGV[4]          the serialized return value
-ARGV[5]          the serializer's name ("json" or "pickle")
-ARGV[6]          seconds done:<id> lives when result_ttl is 0 (so current waiters see it)
-ARGV[7]          namespace prefix "{ns}:"
-ARGV[8]          worker name
-ARGV[9]          the next claim, or "" to take nothing
-ARGV[10]         lease length (ms) of the next take
-ARGV[11]         how many due scheduled jobs to promote per queue at most
-ARGV[12]         nq, the number of listened queues (0 without a next claim)
-ARGV[13...]      with a next stage: its id, queue name, k, then k field/value pairs
+ARGV[3]          the serialized return value
+ARGV[4]          the serializer's name ("json" or "pickle")
+ARGV[5]          seconds done:<id> lives when result_ttl is 0 (so current waiters see it)
+ARGV[6]          namespace prefix "{ns}:"
+ARGV[7]          worker name
+ARGV[8]          the next claim, or "" to take nothing
+ARGV[9]          lease length (ms) of the next take
+ARGV[10]         how many due scheduled jobs to promote per queue at most
+ARGV[11]         nq, the number of listened queues (0 without a next claim)
+ARGV[12...]      with a next stage: its id, queue name, k, then k field/value pairs
 
 Returns {1} when recorded, {1, next} when recorded and a next claim was given (next as the
 take step returns it: the job's fields, or the earliest due time / -1), {-1} when the claim
-is stale (nothing written, nothing taken).
+is stale, {-2, next id} when a job with the next stage's id exists (in both refusals
+nothing is written, nothing taken).
 
 Every job pays for this step, so it reads the job once (one HMGET) and skips what a plain
 job does not have: no dependents, callbacks, flow stage, waiter or kept result.
 ]]
-local NS, SEQ, EVENTS, NOW, WORKER = ARGV[7], KEYS[7], KEYS[8], ARGV[3], ARGV[8]
+local NS, SEQ, EVENTS, WORKER = ARGV[6], KEYS[7], KEYS[8], ARGV[7]
+--#include clock
 --#include lifecycle
 --#include take
 
-local claim, id, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local claim, id, now = ARGV[1], ARGV[2], tonumber(NOW)
 local key, done = KEYS[3], KEYS[6]
 local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl', 'flow_id',
   'on_success_jobs', 'cancel_requested', 'waiters')
@@ -55,8 +56,16 @@ local token, queue, attempts, result_ttl, flow_id, followups, cancel_requested, 
 if token ~= claim then
   return {-1}
 end
-local nq = tonumber(ARGV[12])
+local nq = tonumber(ARGV[11])
 local ttl = whole_number(result_ttl, -1, MAX_TTL, DEFAULT_RESULT_TTL)
+local next_stage = ARGV[12]
+-- A next stage never overwrites a job (a caller's job_id, as enqueue refuses it). The
+-- worker checked when the stage returned (flows.Next.prepare); an id taken since then is
+-- refused here, before any write, so the run stays leased and, re-run after its lease,
+-- fails at that check.
+if next_stage and redis.call('EXISTS', KEYS[10 + 4 * nq + 1]) == 1 then
+  return {-2, next_stage}
+end
 
 redis.call('HDEL', KEYS[2], claim)
 redis.call('ZREM', KEYS[1], id)
@@ -66,7 +75,6 @@ if cancel_requested then
 end
 emit('finished', id, queue)
 
-local next_stage = ARGV[13]
 -- A job kept for 0 s is deleted below: writing its end state first only matters when a
 -- follow-up or next stage reads it in this step.
 if ttl ~= 0 or followups or next_stage then
@@ -74,34 +82,34 @@ if ttl ~= 0 or followups or next_stage then
   local count = (tonumber(attempts) or 0) + 1
   if ttl ~= 0 then
     redis.call('HSET', key, 'status', 'finished', 'ended_at', NOW, 'attempts', count,
-      'result', ARGV[4])
+      'result', ARGV[3])
   else
     redis.call('HSET', key, 'status', 'finished', 'ended_at', NOW, 'attempts', count)
   end
 end
 
 if next_stage then  -- the next stage of a flow
-  local next_queue, k = ARGV[14], tonumber(ARGV[15])
+  local next_queue, k = ARGV[13], tonumber(ARGV[14])
   local stage_keys = 10 + 4 * nq
   local next_key = KEYS[stage_keys + 1]
   local flow = flow_id or id
   redis.call('SADD', KEYS[stage_keys], next_queue)
   redis.call('DEL', KEYS[stage_keys + 2])
-  redis.call('HSET', next_key, unpack(ARGV, 16, 15 + 2 * k))
+  redis.call('HSET', next_key, unpack(ARGV, 15, 14 + 2 * k))
   redis.call('HSET', next_key, 'flow_id', flow, 'prev_id', id)
   redis.call('HSET', key, 'flow_id', flow, 'next_id', next_stage)
   push_queued(next_stage, next_key, false)
 end
 
 settle_dependents(id, true)
-spawn_followups(id, key, 'success', 'parent_result', ARGV[4], followups)
+spawn_followups(id, key, 'success', 'parent_result', ARGV[3], followups)
 
 -- get() marks a job it waits for (await.lua), so nobody-waits costs nothing here; a later
 -- get() reads the result from the hash.
 if waiters then
   redis.call('DEL', done)
-  redis.call('RPUSH', done, 'finished:' .. ARGV[5] .. ':' .. ARGV[4])
-  redis.call('EXPIRE', done, ttl > 0 and ttl or ARGV[6])
+  redis.call('RPUSH', done, 'finished:' .. ARGV[4] .. ':' .. ARGV[3])
+  redis.call('EXPIRE', done, ttl > 0 and ttl or ARGV[5])
 end
 
 if ttl == 0 then
@@ -118,8 +126,8 @@ else
     redis.call('ZADD', KEYS[5], now + ttl * 1000, id)
   end
 end
-if ARGV[9] == '' then
+if ARGV[8] == '' then
   return {1}
 end
-return {1, take_next(ARGV[9], tonumber(ARGV[10]), tonumber(ARGV[11]), KEYS[1], KEYS[2], 10, nq,
+return {1, take_next(ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]), KEYS[1], KEYS[2], 10, nq,
   false)}

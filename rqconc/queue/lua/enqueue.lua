@@ -11,7 +11,8 @@ field is "1".
 
 KEYS[1]          seq                 INCR counter: FIFO order within a priority
 KEYS[2]          queues              set of known queue names
-KEYS[3]          q:<queue>           waiting jobs, score = (100 - priority) * 2^32 + 2^31 + seq
+KEYS[3]          q:<queue>           waiting jobs, score = (100 - priority) * 2^46 + 2^45 + seq
+                                     (the layout: queue_score in include/lifecycle.lua)
 KEYS[4]          marker:<queue>      wake-up marker that idle workers BZPOPMIN
 KEYS[5]          scheduled:<queue>   delayed jobs, score = due time (ms)
 KEYS[6]          events              the event stream
@@ -60,9 +61,10 @@ if ARGV[7] == 'plain' then
   for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end
   redis.call('SADD', KEYS[2], queue)
   redis.call('HSET', KEYS[7], unpack(fields))
-  -- queue_score and emit of include/lifecycle, inlined.
-  local score = (PLAIN_MAX_PRIORITY - tonumber(ARGV[6])) * 4294967296 + 2147483648
-    + redis.call('INCR', SEQ)
+  -- queue_score and emit of include/lifecycle, inlined (2^46,
+  -- 2^45 and 2^45 - 1: its SCORE_BAND, SCORE_MIDDLE and SEQ_LIMIT).
+  local score = (PLAIN_MAX_PRIORITY - tonumber(ARGV[6])) * 70368744177664 + 35184372088832
+    + math.min(redis.call('INCR', SEQ), 35184372088831)
   redis.call('ZADD', KEYS[3], score, id)
   redis.call('ZADD', KEYS[4], 0, '0')
   redis.call('XADD', EVENTS, 'MAXLEN', '~', PLAIN_EVENTS_MAXLEN, '*', 'event', 'queued',
@@ -151,8 +153,6 @@ end
 redis.call('SADD', KEYS[2], queue)
 -- One INCRBY numbers the whole batch in order; the score is queue_score's (lifecycle).
 local first_seq = redis.call('INCRBY', SEQ, n) - n
-local base = (MAX_PRIORITY - whole_number(ARGV[6], 0, MAX_PRIORITY, DEFAULT_PRIORITY))
-  * 4294967296 + 2147483648 + first_seq
 local waiting, scheduled = {}, {}
 
 -- Store the i-th job as waiting, scheduled, deferred or canceled.
@@ -178,7 +178,7 @@ local function put(job, i)
     emit('deferred', job.id, queue)
   elseif due == '' then
     store(job, 'status', 'queued', 'enqueued_at', NOW)
-    waiting[#waiting + 1] = base + i
+    waiting[#waiting + 1] = score_of(ARGV[6], first_seq + i, false)
     waiting[#waiting + 1] = job.id
     emit('queued', job.id, queue)
   else

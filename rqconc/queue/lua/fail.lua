@@ -20,21 +20,22 @@ KEYS[11]         failed_expiry:<queue>  when each dead letter's failure_ttl runs
 
 ARGV[1]          claim
 ARGV[2]          job id
-ARGV[3]          now (ms)
-ARGV[4]          exception type (qualified name)
-ARGV[5]          exception message
-ARGV[6]          traceback text
-ARGV[7]          due time of the retry (ms), or "" when the failure is final
-ARGV[8]          namespace prefix "{ns}:"
-ARGV[9]          worker name
+ARGV[3]          exception type (qualified name)
+ARGV[4]          exception message
+ARGV[5]          traceback text
+ARGV[6]          delay of the retry (ms, from now on Redis' clock), or "" when the
+                 failure is final
+ARGV[7]          namespace prefix "{ns}:"
+ARGV[8]          worker name
 
 Returns 1 when failed for good, 2 when scheduled for a retry, -1 when the claim is stale
 (nothing written).
 ]]
-local NS, SEQ, EVENTS, NOW, WORKER = ARGV[8], KEYS[8], KEYS[9], ARGV[3], ARGV[9]
+local NS, SEQ, EVENTS, WORKER = ARGV[7], KEYS[8], KEYS[9], ARGV[8]
+--#include clock
 --#include lifecycle
 
-local claim, id, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local claim, id, now = ARGV[1], ARGV[2], tonumber(NOW)
 local key, done = KEYS[3], KEYS[7]
 if redis.call('HGET', KEYS[2], claim) ~= id or redis.call('HGET', key, 'token') ~= claim then
   return -1
@@ -45,7 +46,7 @@ redis.call('ZREM', KEYS[1], id)
 redis.call('ZREM', KEYS[4], id)
 redis.call('HDEL', key, 'token')
 bump(key, 'attempts')
-redis.call('HSET', key, 'exc_type', ARGV[4], 'exc_message', ARGV[5], 'traceback', ARGV[6],
+redis.call('HSET', key, 'exc_type', ARGV[3], 'exc_message', ARGV[4], 'traceback', ARGV[5],
   'ended_at', NOW)
 local queue = redis.call('HGET', key, 'queue')
 
@@ -56,20 +57,23 @@ if redis.call('HGET', key, 'cancel_requested') then  -- asked to stop: no retry
   return 1
 end
 
-if ARGV[7] ~= '' then
+-- A bad delay (only a corrupt caller sends one) fails for good rather than half-apply.
+local delay = whole_number(ARGV[6], 0, MAX_TTL * 1000, nil)
+if delay then
+  local due = string.format('%.0f', now + delay)
   redis.call('HSET', key, 'status', 'scheduled')
-  redis.call('ZADD', KEYS[6], ARGV[7], id)
-  emit('retry', id, queue, 'exc_type', ARGV[4], 'due', ARGV[7])
+  redis.call('ZADD', KEYS[6], due, id)
+  emit('retry', id, queue, 'exc_type', ARGV[3], 'due', due)
   return 2
 end
 
 redis.call('HSET', key, 'status', 'failed')
 add_dead_letter(KEYS[5], KEYS[11], now, id, key)
-local outcome = cjson.encode({ARGV[4], ARGV[5], ARGV[6]})
+local outcome = cjson.encode({ARGV[3], ARGV[4], ARGV[5]})
 redis.call('DEL', done)
 redis.call('RPUSH', done, 'failed:' .. outcome)
 keep_for_failure_ttl(key, done)
-emit('failed', id, queue, 'exc_type', ARGV[4])
+emit('failed', id, queue, 'exc_type', ARGV[3])
 settle_dependents(id, false)
 spawn_followups(id, key, 'failure', 'parent_exc', outcome)
 return 1

@@ -17,19 +17,19 @@ KEYS[5i+3]       failed:<queue>        its queue's dead letters,
 KEYS[5i+4]       failed_expiry:<queue> their expiry times,
 KEYS[5i+5]       done:<id>             its completion list
 
-ARGV[1]          now (ms)
-ARGV[2]          max_lost: the number of lost leases that makes a poison pill
-ARGV[3]          namespace prefix "{ns}:"
-ARGV[2i+2]       the i-th job's id
-ARGV[2i+3]       the token it had when read ("" if none)
+ARGV[1]          max_lost: the number of lost leases that makes a poison pill
+ARGV[2]          namespace prefix "{ns}:"
+ARGV[2i+1]       the i-th job's id
+ARGV[2i+2]       the token it had when read ("" if none)
 
 Returns {requeued, dead}: how many went back to the front of their queue, how many to the
 dead letters (or were canceled).
 ]]
-local NS, SEQ, EVENTS, NOW, WORKER = ARGV[3], KEYS[1], KEYS[4], ARGV[1], ''
+local NS, SEQ, EVENTS, WORKER = ARGV[2], KEYS[1], KEYS[4], ''
+--#include clock
 --#include lifecycle
 
-local now, max_lost = tonumber(ARGV[1]), tonumber(ARGV[2])
+local now, max_lost = tonumber(NOW), tonumber(ARGV[1])
 local requeued, dead = 0, 0
 
 local function poison(id, key, failed, expiries, done, lost)
@@ -47,8 +47,8 @@ local function poison(id, key, failed, expiries, done, lost)
   spawn_followups(id, key, 'failure', 'parent_exc', outcome)
 end
 
-for i = 1, (#ARGV - 3) / 2 do
-  local id, token = ARGV[2 * i + 2], ARGV[2 * i + 3]
+for i = 1, (#ARGV - 2) / 2 do
+  local id, token = ARGV[2 * i + 1], ARGV[2 * i + 2]
   local key = KEYS[5 * i + 1]
   local deadline = redis.call('ZSCORE', KEYS[2], id)
   local exists = redis.call('EXISTS', key) == 1

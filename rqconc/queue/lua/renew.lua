@@ -7,16 +7,18 @@ or recovered after its lease expired) is ignored: that worker lost its lease for
 KEYS[1]          active              leased jobs, score = lease deadline (ms)
 KEYS[2]          claims              claim -> job id
 
-ARGV[1]          the new lease deadline (ms)
+ARGV[1]          lease length (ms): the new deadline is now + it, on Redis' clock
 ARGV[2...]       claims
 
 Returns the number of leases extended.
 ]]
+--#include clock
+local deadline = tonumber(NOW) + tonumber(ARGV[1])
 local renewed = 0
 for i = 2, #ARGV do
   local id = redis.call('HGET', KEYS[2], ARGV[i])
   if id and redis.call('ZSCORE', KEYS[1], id) then
-    redis.call('ZADD', KEYS[1], 'XX', ARGV[1], id)
+    redis.call('ZADD', KEYS[1], 'XX', deadline, id)
     renewed = renewed + 1
   end
 end

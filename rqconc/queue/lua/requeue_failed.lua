@@ -11,13 +11,13 @@ KEYS[5]          events              the event stream
 KEYS[6]          failed_expiry:<queue>  when each dead letter's failure_ttl runs out
 
 ARGV[1]          job id
-ARGV[2]          now (ms since the epoch)
-ARGV[3]          namespace prefix "{ns}:"
+ARGV[2]          namespace prefix "{ns}:"
 
 Returns 1 when requeued, 0 when the id is not a dead letter of this queue (or its data
 expired, in which case the stale entry is dropped).
 ]]
-local NS, SEQ, EVENTS, NOW, WORKER = ARGV[3], KEYS[1], KEYS[5], ARGV[2], ''
+local NS, SEQ, EVENTS, WORKER = ARGV[2], KEYS[1], KEYS[5], ''
+--#include clock
 --#include lifecycle
 
 local id, key = ARGV[1], KEYS[3]

@@ -15,14 +15,14 @@ KEYS[7]          canceling           jobs asked to stop while running
 
 ARGV[1]          claim
 ARGV[2]          job id
-ARGV[3]          now (ms)
-ARGV[4]          namespace prefix "{ns}:"
-ARGV[5]          worker name
-ARGV[6]          the event to record: "requeued" or "interrupted"
+ARGV[3]          namespace prefix "{ns}:"
+ARGV[4]          worker name
+ARGV[5]          the event to record: "requeued" or "interrupted"
 
 Returns 1 when requeued (or canceled), 0 when the claim is unknown or stale (a no-op).
 ]]
-local NS, SEQ, EVENTS, NOW, WORKER = ARGV[4], KEYS[1], KEYS[6], ARGV[3], ARGV[5]
+local NS, SEQ, EVENTS, WORKER = ARGV[3], KEYS[1], KEYS[6], ARGV[4]
+--#include clock
 --#include lifecycle
 
 local claim, id, key = ARGV[1], ARGV[2], KEYS[4]
@@ -40,6 +40,6 @@ if redis.call('HGET', key, 'cancel_requested') then
   settle_dependents(id, false)
   return 1
 end
-emit(ARGV[6], id, redis.call('HGET', key, 'queue'))
+emit(ARGV[5], id, redis.call('HGET', key, 'queue'))
 push_queued(id, key, true)
 return 1

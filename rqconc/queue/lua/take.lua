@@ -14,21 +14,21 @@ KEYS[4i+3]       scheduled:<queue>     its delayed jobs,
 KEYS[4i+4]       started:<queue>       its running jobs (score = start time, ms)
 
 ARGV[1]          claim (fencing token)
-ARGV[2]          now (ms)
-ARGV[3]          lease length (ms)
-ARGV[4]          worker name
-ARGV[5]          how many due scheduled jobs to promote per queue at most
-ARGV[6]          namespace prefix "{ns}:": the popped id is only known here, so its hash
+ARGV[2]          lease length (ms)
+ARGV[3]          worker name
+ARGV[4]          how many due scheduled jobs to promote per queue at most
+ARGV[5]          namespace prefix "{ns}:": the popped id is only known here, so its hash
                  key is completed from it (the pattern of keys.py)
 
 Returns {id, v1, v2, ...}: the taken job's TAKE_FIELDS (include/take.lua), already marked
         started; or, when every listened queue is empty, the earliest due time (ms) of
         their scheduled jobs, or -1 when none is scheduled.
 ]]
-local NS, SEQ, EVENTS, NOW, WORKER = ARGV[6], KEYS[1], KEYS[4], ARGV[2], ARGV[4]
+local NS, SEQ, EVENTS, WORKER = ARGV[5], KEYS[1], KEYS[4], ARGV[3]
+--#include clock
 --#include lifecycle
 --#include take
 
 -- A child that takes here may have been woken by a marker: re-arm them (rearm = true).
-return take_next(ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[5]), KEYS[2], KEYS[3], 5,
+return take_next(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4]), KEYS[2], KEYS[3], 5,
   (#KEYS - 4) / 4, true)

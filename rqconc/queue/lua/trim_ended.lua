@@ -4,7 +4,7 @@ Maintenance, run by one supervisor per interval (RedisSource.maintain), off the 
 path. complete trims finished:<queue> only when another job of that queue completes, and a
 dead letter's hash expires (failure_ttl) without touching failed:<queue>: on a queue that
 goes quiet both would keep their expired ids forever. Readers already hide those (they
-compare the expiry with now), so this only bounds memory; at most ARGV[2] entries per set
+compare the expiry with now), so this only bounds memory; at most ARGV[1] entries per set
 and call keep one pass short after a long quiet spell.
 
 KEYS[1]          finished:<queue>       the first queue's finished jobs, score = expiry
@@ -13,12 +13,12 @@ KEYS[2]          failed:<queue>         its dead letters, score = failure time (
 KEYS[3]          failed_expiry:<queue>  when each of them expires (ms)
 KEYS[3i-2..3i]   the same three for the i-th queue (i = 1..n)
 
-ARGV[1]          now (ms)
-ARGV[2]          the most entries dropped per set
+ARGV[1]          the most entries dropped per set
 
 Returns how many entries were dropped in all (a dead letter counts once).
 ]]
-local now, limit = ARGV[1], tonumber(ARGV[2])
+--#include clock
+local now, limit = NOW, tonumber(ARGV[1])
 local dropped = 0
 
 local function expired(key)

@@ -1,0 +1,13 @@
+--[[ clock (included by every step that reads the time, before lifecycle).
+
+Defines NOW: Redis' clock (ms since the epoch, a string, as ARGV values are). Leases,
+deadlines, due times and expiries are set and compared with it, never with a worker's own
+clock: a worker whose clock is off must neither lose the leases of its running jobs nor
+take the leases of another's (issue 14). Redis 6.2 replicates scripts by their effects
+(lua-replicate-commands, default since 5.0), which allows TIME before writes.
+]]
+local NOW
+do
+  local time = redis.call('TIME')
+  NOW = string.format('%.0f', tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000))
+end

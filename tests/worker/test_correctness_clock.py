@@ -1,0 +1,72 @@
+"""Issue 14, item 2: leases live on Redis' clock, so a worker whose clock is off by far more
+than the lease neither loses its own running jobs nor takes another worker's.
+
+The skewed clock is a test fixture: a `sitecustomize` module on the worker's PYTHONPATH
+shifts `time.time` (and `time.time_ns`) by an offset in every interpreter of that worker
+(supervisor and children, forked or spawned), as a host with a wrong clock would.
+"""
+
+import pytest
+
+from rqconc import JobStatus, Queue
+from rqconc.queue.keys import KeySpace
+from tests.support.worker_process import BACKENDS
+
+SITECUSTOMIZE = """\
+import os
+import time
+
+_skew = float(os.environ.get("RQCONC_TEST_CLOCK_SKEW", "0") or 0)
+if _skew:
+    _time, _time_ns = time.time, time.time_ns
+    time.time = lambda: _time() + _skew
+    time.time_ns = lambda: _time_ns() + int(_skew * 1e9)
+"""
+
+HOUR = 3600.0
+LEASE = "1"  # seconds; the job runs five of them
+JOB_SECONDS = 5.0
+
+
+@pytest.fixture
+def start_worker_with_clock(tmp_path, monkeypatch, start_redis_worker):
+    """Start a worker whose wall clock is `skew` seconds off."""
+    (tmp_path / "clock").mkdir()
+    (tmp_path / "clock" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+
+    def start(skew, backend, url, *extra):
+        monkeypatch.setenv("PYTHONPATH", str(tmp_path / "clock"))
+        monkeypatch.setenv("RQCONC_TEST_CLOCK_SKEW", str(skew))
+        try:
+            return start_redis_worker(backend, 2, url, "--lease-seconds", LEASE, *extra)
+        finally:
+            monkeypatch.delenv("PYTHONPATH")
+            monkeypatch.delenv("RQCONC_TEST_CLOCK_SKEW")
+
+    return start
+
+
+def run_once_across_skewed_workers(server, start, runner_skew, other_skew, backend):
+    q = Queue("long", connection=server.url)
+    job = q.enqueue("tests.worker.jobs:record", server.url, "only", JOB_SECONDS)
+    start(runner_skew, backend, server.url, "--queues", "long")
+    # Listens elsewhere, but recovers expired leases of the whole namespace.
+    other = start(other_skew, "forking", server.url, "--queues", "elsewhere")
+    assert job.get(timeout=30) == "only"
+    client = server.client()
+    assert client.lrange("executions", 0, -1) == [b"only"], other.output()[-3000:]
+    assert job.status == JobStatus.FINISHED and job.attempts == 1
+    assert client.hget(KeySpace().job(job.id), "lost") in (None, b"0")
+
+
+def test_a_worker_whose_clock_runs_ahead_does_not_recover_live_jobs(
+    redis_server, start_worker_with_clock
+):
+    run_once_across_skewed_workers(redis_server, start_worker_with_clock, 0, HOUR, "forking")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_worker_whose_clock_lags_keeps_the_leases_of_its_jobs(
+    backend, redis_server, start_worker_with_clock
+):
+    run_once_across_skewed_workers(redis_server, start_worker_with_clock, -HOUR, 0, backend)
