@@ -161,7 +161,9 @@ class JobRunner:
                 f"with --allow {module.split('.')[0]} to run it",
             )
         try:
-            func = resolve_function(name)
+            func = resolve_function(name, self.allow)
+        except errors.NotAllowed as exc:  # imported, but names a function from elsewhere
+            raise Refused(type_name(errors.NotAllowed), str(exc)) from None
         except Exception as exc:
             raise Refused(
                 type_name(type(exc)), f"cannot import {_short(name)}: {_short(str(exc))}"
