@@ -63,7 +63,7 @@ def stages(job: Job) -> List[Job]:
     found: List[Job] = []
     current = first
     while current and len(found) < MAX_STAGES:
-        stage = JobClass(current, job.connection, job.namespace)
+        stage = JobClass(current, job.connection, job.namespace, allow_pickle=job.allow_pickle)
         stage.refresh()
         found.append(stage)
         current = stage.next_id

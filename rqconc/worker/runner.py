@@ -189,7 +189,13 @@ class JobRunner:
         try:
             # The parent may be gone already (result_ttl=0): the job then has its id only.
             stored = self.source.client.hgetall(self.source.keys.job(parent_id))
-            parent = Job(parent_id, self.source.client, self.source.keys.namespace, stored)
+            parent = Job(
+                parent_id,
+                self.source.client,
+                self.source.keys.namespace,
+                stored,
+                allow_pickle=self.allow_pickle,
+            )
             return callback_arguments(fields, parent)
         except REDIS_DOWN:
             raise
