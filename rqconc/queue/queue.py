@@ -201,7 +201,11 @@ class Queue:
 
     @property
     def jobs(self) -> List[Job]:
-        return [Job(job_id, self.connection, self.keys.namespace) for job_id in self.job_ids]
+        pickled = self.serializer.name == "pickle"
+        return [
+            Job(job_id, self.connection, self.keys.namespace, allow_pickle=pickled)
+            for job_id in self.job_ids
+        ]
 
     @property
     def scheduled_job_ids(self) -> List[str]:
@@ -217,7 +221,8 @@ class Queue:
             return [text(i) for i in self.connection.zrange(key, 0, -1)]
 
     def fetch_job(self, job_id: str) -> Job:
-        return Job.fetch(job_id, self.connection, self.keys.namespace)
+        pickled = self.serializer.name == "pickle"  # a JSON queue's client never unpickles
+        return Job.fetch(job_id, self.connection, self.keys.namespace, allow_pickle=pickled)
 
     def empty(self) -> int:
         """Delete every waiting job (not scheduled or running ones); returns how many.

@@ -19,6 +19,8 @@ import pickle
 import types
 from typing import Any, Callable, Dict, Iterable, List, Tuple, Union
 
+from rqconc import errors
+
 ALWAYS_ALLOWED = ("rqconc.demo", "rqconc.worker.webhooks")
 
 # Modules of rqconc that moved: jobs stored in Redis before the move name the old path (a
@@ -180,12 +182,13 @@ def is_allowed(module: str, allow: Iterable[str]) -> bool:
     return False
 
 
-def resolve_function(name: str) -> Callable[..., Any]:
+def resolve_function(name: str, allow: Iterable[str]) -> Callable[..., Any]:
     """Import "module:qualname" (call `is_allowed` first: this imports the module).
 
     The qualname may name a class attribute ("Class.method") but may not walk into another
-    module ("myapp.tasks:os.system") or through dunders: the allow-list is about modules,
-    and attribute paths must not lead out of the allowed one."""
+    module ("myapp.tasks:os.system") or through dunders, and what it names must be defined
+    in an allowed module: `from os import system` in myapp.tasks does not make
+    "myapp.tasks:system" runnable with `--allow myapp` (`errors.NotAllowed`)."""
     module_name, qualname = split_function_name(name)
     target: Any = importlib.import_module(module_name)
     for part in qualname.split("."):
@@ -196,6 +199,15 @@ def resolve_function(name: str) -> Callable[..., Any]:
             raise ValueError(f"{name}: {part} is a module; name a function of {module_name} itself")
     if not callable(target):
         raise TypeError(f"{name} is not callable")
+    defined_in = getattr(target, "__module__", None)
+    # A function's, class's or method's own module; a callable object's is its class's.
+    # Builtins and C functions name theirs ("posix", "builtins") or none: refused.
+    if not isinstance(defined_in, str) or not is_allowed(defined_in, allow):
+        raise errors.NotAllowed(
+            f"function {name} is not allowed on this worker: it is defined in module "
+            f"{defined_in or '(unknown)'!r}, not in {module_name}, and only functions "
+            "defined in an allowed module run"
+        )
     return target
 
 

@@ -161,7 +161,9 @@ class JobRunner:
                 f"with --allow {module.split('.')[0]} to run it",
             )
         try:
-            func = resolve_function(name)
+            func = resolve_function(name, self.allow)
+        except errors.NotAllowed as exc:  # imported, but names a function from elsewhere
+            raise Refused(type_name(errors.NotAllowed), str(exc)) from None
         except Exception as exc:
             raise Refused(
                 type_name(type(exc)), f"cannot import {_short(name)}: {_short(str(exc))}"
@@ -187,7 +189,13 @@ class JobRunner:
         try:
             # The parent may be gone already (result_ttl=0): the job then has its id only.
             stored = self.source.client.hgetall(self.source.keys.job(parent_id))
-            parent = Job(parent_id, self.source.client, self.source.keys.namespace, stored)
+            parent = Job(
+                parent_id,
+                self.source.client,
+                self.source.keys.namespace,
+                stored,
+                allow_pickle=self.allow_pickle,
+            )
             return callback_arguments(fields, parent)
         except REDIS_DOWN:
             raise

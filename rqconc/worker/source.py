@@ -40,6 +40,7 @@ STRATEGIES = ("ordered", "round-robin")
 MAX_BLOCK = 0.25  # longest BZPOPMIN: a stop request is seen at least this often
 MIN_BLOCK = 0.01  # shortest BZPOPMIN whose timeout cannot truncate to 0 ("forever")
 T = TypeVar("T")
+RENEWING = "renewing leases"
 
 
 def _number(value: Any, default: float) -> float:
@@ -128,6 +129,7 @@ class RedisSource(WorkSource):
         self._backoff = Backoff()
         self._orphans: List[str] = []  # claims whose take reply was lost on the way
         self._recover_not_before = 0.0
+        self._refusals: Dict[str, str] = {}  # duty -> the kind of error reply last logged
         self._suspended = False
 
     def __getstate__(self) -> Dict[str, Any]:
@@ -377,12 +379,31 @@ class RedisSource(WorkSource):
     # ---- supervisor side: never raises because Redis is away (leases cover the gap) ----
     def _guarded(self, doing: str, action: Callable[[], T]) -> Optional[T]:
         try:
-            return action()
+            result = action()
         except REDIS_DOWN as exc:
             # After an outage, let live workers renew before their leases count as lost.
             self._recover_not_before = time.monotonic() + self.lease_seconds
             self._redis_down(exc, doing)
             return None
+        except redis.exceptions.ResponseError as exc:
+            self._refused(doing, exc)
+            return None
+        if self._refusals.pop(doing, None) is not None:
+            log.warning("Redis accepts %s again", doing)
+        return result
+
+    def _refused(self, doing: str, exc: redis.exceptions.ResponseError) -> None:
+        """An error reply (OOM at maxmemory, MISCONF, an ACL's NOPERM) lasts until someone
+        fixes Redis: the worker keeps its children, and says so once per duty and kind of
+        refusal rather than at every tick."""
+        # redis-py strips the reply's code for the types it maps (OOM, NOPERM): name both.
+        reason = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+        kind = reason.split(" ", 2)[:2]
+        if self._refusals.get(doing) != " ".join(kind):
+            self._refusals[doing] = " ".join(kind)
+            log.error("Redis refused %s (%s); retrying until it accepts", doing, reason)
+        if doing == RENEWING:  # other workers' renewals were likely refused too
+            self._recover_not_before = time.monotonic() + self.lease_seconds
 
     def supervisor_started(self, info: SupervisorInfo) -> None:
         registry = WorkerRegistry(self.client, self.keys, self.registry_ttl)
@@ -394,7 +415,7 @@ class RedisSource(WorkSource):
 
     def renew(self, claims: Sequence[str]) -> None:
         lease_ms = int(self.lease_seconds * 1000)
-        self._guarded("renewing leases", lambda: self.steps.renew(list(claims), lease_ms))
+        self._guarded(RENEWING, lambda: self.steps.renew(list(claims), lease_ms))
 
     def renew_interval(self) -> float:
         return self.lease_seconds / 3

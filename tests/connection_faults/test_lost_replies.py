@@ -67,9 +67,9 @@ def test_a_callers_id_whose_reply_is_lost_is_stored_and_not_refused(proxy, redis
         queue.enqueue("tests.worker.jobs:add", 1, 2, job_id="mine")
 
 
-def test_a_job_whose_enqueue_reply_is_lost_runs_once(proxy, redis_server, start_redis_worker):
+def test_a_job_whose_enqueue_reply_is_lost_runs_once(proxy, redis_server, start_worker):
     queue = _warm_queue(proxy)
-    worker = start_redis_worker("threading", 2, redis_server.url)
+    worker = start_worker("threading", 2, redis_server.url)
     url = redis_server.url
     assert queue.enqueue("tests.worker.jobs:add", 1, 1).get(timeout=20) == 2  # worker ready
     # The producer reconnects 0.12 s later (within its client's retries): by then the

@@ -17,11 +17,11 @@ def test_enqueues_leave_the_pool_to_the_producers_own_calls(redis_server):
 
 @pytest.mark.parametrize("backend", ["threading", "gevent"])
 def test_a_worker_whose_children_are_replaced_keeps_taking_jobs(
-    backend, redis_server, start_redis_worker
+    backend, redis_server, start_worker
 ):
     url = redis_server.url + "?max_connections=4"
     # Each child ends after one job and is replaced: 12 children in turn on 2 slots.
-    start_redis_worker(backend, 2, url, "--max-jobs-per-child", "1")
+    start_worker(backend, 2, url, "--max-jobs-per-child", "1")
     queue = Queue(connection=redis_server.url)
     jobs = [queue.enqueue("tests.worker.jobs:add", n, 1) for n in range(12)]
     assert [job.get(timeout=30) for job in jobs] == [n + 1 for n in range(12)]

@@ -47,11 +47,11 @@ def _produce(url, trace):
 
 
 @pytest.mark.parametrize("backend", ["threading", "gevent"])
-def test_jobs_run_once_around_redis_restarts(backend, redis_binary, tmp_path, start_redis_worker):
+def test_jobs_run_once_around_redis_restarts(backend, redis_binary, tmp_path, start_worker):
     server = RedisServer(redis_binary, appendonly=True).start()
     trace = tmp_path / "runs.txt"
     try:
-        worker = start_redis_worker(backend, 4, server.url, "--lease-seconds", "5")
+        worker = start_worker(backend, 4, server.url, "--lease-seconds", "5")
         queue = Queue(connection=server.url)
         assert queue.enqueue("tests.worker.jobs:add", 1, 1).get(timeout=20) == 2
         # Jobs keep coming during the restarts too: an enqueue meets the outage as well.

@@ -38,14 +38,14 @@ def test_a_raw_password_is_refused_without_showing_any_of_it(password):
 
 @pytest.mark.parametrize("backend", ["threading", "forking"])
 def test_a_percent_encoded_password_works_for_producer_and_worker(
-    backend, redis_binary, start_redis_worker
+    backend, redis_binary, start_worker
 ):
     password = PASSWORDS[0]
     server = RedisServer(redis_binary, password=password).start()
     try:
         url = server.url  # percent-encoded
         assert quote(password, safe="") in url
-        worker = start_redis_worker(backend, 1, url)
+        worker = start_worker(backend, 1, url)
         assert Queue(connection=url).enqueue("tests.worker.jobs:add", 1, 2).get(20) == 3
         _assert_hidden(password, worker.output())
     finally:
@@ -53,12 +53,12 @@ def test_a_percent_encoded_password_works_for_producer_and_worker(
 
 
 @pytest.mark.parametrize("password", PASSWORDS[:2])
-def test_the_cli_and_a_worker_never_show_a_raw_password(password, start_redis_worker):
+def test_the_cli_and_a_worker_never_show_a_raw_password(password, start_worker):
     url = f"redis://:{password}@127.0.0.1:1/0"
     cli = subprocess.run([RQCONC, "ping", "--url", url], capture_output=True, text=True, timeout=60)
     assert cli.returncode != 0
     _assert_hidden(password, cli.stdout + cli.stderr)
-    worker = start_redis_worker("threading", 1, url)
+    worker = start_worker("threading", 1, url)
     assert worker.process.wait(60) != 0
     _assert_hidden(password, worker.output())
     assert "percent-encoded" in worker.output()

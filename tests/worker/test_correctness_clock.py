@@ -29,7 +29,7 @@ JOB_SECONDS = 5.0
 
 
 @pytest.fixture
-def start_worker_with_clock(tmp_path, monkeypatch, start_redis_worker):
+def start_worker_with_clock(tmp_path, monkeypatch, start_worker):
     """Start a worker whose wall clock is `skew` seconds off."""
     (tmp_path / "clock").mkdir()
     (tmp_path / "clock" / "sitecustomize.py").write_text(SITECUSTOMIZE)
@@ -38,7 +38,7 @@ def start_worker_with_clock(tmp_path, monkeypatch, start_redis_worker):
         monkeypatch.setenv("PYTHONPATH", str(tmp_path / "clock"))
         monkeypatch.setenv("RQCONC_TEST_CLOCK_SKEW", str(skew))
         try:
-            return start_redis_worker(backend, 2, url, "--lease-seconds", LEASE, *extra)
+            return start_worker(backend, 2, url, "--lease-seconds", LEASE, *extra)
         finally:
             monkeypatch.delenv("PYTHONPATH")
             monkeypatch.delenv("RQCONC_TEST_CLOCK_SKEW")

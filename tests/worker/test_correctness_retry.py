@@ -15,14 +15,14 @@ CORRUPT = [
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_stored_retry_field_with_nan_or_inf_fails_that_job_only(
-    backend, redis_server, start_redis_worker
+    backend, redis_server, start_worker
 ):
     client = redis_server.client()
     q = Queue(connection=redis_server.url)
     bad = [q.enqueue("tests.worker.jobs:add", 2, "x", retry=Retry(max=3)) for _ in CORRUPT]
     for job, stored in zip(bad, CORRUPT):
         client.hset(KeySpace().job(job.id), "retry", stored)
-    worker = start_redis_worker(backend, 2, redis_server.url)
+    worker = start_worker(backend, 2, redis_server.url)
     for job in bad:
         with pytest.raises(JobFailed) as info:
             job.get(timeout=15)
