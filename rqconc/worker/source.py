@@ -23,11 +23,12 @@ from urllib.parse import quote
 import redis
 
 from rqconc import errors
+from rqconc.connection.backoff import Backoff
 from rqconc.connection.clients import connect, describe
 from rqconc.connection.direct import DirectConnection
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 from rqconc.queue.keys import KeySpace, check_queue_name
-from rqconc.queue.retry import Backoff, policy_of
+from rqconc.queue.retry import policy_of
 from rqconc.queue.serialization import mro_names, type_name
 from rqconc.queue.steps import Steps, now_ms, text
 from rqconc.worker.registry import DEFAULT_TTL, WorkerRegistry
