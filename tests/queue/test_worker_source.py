@@ -211,7 +211,7 @@ def test_the_source_pickles_without_its_client(queue, source):
     queue.enqueue(tasks.add, 1, 2)
     take_and_run(source)
     copy = pickle.loads(pickle.dumps(source))
-    assert copy._client is None and source._client is not None
+    assert not copy.connections.connected and source.connections.connected
     job = queue.enqueue(tasks.add, 2, 2)
     take_and_run(copy)
     assert job.get(timeout=1) == 4
@@ -225,7 +225,7 @@ def test_a_forked_child_opens_its_own_client(queue, source):
         code = 1
         try:
             source.child_started(0)
-            fresh = source._client is None
+            fresh = not source.connections.connected
             code = 0 if fresh and take_and_run(source) else 2
         finally:
             os._exit(code)
