@@ -104,9 +104,23 @@ class Recorder:
             if code == -1:
                 self._stale(item)
             return None
-        hot = self.connections.child().steps
         queue = fields.get("queue", "")
-        following = None
+        recorded, following = self._complete(item, queue, outcome, take)
+        if recorded:
+            log_transition(self.worker, "finished", item.item_id, queue, duration)
+        else:
+            self._stale(item)
+        return following
+
+    def _complete(
+        self,
+        item: WorkItem,
+        queue: str,
+        outcome: Outcome,
+        take: Optional[Tuple[str, Sequence[str], int]],
+    ) -> Tuple[bool, Optional[WorkItem]]:
+        """Whether the completion landed (False: a stale claim), and the job taken next."""
+        hot = self.connections.child().steps
         if take is None:
             recorded = hot.complete(
                 item.claim,
@@ -117,23 +131,18 @@ class Recorder:
                 self.worker,
                 outcome.next_stage,
             )
-        else:
-            recorded, taken = hot.complete(
-                item.claim,
-                item.item_id,
-                queue,
-                outcome.result,
-                outcome.serializer,
-                self.worker,
-                outcome.next_stage,
-                take,
-            )
-            following = work_item(take[0], taken)
-        if recorded:
-            log_transition(self.worker, "finished", item.item_id, queue, duration)
-        else:
-            self._stale(item)
-        return following
+            return recorded, None
+        recorded, taken = hot.complete(
+            item.claim,
+            item.item_id,
+            queue,
+            outcome.result,
+            outcome.serializer,
+            self.worker,
+            outcome.next_stage,
+            take,
+        )
+        return recorded, work_item(take[0], taken)
 
     def fail(
         self,
