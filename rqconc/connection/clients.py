@@ -8,7 +8,6 @@ keepalive so a vanished server is noticed even while we block, and a short retry
 from __future__ import annotations
 
 import os
-import random
 import re
 import socket
 from contextlib import contextmanager
@@ -95,7 +94,7 @@ def client_options(url: str) -> Dict[str, Any]:
         "socket_timeout": None,
         "health_check_interval": HEALTH_CHECK_INTERVAL,
         # Rides over a server restart or a dropped idle connection; anything longer is the
-        # caller's business (workers loop over backoff_delays()).
+        # caller's business (workers back off by connection/backoff.py).
         "retry": _TransientRetry(EqualJitterBackoff(cap=0.5, base=0.05), 2),
     }
     if not url.startswith("unix://"):  # unix sockets take no TCP options
@@ -207,15 +206,3 @@ def translated_errors(client: redis.Redis) -> Iterator[None]:
                 client,
             )
         ) from None
-
-
-def backoff_delays(cap: float = 30.0, base: float = 0.5) -> Iterator[float]:
-    """Endless delays (s) to wait between attempts to reach Redis: base, 2*base, 4*base...
-    capped at `cap`, each drawn uniformly between half and all of that, so that a fleet of
-    workers does not reconnect in lockstep after an outage.
-    """
-    attempt = 0
-    while True:
-        ceiling = min(cap, base * 2 ** min(attempt, 64))
-        yield random.uniform(ceiling / 2, ceiling)
-        attempt += 1

@@ -29,6 +29,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from rqconc import errors
+from rqconc.connection.backoff import backoff_delays
 from rqconc.connection.server_binary import (  # noqa: F401 - BINARY_ENV, MIN_VERSION: public
     BINARY_ENV,
     MIN_VERSION,
@@ -319,7 +320,7 @@ def _wait_ready(where: Paths) -> None:
     """Wait until the server answers PING; a clear error naming the log when it does not."""
     started = time.monotonic()
     deadline = started + START_TIMEOUT
-    pause = 0.005
+    pauses = backoff_delays(cap=0.1, base=0.005, jitter=False)
     while time.monotonic() < deadline:
         state = _probe(where.socket)
         if state == "ready":
@@ -328,8 +329,7 @@ def _wait_ready(where: Paths) -> None:
             deadline = min(time.monotonic() + START_TIMEOUT, started + LOADING_LIMIT)
         elif where.pidfile.exists() and _server_pid(where) is None:
             break  # it wrote its pidfile, then died (a corrupt AOF, say)
-        time.sleep(pause)
-        pause = min(pause * 2, 0.1)
+        time.sleep(next(pauses))
     raise errors.ConnectionError(
         f"the embedded Redis did not come up at {where.socket}; see {where.logfile}"
         f"{_last_log_line(where)}"

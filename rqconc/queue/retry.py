@@ -1,4 +1,4 @@
-"""Retry policies (SPEC section 7), and the capped backoff a worker uses while Redis is away.
+"""Retry policies (SPEC section 7); the backoff while Redis is away is connection/backoff.py.
 
 A policy is stored on the job as JSON, with exception types as qualified names, and decided
 in the worker from the class hierarchy of the exception the job raised: a failure matches
@@ -11,7 +11,6 @@ import json
 import math
 import random
 import sys
-import time
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from rqconc import errors
@@ -175,30 +174,3 @@ def policy_of(stored: Optional[Union[str, bytes]]) -> Retry:
         except (TypeError, ValueError, RecursionError):
             pass
     return default_policy()
-
-
-class Backoff:
-    """Capped exponential backoff while Redis cannot be reached. Children that share one
-    source (threads, greenlets) fail together: only a failure after the current wait has
-    run out doubles it, so a hundred threads do not jump to the cap at once."""
-
-    def __init__(self, first: float = 0.1, cap: float = 30.0) -> None:
-        self.first, self.cap = first, cap
-        self.delay = 0.0
-        self.until = 0.0
-
-    def failed(self) -> Optional[float]:
-        """The new wait, or None when this failure falls within the current one."""
-        if self.remaining() > 0:
-            return None
-        self.delay = min(self.cap, self.delay * 2 if self.delay else self.first)
-        self.until = time.monotonic() + self.delay
-        return self.delay
-
-    def remaining(self) -> float:
-        return max(0.0, self.until - time.monotonic())
-
-    def reset(self) -> bool:
-        """Back to normal; True if it had been backing off."""
-        was_failing, self.delay, self.until = self.delay > 0, 0.0, 0.0
-        return was_failing

@@ -43,6 +43,8 @@ def redact_text(text: str) -> str:
     """`text` with the password of every URL in it masked."""
     if "://" not in text:
         return text
+    # Here, not at the top: every CLI start and every child's log set-up imports this
+    # module, and the clients module brings redis with it (not a circle; a cost).
     from rqconc.connection.clients import redact
 
     return _URL.sub(lambda match: redact(match.group(0)), text)

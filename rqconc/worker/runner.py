@@ -1,17 +1,17 @@
 """Running one job's function in a worker child: the allow-list (checked before any import),
 the serializer opt-in, argument decoding, callbacks' (job, result or error) arguments, and
-the outcome to record. Nothing here writes to Redis; `RedisSource` records what it returns.
+the outcome to record. Nothing here writes to Redis; `outcomes.Recorder` records what it
+returns.
 """
 
 from __future__ import annotations
 
 import traceback
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple
-
-import redis
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from rqconc import errors
+from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.queue.callbacks import callback_arguments
 from rqconc.queue.flows import Next
 from rqconc.queue.job import Job
@@ -24,17 +24,7 @@ from rqconc.queue.serialization import (
     type_name,
 )
 from rqconc.queue.steps import text
-
-if TYPE_CHECKING:
-    from rqconc.worker.source import RedisSource
-
-# Transient: the server is away, restarting (LOADING is a ConnectionError) or, during a
-# failover, a replica that does not take writes yet.
-REDIS_DOWN = (
-    redis.exceptions.ConnectionError,
-    redis.exceptions.TimeoutError,
-    redis.exceptions.ReadOnlyError,
-)
+from rqconc.worker.connections import Connections
 
 
 @dataclass
@@ -44,8 +34,9 @@ class Outcome:
     result: Optional[str] = None
     serializer: str = "json"
     exc: Optional[Tuple[str, str, str]] = None  # type name, message, traceback
+    # The failure's class hierarchy, for the retry policy; empty: a final failure (a refusal,
+    # corrupt data, a result that cannot be stored), which no policy retries.
     exc_mro: Tuple[str, ...] = ()
-    retryable: bool = False
     next_stage: Optional[Tuple[str, Dict[str, Any]]] = None  # a flow's next job (id, fields)
 
 
@@ -88,8 +79,8 @@ class Refused(Exception):
 class JobRunner:
     """Resolves and runs jobs for one worker; resolved functions are cached per process."""
 
-    def __init__(self, source: RedisSource, allow: Sequence[str], allow_pickle: bool) -> None:
-        self.source = source  # its client and namespace: a callback reads its parent job
+    def __init__(self, connections: Connections, allow: Sequence[str], allow_pickle: bool) -> None:
+        self.connections = connections  # a callback reads its parent job, a flow its stage
         self.allow = list(allow)
         # Unpickling runs code chosen by whoever can write to Redis: a worker opts in.
         self.allow_pickle = allow_pickle
@@ -112,12 +103,13 @@ class JobRunner:
             return Outcome(
                 exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
                 exc_mro=tuple(mro_names(type(exc))),
-                retryable=True,
             )
         try:
             next_stage = None
             if isinstance(result, Next):
-                next_stage = result.prepare(self.source.client, self.source.keys.namespace)
+                next_stage = result.prepare(
+                    self.connections.client, self.connections.keys.namespace
+                )
                 result = result.result
             return Outcome(
                 result=serializer.dumps(result, "return value"),
@@ -188,14 +180,9 @@ class JobRunner:
         )
         try:
             # The parent may be gone already (result_ttl=0): the job then has its id only.
-            stored = self.source.client.hgetall(self.source.keys.job(parent_id))
-            parent = Job(
-                parent_id,
-                self.source.client,
-                self.source.keys.namespace,
-                stored,
-                allow_pickle=self.allow_pickle,
-            )
+            client, keys = self.connections.client, self.connections.keys
+            stored = client.hgetall(keys.job(parent_id))
+            parent = Job(parent_id, client, keys.namespace, stored, allow_pickle=self.allow_pickle)
             return callback_arguments(fields, parent)
         except REDIS_DOWN:
             raise

@@ -9,6 +9,7 @@ from typing import Any, Optional, Sequence, Union
 
 from rqconc.engine.source import WorkSource
 from rqconc.engine.supervisor import BaseSupervisor
+from rqconc.worker.source import RedisSource
 
 
 def default_worker_name() -> str:
@@ -39,8 +40,6 @@ class Supervisor(BaseSupervisor):
         allow_pickle: bool = False,
         **engine_options: Any,
     ) -> None:
-        from rqconc.worker.source import RedisSource
-
         if isinstance(queues, str):
             queues = [queues]
         name = name or default_worker_name()

@@ -15,7 +15,8 @@ import redis
 from rqconc import errors
 from rqconc.connection import clients as connection
 from rqconc.connection import embedded
-from rqconc.connection.clients import backoff_delays, connect, describe, redact, translated_errors
+from rqconc.connection.backoff import backoff_delays
+from rqconc.connection.clients import connect, describe, redact, translated_errors
 from tests.support.redis_server import RedisServer, free_port, system_redis_binary
 
 PASSWORD = "s3cret-Pa55"

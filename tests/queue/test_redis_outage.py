@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
+from rqconc.connection.backoff import Backoff
 from rqconc.queue.job import JobStatus
 from rqconc.queue.queue import Queue
-from rqconc.queue.retry import Backoff
 from rqconc.worker.source import RedisSource
 from tests.queue import tasks
 from tests.queue.helpers import wait_for

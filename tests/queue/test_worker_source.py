@@ -16,7 +16,9 @@ from rqconc.queue.serialization import is_allowed
 from rqconc.worker.registry import list_workers
 from rqconc.worker.source import RedisSource
 from tests.queue import tasks
+from tests.queue.conftest import ALLOW
 from tests.queue.helpers import take_and_run, wait_for
+from tests.support.tcp_proxy import TcpProxy
 
 
 def info(name="w1", busy=0, idle=2, current=()):
@@ -211,7 +213,7 @@ def test_the_source_pickles_without_its_client(queue, source):
     queue.enqueue(tasks.add, 1, 2)
     take_and_run(source)
     copy = pickle.loads(pickle.dumps(source))
-    assert copy._client is None and source._client is not None
+    assert not copy.connections.connected and source.connections.connected
     job = queue.enqueue(tasks.add, 2, 2)
     take_and_run(copy)
     assert job.get(timeout=1) == 4
@@ -225,7 +227,7 @@ def test_a_forked_child_opens_its_own_client(queue, source):
         code = 1
         try:
             source.child_started(0)
-            fresh = source._client is None
+            fresh = not source.connections.connected
             code = 0 if fresh and take_and_run(source) else 2
         finally:
             os._exit(code)
@@ -295,3 +297,27 @@ def test_pickle_jobs_run_only_on_a_worker_that_opted_in(redis_url, make_source):
     assert caught.value.exc_type == "rqconc.errors.NotAllowed"
     take_and_run(make_source(["pickled"], allow_pickle=True), "claim-2")
     assert accepted.get(timeout=1) == 7
+
+
+def test_a_timeout_or_lost_child_reported_while_redis_is_away_is_recorded_once_it_is_back(
+    queue, redis_versions_server
+):
+    proxy = TcpProxy(redis_versions_server.port).start()
+    try:
+        source = RedisSource(proxy.url(), ["default"], allow=ALLOW)
+        jobs = [queue.enqueue(tasks.add, n, 0, retry=Retry(max=0)) for n in range(2)]
+        items = [source.take(f"claim-{n}", 1) for n in range(2)]
+        proxy.drop(60)
+        source.timed_out(items[0].claim, 1)  # neither raises: both wait for Redis
+        source.lost(items[1].claim, "killed by signal 9")
+        assert [j.status for j in jobs] == [JobStatus.STARTED] * 2
+        proxy.heal()
+        source.tick(info())
+        assert [j.status for j in jobs] == [JobStatus.FAILED] * 2
+        assert [j.exc_info[0] for j in jobs] == [
+            "rqconc.errors.JobTimeout",
+            "rqconc.errors.WorkerLost",
+        ]
+        assert [j.attempts for j in jobs] == [1, 1]
+    finally:
+        proxy.close()

@@ -42,7 +42,7 @@ def _greenlet_main(ctx: ChildContext) -> int:
     except gevent.GreenletExit:
         raise
     except BaseException as exc:
-        log.error("child %d died: %s: %s", ctx.index, exc.__class__.__name__, exc)
+        log.error("child %d died: %s: %s", ctx.index, exc.__class__.__name__, exc, exc_info=exc)
         return 1
 
 

@@ -24,7 +24,7 @@ def _thread_main(ctx: ChildContext, outcome: dict) -> None:
         outcome["code"] = run_child(ctx)
     except BaseException as exc:  # a child that dies must not take the process with it
         outcome["code"] = 1
-        log.error("child %d died: %s: %s", ctx.index, exc.__class__.__name__, exc)
+        log.error("child %d died: %s: %s", ctx.index, exc.__class__.__name__, exc, exc_info=exc)
 
 
 class ThreadPool(Pool):

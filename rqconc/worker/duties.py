@@ -1,0 +1,270 @@
+"""The supervisor side of the work source: lease renewal, the worker registry's heartbeat,
+recovery of expired leases behind the maintenance gate, the cron trigger, suspend and
+cancel, and what becomes of jobs whose child the supervisor ended or lost.
+
+Redis going away never raises here (leases cover the gap), and the steps that must not be
+lost (an interrupted job put back, a timed-out or lost job failed) wait in `_pending` until
+Redis answers: retried every tick, and for up to one lease when the supervisor exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+
+import redis
+
+from rqconc import errors
+from rqconc.connection.backoff import REDIS_DOWN, Backoff
+from rqconc.engine.source import SupervisorInfo
+from rqconc.queue.steps import now_ms, text
+from rqconc.worker.connections import Connections
+from rqconc.worker.outcomes import Recorder, log_transition
+from rqconc.worker.registry import WorkerRegistry
+from rqconc.worker.scheduler import run_scheduler
+
+log = logging.getLogger("rqconc.worker")
+T = TypeVar("T")
+RENEWING = "renewing leases"
+
+
+class Duties:
+    """What the supervisor of one worker does through Redis."""
+
+    def __init__(
+        self,
+        connections: Connections,
+        recorder: Recorder,
+        queues: Sequence[str],
+        lease_seconds: float,
+        max_lost: int,
+        registry_ttl: float,
+        maintenance_interval: float,
+    ) -> None:
+        self.connections = connections
+        self.recorder = recorder
+        self.worker = recorder.worker
+        self.queues = list(queues)
+        self.lease_seconds = lease_seconds
+        self.max_lost = max_lost
+        self.registry_ttl = registry_ttl
+        self.maintenance_interval = maintenance_interval
+        self._recover_not_before = 0.0
+        self._suspended = False
+        self._pending: List[Tuple[str, Callable[[], Any]]] = []  # (doing, step), in order
+        self._refusals: Dict[str, str] = {}  # duty -> the kind of error reply last logged
+
+    def _guarded(self, doing: str, action: Callable[[], T]) -> Optional[T]:
+        try:
+            result = action()
+        except REDIS_DOWN as exc:
+            self._outage(exc, doing)
+            return None
+        except redis.exceptions.ResponseError as exc:
+            self._refused(doing, exc)
+            return None
+        if self._refusals.pop(doing, None) is not None:
+            log.warning("Redis accepts %s again", doing)
+        return result
+
+    def _refused(self, doing: str, exc: redis.exceptions.ResponseError) -> None:
+        """An error reply (OOM at maxmemory, MISCONF, an ACL's NOPERM) lasts until someone
+        fixes Redis: the worker keeps its children, and says so once per duty and kind of
+        refusal rather than at every tick."""
+        # redis-py strips the reply's code for the types it maps (OOM, NOPERM): name both.
+        reason = f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+        kind = " ".join(reason.split(" ", 2)[:2])
+        if self._refusals.get(doing) != kind:
+            self._refusals[doing] = kind
+            log.error("Redis refused %s (%s); retrying until it accepts", doing, reason)
+        if doing == RENEWING:  # other workers' renewals were likely refused too
+            self._recover_not_before = time.monotonic() + self.lease_seconds
+
+    def _outage(self, exc: Exception, doing: str) -> None:
+        # After an outage, let live workers renew before their leases count as lost.
+        self._recover_not_before = time.monotonic() + self.lease_seconds
+        self.connections.redis_down(exc, doing)
+
+    def _registry(self) -> WorkerRegistry:
+        return WorkerRegistry(self.connections.client, self.connections.keys, self.registry_ttl)
+
+    def started(self, info: SupervisorInfo) -> None:
+        registry = self._registry()
+        self._guarded("registering the worker", lambda: registry.register(info, self.queues))
+
+    def stopped(self, info: SupervisorInfo) -> None:
+        if self._pending:
+            self._flush_before_exit()
+        registry = self._registry()
+        self._guarded("unregistering the worker", lambda: registry.unregister(info.name))
+
+    def renew(self, claims: Sequence[str]) -> None:
+        lease_ms = int(self.lease_seconds * 1000)
+        steps = self.connections.steps
+        self._guarded(RENEWING, lambda: steps.renew(list(claims), lease_ms))
+
+    def is_suspended(self) -> bool:
+        # While Redis is away, keep the last answer rather than guess.
+        client, keys = self.connections.client, self.connections.keys
+        found = self._guarded("reading the suspend flag", lambda: client.exists(keys.suspended))
+        if found is not None:
+            self._suspended = bool(found)
+        return self._suspended
+
+    def tick(self, info: SupervisorInfo) -> None:
+        if self._pending:
+            self._run_pending()
+        registry = self._registry()
+        self._guarded("heartbeating", lambda: registry.heartbeat(info, self.queues))
+        if time.monotonic() >= self._recover_not_before:
+            self._guarded("recovering expired leases", self.maintain)
+        client, keys = self.connections.client, self.connections.keys
+        self._guarded(
+            "running the cron scheduler", lambda: run_scheduler(client, keys, self.worker)
+        )
+
+    def maintain(self) -> Tuple[int, int]:
+        """Recover expired leases and trim expired finished and dead-letter entries, at most
+        once per interval across all supervisors; returns (requeued, dead-lettered)."""
+        gate = self.connections.client.set(
+            self.connections.keys.maintenance,
+            self.worker,
+            nx=True,
+            px=max(1, int(self.maintenance_interval * 1000)),
+        )
+        if not gate:
+            return 0, 0
+        steps = self.connections.steps
+        requeued, dead = steps.recover(self.max_lost)
+        if requeued or dead:
+            log.warning(
+                "recovered jobs whose worker vanished: %d requeued, %d dead-lettered "
+                "after %d lost leases",
+                requeued,
+                dead,
+                self.max_lost,
+            )
+        # Here, not in complete: a queue that gets no more completions would keep its
+        # expired entries forever, and the per-job step stays as cheap as it is.
+        steps.trim_ended()
+        return requeued, dead
+
+    def is_drained(self) -> bool:
+        """No job waits in the listened queues and none of their scheduled jobs is due
+        (burst mode does not wait for jobs scheduled later)."""
+        client, keys = self.connections.client, self.connections.keys
+
+        def check() -> bool:
+            pipe = client.pipeline(transaction=False)
+            for queue in self.queues:
+                pipe.zcard(keys.queue(queue))
+                pipe.zcount(keys.scheduled(queue), "-inf", now_ms())
+            return not any(pipe.execute())
+
+        return bool(self._guarded("checking whether the queues are empty", check))
+
+    # ---- jobs whose child the supervisor ended or lost: steps that must land ----
+    def interrupted(self, claims: Sequence[str]) -> None:
+        # Revoke first: a take that lands after this cannot lease anything under these
+        # claims, and one that landed before is found and requeued next.
+        claims, steps = list(claims), self.connections.steps
+        self._pending.append(
+            ("revoking the claims of ended children", lambda: steps.revoke(claims))
+        )
+        for claim in claims:
+            self._pending.append(("requeueing an interrupted job", partial(self._requeue, claim)))
+        self._run_pending()
+
+    def _requeue(self, claim: str) -> bool:
+        steps = self.connections.steps
+        found = steps.claimed_job(claim)
+        if found is None:
+            return False
+        job_id, fields = found
+        queue = text(fields.get("queue", b""))
+        requeued = steps.requeue_front(claim, job_id, queue, self.worker, "interrupted")
+        if requeued:
+            log_transition(self.worker, "interrupted", job_id, queue)
+        return requeued
+
+    def lost(self, claim: str, reason: str) -> None:
+        message = f"the worker child running this job died: {reason}"
+        self._fail_claim("failing a lost job", claim, errors.WorkerLost, message)
+
+    def timed_out(self, claim: str, seconds: float) -> None:
+        message = f"the job ran past its timeout of {seconds:g} s and was stopped"
+        self._fail_claim("failing a timed-out job", claim, errors.JobTimeout, message)
+
+    def _fail_claim(self, doing: str, claim: str, cls: type, message: str) -> None:
+        self._pending.append((doing, lambda: self.recorder.fail_claim(claim, cls, message)))
+        self._run_pending()
+
+    def _run_pending(self, quiet: bool = False) -> bool:
+        """Run the waiting steps in order; False when Redis is still away."""
+        while self._pending:
+            doing, step = self._pending[0]
+            try:
+                step()
+            except REDIS_DOWN as exc:
+                if not quiet:
+                    self._outage(exc, doing)
+                return False
+            except Exception:
+                self._pending.pop(0)  # not a transient error: retrying cannot help
+                raise
+            self._pending.pop(0)  # only once it landed: a repeat is fenced by the claim
+        return True
+
+    def _flush_before_exit(self) -> None:
+        """Wait for Redis, up to one lease, for the steps that must land: a job interrupted
+        by a cold shutdown must come back as an interruption, not as a lost lease (an
+        attempt counted). Past a lease, recovery has its say anyway."""
+        if self._run_pending(quiet=True):
+            return
+        log.warning(
+            "Redis is unreachable: waiting up to %.0f s for it to record %d step(s) of ended "
+            "children (interrupted jobs go back without counting an attempt)",
+            self.lease_seconds,
+            len(self._pending),
+        )
+        deadline = time.monotonic() + self.lease_seconds
+        backoff = Backoff(first=0.1, cap=2.0)
+        while time.monotonic() < deadline:
+            time.sleep(min(backoff.wait(), max(0.0, deadline - time.monotonic())))
+            if self._run_pending(quiet=True):
+                log.info("Redis is back: the steps of ended children are recorded")
+                return
+        log.error(
+            "Redis stayed unreachable: %d step(s) of ended children are dropped; their jobs "
+            "come back through lease recovery",
+            len(self._pending),
+        )
+
+    # ---- cancel ----
+    def stop_requested(self, claims: Sequence[str]) -> Sequence[str]:
+        """The running claims whose jobs were canceled (job.cancel() / rqconc cancel)."""
+        if not claims:
+            return ()
+        client, keys = self.connections.client, self.connections.keys
+
+        def read() -> List[str]:
+            pipe = client.pipeline(transaction=False)
+            pipe.smembers(keys.canceling)
+            pipe.hmget(keys.claims, list(claims))
+            canceling, job_ids = pipe.execute()
+            wanted = {text(i) for i in canceling}
+            return [c for c, i in zip(claims, job_ids) if i is not None and text(i) in wanted]
+
+        return self._guarded("reading cancel requests", read) or ()
+
+    def canceled(self, claim: str) -> None:
+        client, keys, steps = self.connections.client, self.connections.keys, self.connections.steps
+
+        def cancel() -> None:
+            job_id = client.hget(keys.claims, claim)
+            if job_id is not None and steps.cancel(text(job_id), claim, self.worker) == 1:
+                log_transition(self.worker, "canceled", text(job_id), "")
+
+        self._guarded("canceling a stopped job", cancel)

@@ -1,0 +1,187 @@
+"""Recording how a job ended: finished (maybe taking the next job in the same step), or
+failed, where the job's retry policy decides between a re-run and a dead letter.
+
+There is one failure path for every cause: an exception of the job (`JobRunner`), a refusal,
+a timeout or a child that died (the supervisor's duties) all end in `Recorder.fail`.
+A job that ran is never lost: `until_recorded` retries its bookkeeping until Redis is back
+(the claim fences it: a repeated step lands once or is refused as stale).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+
+from rqconc.connection.backoff import REDIS_DOWN, Backoff
+from rqconc.engine.source import WorkItem
+from rqconc.queue.retry import policy_of
+from rqconc.queue.serialization import mro_names, type_name
+from rqconc.queue.steps import text
+from rqconc.worker.connections import Connections
+from rqconc.worker.runner import Outcome
+
+log = logging.getLogger("rqconc.worker")
+
+ExcInfo = Tuple[str, str, str]  # type name, message, traceback
+
+
+def stored_number(value: Any, default: float) -> float:
+    """A stored number, or `default` when the field is missing or corrupt."""
+    try:
+        number = float(text(value))
+    except (TypeError, ValueError):
+        return default
+    return number if math.isfinite(number) else default
+
+
+def work_item(claim: str, taken: Any) -> Optional[WorkItem]:
+    """The WorkItem of a take's reply; None when it took nothing (a due time)."""
+    if taken is None or isinstance(taken, int):
+        return None
+    job_id, fields = taken
+    deadline = time.time() + stored_number(fields.get("timeout"), 180.0)
+    return WorkItem(claim, job_id, deadline=deadline, payload=fields)
+
+
+def log_transition(
+    worker: str,
+    event: str,
+    job_id: str,
+    queue: str,
+    duration: Optional[float] = None,
+    exc: Optional[ExcInfo] = None,
+) -> None:
+    """One structured line per transition this worker makes (events.py has the stream)."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    extra: Dict[str, Any] = {"event": event, "job_id": job_id, "queue": queue, "worker": worker}
+    detail = ""
+    if duration is not None:
+        extra["duration"] = round(duration, 6)
+        detail = f" in {duration:.3f} s"
+    if exc is not None:
+        extra["exc_type"] = exc[0]
+        detail += f": {exc[0]}: {exc[1]}"[:300]
+    log.info("job %s %s%s", job_id, event, detail, extra=extra)
+
+
+def until_recorded(connections: Connections, record: Callable[[], Any]) -> None:
+    """Retry a job's bookkeeping until Redis takes it: a job that ran is never lost."""
+    backoff = Backoff(first=0.1, cap=5.0)
+    while True:
+        try:
+            record()
+            return
+        except REDIS_DOWN as exc:
+            delay = backoff.wait()
+            connections.redis_down(exc, "recording a job's outcome", delay)
+            time.sleep(delay)
+
+
+class Recorder:
+    """Writes the outcomes of one worker's jobs."""
+
+    def __init__(self, connections: Connections, worker: str) -> None:
+        self.connections = connections
+        self.worker = worker
+
+    def record(
+        self,
+        item: WorkItem,
+        fields: Dict[str, str],
+        outcome: Outcome,
+        duration: float,
+        take: Optional[Tuple[str, Sequence[str], int]] = None,
+    ) -> Optional[WorkItem]:
+        """Record the outcome; with `take` (next claim, queues, lease ms), a success also
+        takes the next job, which is returned."""
+        if outcome.exc is not None:
+            code = self.fail(
+                item.claim, item.item_id, fields, outcome.exc, outcome.exc_mro, duration
+            )
+            if code == -1:
+                self._stale(item)
+            return None
+        queue = fields.get("queue", "")
+        recorded, following = self._complete(item, queue, outcome, take)
+        if recorded:
+            log_transition(self.worker, "finished", item.item_id, queue, duration)
+        else:
+            self._stale(item)
+        return following
+
+    def _complete(
+        self,
+        item: WorkItem,
+        queue: str,
+        outcome: Outcome,
+        take: Optional[Tuple[str, Sequence[str], int]],
+    ) -> Tuple[bool, Optional[WorkItem]]:
+        """Whether the completion landed (False: a stale claim), and the job taken next."""
+        hot = self.connections.child().steps
+        if take is None:
+            recorded = hot.complete(
+                item.claim,
+                item.item_id,
+                queue,
+                outcome.result,
+                outcome.serializer,
+                self.worker,
+                outcome.next_stage,
+            )
+            return recorded, None
+        recorded, taken = hot.complete(
+            item.claim,
+            item.item_id,
+            queue,
+            outcome.result,
+            outcome.serializer,
+            self.worker,
+            outcome.next_stage,
+            take,
+        )
+        return recorded, work_item(take[0], taken)
+
+    def fail(
+        self,
+        claim: str,
+        job_id: str,
+        fields: Dict[str, str],
+        exc: ExcInfo,
+        exc_mro: Sequence[str] = (),
+        duration: Optional[float] = None,
+    ) -> int:
+        """Fail the job; its policy retries it when `exc_mro` (empty: a final failure, such
+        as a refusal) matches. 2: retry scheduled, 1: failed for good, -1: stale claim."""
+        retry_in = None  # ms from now, on Redis' clock (lua/fail.lua)
+        if exc_mro:
+            attempts = int(stored_number(fields.get("attempts"), 0)) + 1
+            delay = policy_of(fields.get("retry")).next_delay(exc_mro, attempts)
+            retry_in = None if delay is None else int(delay * 1000)
+        queue = fields.get("queue", "")
+        code = int(self.connections.steps.fail(claim, job_id, queue, exc, retry_in, self.worker))
+        if code != -1:
+            event = "retry" if code == 2 else "failed"
+            log_transition(self.worker, event, job_id, queue, duration, exc)
+        return code
+
+    def fail_claim(self, claim: str, cls: type, message: str) -> int:
+        """Fail the job a claim holds as if it had raised `cls` (a timeout, a child that
+        died); -1 if the claim is stale."""
+        found = self.connections.steps.claimed_job(claim)
+        if found is None:
+            return -1
+        job_id, raw = found
+        fields = {name: text(value) for name, value in raw.items()}
+        return self.fail(claim, job_id, fields, (type_name(cls), message, ""), mro_names(cls))
+
+    @staticmethod
+    def _stale(item: WorkItem) -> None:
+        log.warning(
+            "job %s: its lease was lost (claim %s is stale), so its outcome is "
+            "dropped; the job runs again elsewhere",
+            item.item_id,
+            item.claim,
+        )

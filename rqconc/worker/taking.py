@@ -1,0 +1,163 @@
+"""The child side of the work source: take a job, perform it, give it back.
+
+Redis going away never ends a child: a take logs one line and backs off (capped, shared by
+the children of one process), and a take whose reply was lost leaves its claim with the
+child as an *orphan*, put back at the front once Redis answers again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import List, Optional, Sequence
+
+import redis
+
+from rqconc.connection.backoff import REDIS_DOWN, Backoff
+from rqconc.engine.source import NextClaim, WorkItem
+from rqconc.queue.steps import Steps, now_ms, text
+from rqconc.worker.connections import ChildState, Connections
+from rqconc.worker.outcomes import Recorder, log_transition, until_recorded, work_item
+from rqconc.worker.runner import JobRunner, decoded
+
+log = logging.getLogger("rqconc.worker")
+
+STRATEGIES = ("ordered", "round-robin")
+MAX_BLOCK = 0.25  # longest BZPOPMIN: a stop request is seen at least this often
+MIN_BLOCK = 0.01  # shortest BZPOPMIN whose timeout cannot truncate to 0 ("forever")
+
+
+class Taker:
+    """Takes and performs the jobs of `queues` for the children of one worker."""
+
+    def __init__(
+        self,
+        connections: Connections,
+        runner: JobRunner,
+        recorder: Recorder,
+        queues: Sequence[str],
+        strategy: str,
+        lease_seconds: float,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
+        self.connections = connections
+        self.runner = runner
+        self.recorder = recorder
+        self.worker = recorder.worker
+        self.queues = list(queues)
+        self.strategy = strategy
+        self.lease_ms = int(lease_seconds * 1000)
+        self._rotation = 0
+        self._backoff = Backoff(first=0.1, cap=30.0, jitter=True)
+
+    def child_started(self, forked: bool) -> None:
+        if forked:  # the parent's outage and cached functions are not this child's
+            self._backoff = Backoff(first=0.1, cap=30.0, jitter=True)
+            self.runner.forget_functions()
+
+    def child_stopping(self) -> None:
+        """A child ending normally puts back what its lost replies may have taken."""
+        child = self.connections.child()
+        if child.orphans:
+            try:
+                self._requeue_orphans(child)
+            except REDIS_DOWN as exc:  # their leases expire; recovery puts them back
+                self.connections.redis_down(exc, "putting back jobs of lost take replies")
+
+    def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
+        wait = self._backoff.remaining()
+        if wait > 0:
+            time.sleep(min(wait, max(timeout, 0.0)))
+            return None
+        child = self.connections.child()
+        try:
+            if child.orphans:
+                self._requeue_orphans(child)
+            item = self._take(child.steps, claim, timeout)
+        except REDIS_DOWN as exc:
+            # The take may have run with its reply lost: put that job back once Redis is up.
+            child.orphans.append(claim)
+            delay = self._backoff.failed()
+            if delay is not None:
+                self.connections.redis_down(exc, "taking a job", delay)
+            return None
+        except redis.exceptions.ResponseError as exc:  # e.g. OOM: never end the child for it
+            delay = self._backoff.failed()
+            if delay is not None:
+                log.error(
+                    "Redis refused a take (%s); retrying in %.1f s", str(exc).splitlines()[0], delay
+                )
+            return None
+        if self._backoff.reset():
+            log.info("Redis at %s is reachable again", self.connections.describe())
+        return item
+
+    def take_order(self) -> List[str]:
+        order = self.queues
+        if self.strategy == "round-robin":
+            shift = self._rotation % len(order)
+            self._rotation += 1
+            order = order[shift:] + order[:shift]
+        return order
+
+    def _take(self, hot: Steps, claim: str, timeout: float) -> Optional[WorkItem]:
+        order = self.take_order()
+        taken = hot.take(claim, order, self.lease_ms, self.worker)
+        if isinstance(taken, int):
+            # Nothing waits: block on the queues' markers (enqueue and take set them), but no
+            # longer than until the earliest scheduled job is due, and take again in the same
+            # round trip. A child suspended or retiring meanwhile hands that job back (the
+            # child loop checks after every take).
+            wait = min(timeout, MAX_BLOCK)
+            if taken >= 0:
+                wait = min(wait, max(0.0, (taken - now_ms()) / 1000))
+            # Redis turns the timeout into whole milliseconds by truncation, and 0 means
+            # "block forever": a wait of about 1 ms could hang the child. Below 10 ms, retake.
+            if wait < MIN_BLOCK:
+                return None
+            taken = hot.wait_then_take(round(wait, 2), claim, order, self.lease_ms, self.worker)
+            if isinstance(taken, int):
+                return None
+        return work_item(claim, taken)
+
+    def _requeue_orphans(self, child: ChildState) -> None:
+        steps = self.connections.steps
+        while child.orphans:
+            claim = child.orphans[0]
+            found = steps.claimed_job(claim)
+            if found is not None:
+                job_id, fields = found
+                queue = text(fields.get("queue", b""))
+                steps.requeue_front(claim, job_id, queue, self.worker, "requeued")
+            child.orphans.pop(0)  # only once put back: a failure above keeps it
+
+    def perform(self, item: WorkItem, chain: Optional[NextClaim] = None) -> Optional[WorkItem]:
+        fields, corrupt = decoded(item.payload)
+        log_transition(self.worker, "started", item.item_id, fields.get("queue", ""))
+        started = time.monotonic()
+        outcome = corrupt or self.runner.run(fields)
+        duration = time.monotonic() - started
+        # Failures are rare: only a success takes the next job in the same step.
+        next_claim = chain() if chain is not None and outcome.exc is None else None
+        take = None if next_claim is None else (next_claim, self.take_order(), self.lease_ms)
+        try:
+            return self.recorder.record(item, fields, outcome, duration, take)
+        except REDIS_DOWN as exc:
+            self.connections.redis_down(exc, "recording a job's outcome")
+            if next_claim is not None:
+                # The step may have run with its reply lost: a job it took under the next
+                # claim goes back once Redis answers; retries take nothing.
+                self.connections.child().orphans.append(next_claim)
+        until_recorded(
+            self.connections, lambda: self.recorder.record(item, fields, outcome, duration)
+        )
+        return None
+
+    def give_back(self, item: WorkItem) -> None:
+        queue = text(item.payload.get("queue", b""))
+        steps = self.connections.steps
+        until_recorded(
+            self.connections,
+            lambda: steps.requeue_front(item.claim, item.item_id, queue, self.worker, "requeued"),
+        )

@@ -1,0 +1,43 @@
+"""SPEC 2: an interrupted job goes back without counting an attempt, also when the cold
+shutdown (a second TERM, or --shutdown-timeout) happens while Redis is unreachable: the
+supervisor records the interruption once Redis answers again, instead of leaving the job to
+lease recovery (a lost lease, an attempt counted)."""
+
+import signal
+
+import pytest
+
+from rqconc import JobStatus, Queue
+from tests.support.tcp_proxy import TcpProxy
+from tests.support.worker_process import BACKENDS, wait_for
+
+CASES = [(backend, "second-term") for backend in BACKENDS] + [("forking", "shutdown-timeout")]
+
+
+@pytest.mark.parametrize("backend,how", CASES)
+def test_a_cold_shutdown_while_redis_is_away_requeues_its_jobs_as_interrupted(
+    backend, how, redis_server, start_worker
+):
+    proxy = TcpProxy(redis_server.port).start()
+    try:
+        extra = ["--lease-seconds", "10"]
+        if how == "shutdown-timeout":
+            extra += ["--shutdown-timeout", "1"]
+        worker = start_worker(backend, 2, proxy.url(), *extra)
+        q = Queue(connection=redis_server.url)
+        running = [q.enqueue("tests.worker.jobs:nap", 30) for _ in range(2)]
+        wait_for(
+            lambda: all(j.status == JobStatus.STARTED for j in running), message="jobs started"
+        )
+        proxy.drop(3.0)  # Redis is unreachable for the worker from now on, for 3 s
+        worker.signal(signal.SIGTERM)
+        if how == "second-term":
+            wait_for(lambda: "warm shutdown" in worker.output(), message="warm shutdown")
+            worker.signal(signal.SIGTERM)
+        assert worker.wait_exit(20) == 1
+        assert [j.status for j in running] == [JobStatus.QUEUED] * 2, worker.output()[-3000:]
+        assert [j.attempts for j in running] == [0, 0]
+        assert set(q.job_ids) == {j.id for j in running}
+        assert "cold shutdown" in worker.output()
+    finally:
+        proxy.close()
