@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 import click
 
-from rqconc.engine.backends import backend_names
+from rqconc.engine.backends import backend_names, pool_class
 from rqconc.engine.source import WorkSource
 from rqconc.worker import logs
 
@@ -122,7 +122,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     level = options["log_level"] or ("WARNING" if options["demo"] else "INFO")
     logs.configure(level, options["log_format"], sys.stderr)
     preload = tuple(options["preload"])
-    if backend == "multiprocessing":  # spawned interpreters inherit no logging set-up
+    if pool_class(backend).children_start_fresh:  # they inherit no logging set-up
         preload = (logs.CHILD_SETUP, *preload)
     if options["demo"]:
         from rqconc.demo import run_demo
