@@ -70,7 +70,7 @@ class Duties:
 
     def _tick(self) -> None:
         self.suspended = bool(self.source.is_suspended())
-        self._slots.set_paused(self.suspended or self._burst_probe)
+        self._slots.set_paused(self.suspended)
         busy = self._busy_views()
         for claim in self.source.stop_requested([v.claim for v in busy]):
             self._stop_canceled(claim, busy)
@@ -80,9 +80,10 @@ class Duties:
         if self.burst and self.state is SupervisorState.RUNNING and not self._burst_probe:
             if not self._slots.count(self._pool.live()).busy and self.source.is_drained():
                 # Queues look empty, but a child in a take may have just leased the last
-                # item: pause taking and decide once no take is under way (_check_burst).
+                # item: start no new take, and decide once none is under way (_check_burst).
+                # A take under way that returns an item runs it (held, not paused).
                 self._burst_probe = True
-                self._slots.set_paused(True)
+                self._slots.set_hold(True)
         if self.on_tick is not None:
             self.on_tick(self)
 
@@ -97,7 +98,7 @@ class Duties:
             log.info("burst: every queue is empty and every child idle; stopping")
             self.handle_term()
         else:
-            self._slots.set_paused(self.suspended)
+            self._slots.set_hold(False)
 
     def _stop_canceled(self, claim: str, busy: List[SlotView]) -> None:
         for seen in busy:

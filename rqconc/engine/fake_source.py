@@ -109,10 +109,10 @@ class FakeSource(WorkSource):
                 except FileNotFoundError:
                     continue  # another child was faster
             spec = json.loads(taken.read_text())
-            if spec.get("take_delay"):  # taken, but the child does not know it yet
-                time.sleep(float(spec["take_delay"]))
             deadline = time.time() + spec["timeout"] if spec.get("timeout") else None
             self.record("taken", item=path.stem, claim=claim)
+            if spec.get("take_delay"):  # taken, but the child does not know it yet
+                time.sleep(float(spec["take_delay"]))
             return WorkItem(claim, path.stem, deadline, spec)
         return None
 

@@ -50,7 +50,8 @@ class ChildSide(SlotMemory):
 
     def begin_take(self, index: int, generation: int, uid: str) -> Optional[str]:
         """IDLE (or TAKING, after a take that found nothing) → TAKING with a fresh claim for
-        the next take; None if the child must end; "" while paused (the child is IDLE)."""
+        the next take; None if the child must end; "" while paused or held (the child is
+        then IDLE)."""
         slot, lock = self._cells[index], self._locks[index]
         now = time.time()
         lock.acquire()
@@ -60,7 +61,8 @@ class ChildSide(SlotMemory):
             if slot.state != IDLE and slot.state != TAKING:
                 return None
             slot.loop_tick = now
-            if self._head.paused:
+            head = self._head
+            if head.paused or head.hold:
                 slot.state = IDLE
                 slot.claim = b""
                 return ""
@@ -96,7 +98,7 @@ class ChildSide(SlotMemory):
     def begin_chain(self, index: int, generation: int, uid: str) -> Optional[str]:
         """While BUSY: a claim under which the source may take the next item in the step
         that records the current one; None when this child must not take another (it is
-        retiring, or the worker is paused)."""
+        retiring, or the worker is paused or held)."""
         slot, lock = self._cells[index], self._locks[index]
         lock.acquire()
         try:
@@ -105,6 +107,7 @@ class ChildSide(SlotMemory):
                 or slot.state != BUSY
                 or slot.retire
                 or self._head.paused
+                or self._head.hold
             ):
                 return None
             slot.seq = seq = slot.seq + 1

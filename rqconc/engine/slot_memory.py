@@ -49,7 +49,9 @@ class _Slot(ctypes.Structure):
 
 
 class _Header(ctypes.Structure):
-    _fields_ = [("paused", ctypes.c_int)]
+    # paused: suspended, take nothing and give back what a take returns. hold: start no
+    # take but run what one under way returns (a burst's last look, see duties.py).
+    _fields_ = [("paused", ctypes.c_int), ("hold", ctypes.c_int)]
 
 
 class SlotView(NamedTuple):
@@ -208,3 +210,6 @@ class SlotMemory:
 
     def paused(self) -> bool:
         return bool(self._head.paused)
+
+    def set_hold(self, hold: bool) -> None:
+        self._head.hold = int(hold)
