@@ -84,6 +84,15 @@ def _work_item(claim: str, taken: Any) -> Optional[WorkItem]:
     return WorkItem(claim, job_id, deadline=deadline, payload=fields)
 
 
+def _timed_out(seconds: float) -> Outcome:
+    """A job that returned past its deadline failed, whatever it returned."""
+    return Outcome(
+        exc=(type_name(errors.JobTimeout), f"the job ran past its timeout of {seconds:g} s", ""),
+        exc_mro=tuple(mro_names(errors.JobTimeout)),
+        retryable=True,
+    )
+
+
 class RedisSource(WorkSource):
     """Takes jobs from `queues` in a Redis namespace (see docs/architecture.md)."""
 
@@ -259,6 +268,8 @@ class RedisSource(WorkSource):
         started = time.monotonic()
         outcome = corrupt or self.runner.run(fields)
         duration = time.monotonic() - started
+        if item.overran():  # returned too late to be ended (held the GIL, never yielded)
+            outcome = _timed_out(_number(fields.get("timeout"), 180.0))
         # Failures are rare: only a success takes the next job in the same step.
         next_claim = chain() if chain is not None and outcome.exc is None else None
         try:
