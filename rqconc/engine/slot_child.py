@@ -9,7 +9,7 @@ supervisor cannot see yet: a TAKING child is never ended as idle (see slots.py).
 
 The hot path is begin_chain + chain_busy, once each per item while items keep coming. Locks
 are taken with acquire()/release() rather than `with`: multiprocessing's Lock implements
-`with` in Python on top of C methods, which costs ~4x as much.
+`with` in Python on top of C methods, which costs several times as much.
 """
 
 from __future__ import annotations

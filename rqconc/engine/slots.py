@@ -7,7 +7,8 @@ its replacement (slot_child.py).
 
 Each slot has a lock of its own: the races that matter are all between one child and the
 supervisor about that child's slot, never between children, so children never wait for one
-another (one lock for the whole table cost threading-20 a third of its samples). The one
+another (one lock for the whole table was a hot spot of threading profiles; see
+bench/RESULTS.md). The one
 race that matters most — "supervisor ends an idle child" against "child just received an
 item" — is settled under the slot's lock: a child moves IDLE to TAKING before it sends a
 take, and the supervisor moves only IDLE (never TAKING) to ENDING. A TAKING child may hold

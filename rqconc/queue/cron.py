@@ -44,7 +44,7 @@ PUT_ATTEMPTS = 20
 
 def _croniter(expr: str, start: float) -> Any:
     # Imported on first use: every worker process imports this module (its supervisor runs
-    # the scheduler), and most have no cron entry; croniter costs ~15 ms to import.
+    # the scheduler), and most have no cron entry; croniter is slow to import.
     from croniter import croniter
 
     return croniter(expr, start)
