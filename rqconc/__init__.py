@@ -15,7 +15,7 @@ _EXPORTS = {
     "Supervisor": "rqconc.worker.supervisor",
     "Queue": "rqconc.queue.queue",
     "Job": "rqconc.queue.job",
-    "JobStatus": "rqconc.queue.job",
+    "JobStatus": "rqconc.queue.status",
     "Priority": "rqconc.queue.queue",
     "Retry": "rqconc.queue.retry",
     "WorkSource": "rqconc.engine.source",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import builtins
-from typing import Optional
 
 
 class RQConcError(Exception):
@@ -46,11 +45,3 @@ class JobCanceled(RQConcError):
 
 class NotAllowed(RQConcError):
     """The worker's allow-list does not include the job's module."""
-
-
-class BootError(RQConcError):
-    """A child failed while starting (bad import, bad configuration)."""
-
-    def __init__(self, message: str, detail: Optional[str] = None) -> None:
-        super().__init__(message)
-        self.detail = detail

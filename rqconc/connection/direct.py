@@ -2,9 +2,9 @@
 
 A worker child's take, completion and marker wait, and a producer's enqueue, are one script
 call each. redis-py wraps every command in a pool checkout (a lock, a `poll` syscall, a pid
-check), retry, observability and event layers, and packs it in Python: 104 us of client CPU
-per `INCR` here, against 26 us for hiredis' packer, one `sendall` and one `recv_into`
-(`bench/connection_cost.py` on the 2-core development machine, Redis 7.0, redis-py 8.1).
+check), retry, observability and event layers, and packs it in Python: several times the
+client CPU of hiredis' packer, one `sendall` and one `recv_into` (`bench/connection_cost.py`;
+figures in bench/RESULTS.md).
 
 The connection itself is redis-py's, made from the client's pool settings and connected by
 redis-py, so passwords, ACL users, TLS, unix sockets, RESP3 and the database number behave

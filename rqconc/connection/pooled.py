@@ -2,8 +2,8 @@
 
 `Queue.enqueue` is what producers call in a loop. A plain `redis.Redis` call checks a
 connection out of its pool (a lock, a `poll` syscall, a pid check, observability counters)
-and back in, and wraps the command in retry and event layers: about 90 us per enqueue here,
-more than the enqueue step itself. A `PooledConnection` keeps its own idle
+and back in, and wraps the command in retry and event layers: more client time per enqueue
+than the enqueue step itself (figures in bench/RESULTS.md). A `PooledConnection` keeps its own idle
 `DirectConnection`s, made from the client's pool settings (threads, passwords, ACL users, TLS,
 unix sockets and the database number behave exactly as with `client.evalsha`). Taking one
 and putting it back are single `list.pop` / `list.append` calls, atomic under the GIL and

@@ -6,6 +6,7 @@ the backend only decides how it is started and how it can be ended.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import logging
 import os
@@ -38,7 +39,9 @@ class ChildContext:
     take_timeout: float = 0.25
     max_jobs: Optional[int] = None
     preload: Sequence[str] = field(default_factory=tuple)
-    in_process: bool = False  # a separate OS process (must watch for an orphaned state)
+    # The child is an OS process of its own (forking, multiprocessing): it must notice when
+    # it is orphaned, and it has a process title of its own.
+    is_os_process: bool = False
 
 
 def run_child(ctx: ChildContext) -> int:
@@ -71,7 +74,7 @@ def _loop(ctx: ChildContext) -> None:
     slots = ctx.slots
     done = 0
     while True:
-        if ctx.in_process and os.getppid() != ctx.supervisor_pid:
+        if ctx.is_os_process and os.getppid() != ctx.supervisor_pid:
             return  # orphaned: the supervisor is gone, take nothing more
         claim = slots.begin_take(ctx.index, ctx.generation, ctx.uid)
         if claim is None:
@@ -126,14 +129,12 @@ def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]
 
 
 def _show(ctx: ChildContext, item_id: Optional[str] = None) -> None:
-    if ctx.in_process:  # a thread or greenlet shares its supervisor's title
+    if ctx.is_os_process:  # a thread or greenlet shares its supervisor's title
         titles.show_child(ctx.index, item_id)
 
 
 def _libc_prctl(option: int, value: int) -> None:
     try:
-        import ctypes
-
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(option, value, 0, 0, 0)
     except (OSError, AttributeError):  # not Linux: the orphan check in the loop still holds

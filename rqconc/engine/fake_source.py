@@ -5,7 +5,8 @@ Two modes:
 - spool: each file `<spool>/<name>.json` is one item, taken by an atomic rename into
   `<spool>/taken/<claim>=<name>` (so processes never take the same item twice). The file
   holds what the item does: `{"sleep": s, "cpu": s, "exit": code, "crash": true,
-  "raise": "message", "timeout": s}`.
+  "raise": "message", "timeout": s, "take_delay": s}` (`take_delay`: the take's reply
+  arrives that much later, as over a slow network).
 
 With `log` set, every event (taken, started, done, failed, given_back, interrupted, lost,
 timed_out, canceled) is appended to that file as one JSON line, which tests read.
@@ -110,6 +111,8 @@ class FakeSource(WorkSource):
             spec = json.loads(taken.read_text())
             deadline = time.time() + spec["timeout"] if spec.get("timeout") else None
             self.record("taken", item=path.stem, claim=claim)
+            if spec.get("take_delay"):  # taken, but the child does not know it yet
+                time.sleep(float(spec["take_delay"]))
             return WorkItem(claim, path.stem, deadline, spec)
         return None
 
@@ -127,16 +130,21 @@ class FakeSource(WorkSource):
         if spec.get("allocate_mb"):
             # Held on purpose: the child grows, as a leaky job would make it.
             _HOARD.append(bytearray(int(spec["allocate_mb"]) * 2**20))
-        if spec.get("raise"):
+        if item.overran():  # not ended in time (it never yielded): a timeout, not done
+            if self.spool is None or self._settle(item.claim, "timed_out"):
+                self.record("timed_out", claim=item.claim, item=item.item_id, late=True)
+        elif spec.get("raise"):
             self.record("failed", item=item.item_id, claim=item.claim, error=spec["raise"])
         elif self.spool is None or self._settle(item.claim, "done"):
             self.record("done", item=item.item_id, claim=item.claim)
         return None  # no chained take: the child takes its next item itself
 
     def is_drained(self) -> bool:
+        # Waiting items only, as a Redis queue tells: an item a child has just taken is
+        # not waiting any more, whether or not its child has reported it yet.
         if self.spool is None:
             return False
-        return not any(self.spool.glob("*.json")) and not any((self.spool / "taken").iterdir())
+        return not any(self.spool.glob("*.json"))
 
     def give_back(self, item: WorkItem) -> None:
         self._return_to_spool([item.claim], "given_back")

@@ -18,6 +18,8 @@ import signal
 import sys
 from typing import Optional
 
+# By name, not by the pool classes' capabilities: this runs before gevent patches the
+# standard library, and importing a pool class would import `threading` first.
 IN_PROCESS_BACKENDS = ("threading", "gevent")
 # What the worker reacts to (docs/operations.md): each one reaches it once, from here.
 FORWARDED = (

@@ -6,6 +6,7 @@ pool; the pool never decides anything itself.
 
 from __future__ import annotations
 
+import _thread
 import signal
 import threading
 import time
@@ -31,10 +32,19 @@ class Pool(ABC):
     """Children of one backend. `spawn` blocks while all `capacity` places are taken."""
 
     name: ClassVar[str]
-    # A busy child can be ended alone (a process or a greenlet); a thread can only be abandoned.
-    can_kill_one: ClassVar[bool] = True
-    # Children are OS processes of their own: they have pids and an RSS to watch.
+    # Backend capabilities: code asks these, never the backend's name.
+    # Children are OS processes of their own: they have pids and an RSS to watch, and
+    # each must notice when it is orphaned.
     children_are_processes: ClassVar[bool] = False
+    # Children are fresh interpreters that inherit nothing from the supervisor's process
+    # (no imports, no logging set-up): only what is pickled for them.
+    children_start_fresh: ClassVar[bool] = False
+    # A busy child can be ended now (a process; a greenlet at its next yield); a thread
+    # can only be abandoned, its job running on until it returns.
+    can_kill: ClassVar[bool] = True
+    # Children are greenlets on the supervisor's own hub: a job that does not yield
+    # freezes the supervisor's loop, so leases are renewed from an OS thread (renewer.py).
+    is_green: ClassVar[bool] = False
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
@@ -112,6 +122,18 @@ class Pool(ABC):
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
+
+    def rss_bytes(self, index: int) -> Optional[int]:
+        """The resident memory of a child that is a process; None otherwise."""
+        return None
+
+    def start_os_thread(self, target: Callable[[], None]) -> None:
+        """Run `target` in a new OS thread (not a greenlet, even under gevent)."""
+        _thread.start_new_thread(target, ())
+
+    def make_os_lock(self) -> Any:
+        """A lock that blocks an OS thread (not a greenlet, even under gevent)."""
+        return _thread.allocate_lock()
 
     def close(self) -> None:
         """Release what the pool holds once every child is gone."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Set
 
+import psutil
+
 from rqconc.engine.pool import Ended, Pool
 
 
@@ -21,8 +23,6 @@ class ProcessPool(Pool):
         pid = self.pid(index)
         if pid is None:
             return None
-        import psutil
-
         try:
             return psutil.Process(pid).memory_info().rss
         except psutil.Error:

@@ -17,6 +17,7 @@ a source must not carry sockets across that boundary: open connections lazily.
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
@@ -31,6 +32,13 @@ class WorkItem:
     # Wall-clock (time.time()) moment by which the item must have ended; None: no limit.
     deadline: Optional[float] = None
     payload: Any = field(default=None, repr=False)
+
+    def overran(self) -> bool:
+        """Whether the item is past its deadline. A source asks this when the work returns,
+        before recording it: a job that held the GIL or did not yield (a greenlet) may
+        return past its deadline before the supervisor could end it, and must then be
+        recorded as timed out, never as finished."""
+        return self.deadline is not None and time.time() > self.deadline
 
 
 NextClaim = Callable[[], Optional[str]]

@@ -24,9 +24,19 @@ class ChildState(enum.IntEnum):
     ENDING = 4
     EXITED = 5
     BOOT_FAILED = 6
-    # A thread the supervisor gave up on (overrun): its slot is someone else's now.
-    ABANDONED = 7
+    # Between "about to take" and "took nothing" or BUSY: the take may have leased an item
+    # the slot does not show yet, so the engine never ends such a child as idle.
+    TAKING = 7
 
     @property
     def label(self) -> str:
+        """The state as operators see it: a child waiting in a take is waiting for work,
+        which SPEC calls idle (busy + idle = size in every published count)."""
+        if self is ChildState.TAKING:
+            return "idle"
         return self.name.lower()
+
+    @property
+    def waits_for_work(self) -> bool:
+        """Idle as operators count it (IDLE or TAKING); never a reason to end a child."""
+        return self is ChildState.IDLE or self is ChildState.TAKING

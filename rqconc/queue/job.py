@@ -11,9 +11,7 @@ rqconc/worker/ and in the Lua steps (lua/include/lifecycle.lua, complete.lua).
 from __future__ import annotations
 
 import json
-import time
 from datetime import datetime, timezone
-from enum import Enum
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import redis
@@ -27,32 +25,15 @@ from rqconc.queue.defaults import (
     DEFAULT_TIMEOUT,
 )
 from rqconc.queue.keys import KeySpace
+from rqconc.queue.outcome import missing_job, outcome_now, wait_for_outcome
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import get_serializer
-from rqconc.queue.steps import AwaitReply, CancelReply, Steps, text
+from rqconc.queue.status import JobStatus
+from rqconc.queue.steps import CancelReply, Steps, text
 
 # A flow that loops on itself must not make Job.flow() walk forever.
 MAX_STAGES = 10_000
 
-# The longest single BLMOVE when the client has no socket timeout: a wait is a sequence of
-# blocking calls (never a sleep-and-poll loop), each shorter than the client's socket timeout.
-_MAX_BLOCK = 30.0
-
-
-class JobStatus(str, Enum):
-    QUEUED = "queued"
-    SCHEDULED = "scheduled"
-    DEFERRED = "deferred"
-    STARTED = "started"
-    FINISHED = "finished"
-    FAILED = "failed"
-    CANCELED = "canceled"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-ENDED = (JobStatus.FINISHED, JobStatus.FAILED, JobStatus.CANCELED)
 
 # A field the hash does not store has its default (rqconc/queue/defaults.py). Absent too:
 # empty args "[]" / kwargs "{}", serializer "json", attempts and lost 0, no retry (the
@@ -170,9 +151,7 @@ class Job:
         return self._keys.job(self.id)
 
     def _missing(self) -> errors.NoSuchJob:
-        return errors.NoSuchJob(
-            f"no job {self.id!r} (never enqueued, or its result_ttl / failure_ttl expired)"
-        )
+        return missing_job(self.id)
 
     def _read(self, *names: str) -> List[Optional[str]]:
         with translated_errors(self.connection):
@@ -354,56 +333,9 @@ class Job:
         """Block until the job ends; its return value, or `JobFailed`. `TimeoutError` when
         `timeout` seconds pass first (None: wait as long as it takes)."""
         with translated_errors(self.connection):
-            outcome = self._outcome_now()
+            outcome = outcome_now(self.connection, self._keys, self.id)
             if outcome is None:
-                outcome = self._wait(timeout)
-        return self._unpack(outcome)
-
-    def _outcome_now(self) -> Optional[str]:
-        """The outcome if the job has ended; NoSuchJob if it is gone without one."""
-        code, fields = Steps(self.connection, self._keys).await_outcome(self.id)
-        if code is AwaitReply.PUSHED:
-            return text(fields[0])
-        if code is AwaitReply.MISSING:
-            raise self._missing()
-        status, serializer, result, *exc = [None if v is None else text(v) for v in fields]
-        if status == JobStatus.FINISHED and result is not None:
-            return f"finished:{serializer or 'json'}:{result}"
-        if status == JobStatus.FAILED:
-            return "failed:" + json.dumps([x or "" for x in exc])
-        if status == JobStatus.CANCELED:
-            return "canceled:"
-        return None
-
-    def _wait(self, timeout: Optional[float]) -> str:
-        # BLMOVE done -> done (RIGHT to LEFT) returns the element without consuming it when the
-        # list holds one: every waiter sees the outcome, however many there are.
-        deadline = None if timeout is None else time.monotonic() + timeout
-        socket_timeout = self.connection.connection_pool.connection_kwargs.get("socket_timeout")
-        chunk = (
-            _MAX_BLOCK
-            if not socket_timeout
-            else max(
-                0.05,
-                min(_MAX_BLOCK, socket_timeout - 1.0 if socket_timeout > 2 else socket_timeout / 2),
-            )
-        )
-        done = self._keys.done(self.id)
-        while True:
-            left = chunk if deadline is None else min(chunk, deadline - time.monotonic())
-            if left <= 0:
-                raise TimeoutError(f"job {self.id} did not end within {timeout} s")
-            # Redis truncates the timeout to whole milliseconds and reads 0 as "forever":
-            # never block for less than 10 ms (overshooting the deadline by that is harmless).
-            left = max(round(left, 2), 0.01)
-            pushed = self.connection.blmove(done, done, left, "RIGHT", "LEFT")
-            if pushed is not None:
-                return text(pushed)
-            outcome = self._outcome_now()  # between blocks: gone, or ended some other way
-            if outcome is not None:
-                return outcome
-
-    def _unpack(self, outcome: str) -> Any:
+                outcome = wait_for_outcome(self.connection, self._keys, self.id, timeout)
         status, _, rest = outcome.partition(":")
         if status == JobStatus.FINISHED:
             serializer, _, data = rest.partition(":")

@@ -24,6 +24,8 @@ import sys
 import time
 from typing import Any, Dict, Optional, TextIO
 
+from rqconc.connection.clients import redact
+
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 FORMATS = ("text", "json")
 LEVEL_ENV, FORMAT_ENV = "RQCONC_LOG_LEVEL", "RQCONC_LOG_FORMAT"
@@ -43,10 +45,6 @@ def redact_text(text: str) -> str:
     """`text` with the password of every URL in it masked."""
     if "://" not in text:
         return text
-    # Here, not at the top: every CLI start and every child's log set-up imports this
-    # module, and the clients module brings redis with it (not a circle; a cost).
-    from rqconc.connection.clients import redact
-
     return _URL.sub(lambda match: redact(match.group(0)), text)
 
 

@@ -13,18 +13,36 @@ from typing import List, Optional, Sequence
 
 import redis
 
+from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import NextClaim, WorkItem
+from rqconc.queue.defaults import DEFAULT_TIMEOUT
+from rqconc.queue.serialization import mro_names, type_name
 from rqconc.queue.steps import Steps, now_ms, text
 from rqconc.worker.connections import ChildState, Connections
-from rqconc.worker.outcomes import Recorder, log_transition, until_recorded, work_item
-from rqconc.worker.runner import JobRunner, decoded
+from rqconc.worker.outcomes import (
+    Recorder,
+    log_transition,
+    stored_number,
+    until_recorded,
+    work_item,
+)
+from rqconc.worker.runner import JobRunner, Outcome, decoded
 
 log = logging.getLogger("rqconc.worker")
 
 STRATEGIES = ("ordered", "round-robin")
 MAX_BLOCK = 0.25  # longest BZPOPMIN: a stop request is seen at least this often
 MIN_BLOCK = 0.01  # shortest BZPOPMIN whose timeout cannot truncate to 0 ("forever")
+
+
+def overrun(seconds: float) -> Outcome:
+    """A job that returned past its deadline failed, whatever it returned: the supervisor
+    could not end it in time (a GIL-holding C call, a greenlet that never yielded)."""
+    return Outcome(
+        exc=(type_name(errors.JobTimeout), f"the job ran past its timeout of {seconds:g} s", ""),
+        exc_mro=tuple(mro_names(errors.JobTimeout)),
+    )
 
 
 class Taker:
@@ -138,6 +156,8 @@ class Taker:
         started = time.monotonic()
         outcome = corrupt or self.runner.run(fields)
         duration = time.monotonic() - started
+        if item.overran():  # returned too late to be ended (held the GIL, never yielded)
+            outcome = overrun(stored_number(fields.get("timeout"), DEFAULT_TIMEOUT))
         # Failures are rare: only a success takes the next job in the same step.
         next_claim = chain() if chain is not None and outcome.exc is None else None
         take = None if next_claim is None else (next_claim, self.take_order(), self.lease_ms)

@@ -25,7 +25,7 @@ def test_spawn_blocks_while_the_pool_is_full(backend, spool):
             source=source,
             uid="test",
             supervisor_pid=os.getpid(),
-            in_process=pool.children_are_processes,
+            is_os_process=pool.children_are_processes,
         )
 
     pool.spawn(context(0))
@@ -33,7 +33,7 @@ def test_spawn_blocks_while_the_pool_is_full(backend, spool):
     second.start()
     second.join(0.5)
     assert second.is_alive(), "spawn returned although the pool was full"
-    slots.end_if_idle(0)  # the first child ends at its next look at its slot
+    slots.end_when_idle(0)  # the first child ends at its next look at its slot
     wait_for(lambda: pool.reap(), message="first child reaped")
     second.join(5)
     assert not second.is_alive()

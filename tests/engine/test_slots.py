@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from rqconc.engine import slots as slots_module
+from rqconc.engine import slot_memory
 from rqconc.engine.backends import pool_class
 from rqconc.engine.backends.forking import ForkingPool
 from rqconc.engine.child import ChildContext
@@ -115,7 +115,7 @@ def _die_holding(lock):
 
 @pytest.mark.parametrize("backend", PROCESS_BACKENDS)
 def test_a_child_killed_inside_its_slot_lock_does_not_wedge_the_slot(backend, monkeypatch):
-    monkeypatch.setattr(slots_module, "STUCK_LOCK_SECONDS", 0.2)
+    monkeypatch.setattr(slot_memory, "STUCK_LOCK_SECONDS", 0.2)
     slots, generation, claim = busy_slot(backend)
     _die_holding(slots._locks[0])
     # The supervisor gives up on the lock instead of waiting forever...
@@ -160,7 +160,7 @@ def test_forked_children_leave_what_they_inherit_to_copy_on_write(tmp_path):
             source=_FreezeProbe(str(probe)),
             uid="test",
             supervisor_pid=os.getpid(),
-            in_process=True,
+            is_os_process=True,
         )
     )
     try:

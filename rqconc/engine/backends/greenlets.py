@@ -3,13 +3,21 @@
 gevent must patch the standard library before anything else imports it, so this backend
 refuses to run in a process that was not patched: `python main.py gevent N` and
 `rqconc worker -b gevent` patch first thing. A greenlet can be killed at its next yield
-(I/O, sleep); one that holds the CPU blocks its siblings and the supervisor until it yields.
+(I/O, sleep); one that holds the CPU blocks its siblings and the supervisor's loop until it
+yields, so leases are renewed from an OS thread (renewer.py), and a job that overran its
+timeout without yielding is failed when it returns (docs/choosing-a-backend.md).
 """
 
 from __future__ import annotations
 
 import logging
 from typing import Any, Callable, Optional
+
+# Importing gevent patches nothing: this module is imported only for the gevent backend,
+# whose entry points have patched the standard library by then (check_usable verifies it).
+import gevent
+from gevent import monkey
+from gevent.lock import BoundedSemaphore
 
 from rqconc.engine.child import ChildContext, run_child
 from rqconc.engine.pool import Pool
@@ -35,8 +43,6 @@ class _CooperativeLock:
 
 
 def _greenlet_main(ctx: ChildContext) -> int:
-    import gevent
-
     try:
         return run_child(ctx)
     except gevent.GreenletExit:
@@ -48,25 +54,20 @@ def _greenlet_main(ctx: ChildContext) -> int:
 
 class GreenletPool(Pool):
     name = "gevent"
+    is_green = True
 
     @classmethod
     def check_usable(cls) -> None:
-        from gevent import monkey
-
         if not (monkey.is_module_patched("socket") and monkey.is_module_patched("threading")):
             raise RuntimeError(NOT_PATCHED)
 
     def _make_semaphore(self, capacity: int) -> Any:
-        from gevent.lock import BoundedSemaphore
-
         return BoundedSemaphore(capacity)
 
     def make_slots(self) -> SlotTable:
         return SlotTable(self.capacity, _CooperativeLock)
 
     def _start(self, ctx: ChildContext) -> Any:
-        import gevent
-
         return gevent.spawn(_greenlet_main, ctx)
 
     def _exitcode(self, handle: Any) -> Optional[int]:
@@ -81,11 +82,17 @@ class GreenletPool(Pool):
         self._forget(index)
 
     def install_signal(self, signum: int, handler: Callable[[int], None]) -> Any:
-        import gevent
-
         # gevent runs this in its own greenlet as soon as the hub sees the signal; a plain
         # signal.signal handler could wait for the hub's next wake-up.
         return gevent.signal_handler(signum, handler, signum)
 
     def restore_signal(self, signum: int, previous: Any) -> None:
         previous.cancel()
+
+    def start_os_thread(self, target: Callable[[], None]) -> None:
+        # The patched `_thread` would start a greenlet, frozen with the hub by a job that
+        # does not yield: the original starts a real thread.
+        monkey.get_original("_thread", "start_new_thread")(target, ())
+
+    def make_os_lock(self) -> Any:
+        return monkey.get_original("_thread", "allocate_lock")()

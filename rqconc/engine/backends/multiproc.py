@@ -19,6 +19,7 @@ def _child_main(ctx: ChildContext) -> None:
 
 class MultiprocessingPool(ProcessPool):
     name = "multiprocessing"
+    children_start_fresh = True
 
     def __init__(self, capacity: int) -> None:
         self._mp = multiprocessing.get_context("spawn")

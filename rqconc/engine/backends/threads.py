@@ -29,7 +29,7 @@ def _thread_main(ctx: ChildContext, outcome: dict) -> None:
 
 class ThreadPool(Pool):
     name = "threading"
-    can_kill_one = False
+    can_kill = False
 
     def make_slots(self) -> SlotTable:
         # A lock per slot: children never wait for one another, only (briefly) for the
