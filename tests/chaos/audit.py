@@ -9,6 +9,18 @@ but its last must be matched by a fault from the driver's log (tests/chaos/harne
 - its worker was cut off from Redis long enough to lose the lease (redis_restart,
   proxy_drop, proxy_stall: the time window) before the run's outcome could be recorded.
 rqconc's own counters (attempts, lost, `interrupted` events) must agree besides.
+
+Two faults explain no repeated run at all (EXPLAIN_NOTHING):
+- reply_cut: every request it cut reached Redis and ran; only its reply was lost, and the
+  connection was reopened at once. A worker that cannot know whether a step landed must act
+  so that the job still runs once: a take whose reply was lost leaves an orphaned claim,
+  put back unrun (or, never renewed, recovered after its lease: one run, later); a
+  completion resent finds its claim spent and is dropped, not re-run; a renewal whose reply
+  was lost did renew; an enqueue resent with its id stores nothing new. A cut may delay a
+  run's recording (a resend after a backoff), so it pushes back when the run settles, but a
+  repeated run during or after one is matched to another fault or to none (a failure).
+- clock_skew: a warm restart with a wrong wall clock; leases, deadlines and recovery are on
+  Redis' clock, so no worker's clock may cost or take a lease.
 """
 
 from __future__ import annotations
@@ -18,7 +30,15 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from tests.chaos.harness import ENDED, FAULTS, LEASE_SECONDS, QUEUE, Chaos, FaultRecord
+from tests.chaos.harness import (
+    ENDED,
+    EXPLAIN_NOTHING,
+    FAULTS,
+    LEASE_SECONDS,
+    QUEUE,
+    Chaos,
+    FaultRecord,
+)
 
 # How long after its start a run's outcome is recorded when nothing stands in its way: the
 # job sleeps at most 0.3 s, the rest is slack for a loaded 2-core machine.
@@ -31,8 +51,10 @@ START_SLACK = 1.0
 # from LEASE_SECONDS / 3 on can cost a lease (0.5 s allows for a late renewal tick).
 MIN_CUT_SECONDS = LEASE_SECONDS / 4
 # A run's outcome that could not be recorded is retried with a backoff capped at 5 s
-# (worker_source.RedisSource._until_recorded): after a cut-off of d s, within about d s.
+# (worker/outcomes.until_recorded): after a cut-off of d s, within about d s.
 RECORD_RETRY_CAP = 5.0
+# A run whose outcome's reply was cut is recorded again after the resend's backoff.
+CUT_RECORD_DELAY = 1.0
 
 Run = Tuple[int, float]  # (pid, start)
 
@@ -64,6 +86,10 @@ def cause_of(faults: Sequence[FaultRecord], pid: int, start: float) -> Optional[
             continue
         if fault.began > settled:
             break
+        if fault.kind in EXPLAIN_NOTHING:
+            if fault.cutting is not None:
+                settled = max(settled, fault.cutting[1] + CUT_RECORD_DELAY)
+            continue
         if fault.window is not None:
             began, ended = fault.window
             if cut is None and ended - began >= MIN_CUT_SECONDS:
@@ -173,6 +199,10 @@ def fault_table(chaos: Chaos, result: Audit) -> str:
     if unmatched:
         lines.append(f"| (no fault) | - | {unmatched} | - | - |")
     dup_runs = sum(d["runs"] - 1 for d in result.duplicates.values())
+    cut_steps: Counter = Counter()
+    for record in chaos.faults:
+        cut_steps.update(record.cut_steps)
+    steps = ", ".join(f"{name} {n}" for name, n in cut_steps.most_common())
     missed = len(chaos.faults) - sum(len(records) for records in hits.values())
     lines += [
         "",
@@ -183,6 +213,7 @@ def fault_table(chaos: Chaos, result: Audit) -> str:
         f"{unmatched}; jobs whose runs rqconc's counters (attempts, lost, interrupted) do "
         f"not pay for: {len(result.unexplained_duplicates)}."
         + (f" Faults that hit nothing (not counted): {missed}." if missed else ""),
+        f"Replies cut: {sum(cut_steps.values())} ({steps or 'none'}).",
     ]
     return "\n".join(lines)
 

@@ -3,10 +3,12 @@ that logs what each fault struck (the audit, tests/chaos/audit.py, checks the ru
 
 Three Redis roles:
 - the queue's Redis (append-only, fsync on every write): restarted by the driver;
-- the proxy in front of it: the only way workers reach it, cut or stalled by the driver;
+- the proxy in front of it: the only way workers and the producer reach it, cut, stalled
+  or made to lose replies by the driver;
 - a recording Redis that nothing faults: each execution of a job RPUSHes there
   (tests/chaos/jobs.py), so the record survives every fault it audits.
-The driver itself (enqueueing, event tailing, the audit) talks to the queue's Redis directly.
+The driver's own reads (event tailing, progress, the audit) go to the queue's Redis directly.
+Some workers run with a wall clock that is off by far more than the lease (clock_skew).
 """
 
 from __future__ import annotations
@@ -14,25 +16,32 @@ from __future__ import annotations
 import os
 import random
 import signal
-import subprocess
 import threading
 import time
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections import Counter
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Set, Tuple
+from typing import Dict, List, Optional
 
-import psutil
 import redis
 
 from rqconc import Queue, Retry
+from rqconc.queue import scripts
+from tests.chaos.records import EventTail, FaultRecord, Violations, wait_until
+from tests.chaos.workers import LEASE_SECONDS, QUEUE, ChaosWorker, alive
+from tests.support.clock import install_clock
 from tests.support.redis_server import RedisServer
 from tests.support.tcp_proxy import TcpProxy
-from tests.support.worker_process import WorkerProcess, main_py_argv
 
-QUEUE = "chaos"
-WORKERS = [("forking", 2), ("threading", 4), ("gevent", 8), ("multiprocessing", 2)]
-LEASE_SECONDS = 2
+__all__ = ["ENDED", "FAULTS", "LEASE_SECONDS", "QUEUE", "Chaos", "FaultRecord"]
+
+# (backend, size, seconds its clock is off at the start): one ahead, one behind, by far
+# more than the lease; the clock_skew fault changes them as it goes.
+WORKERS = [
+    ("forking", 2, 0.0),
+    ("threading", 4, 3600.0),
+    ("gevent", 8, 0.0),
+    ("multiprocessing", 2, -5 * LEASE_SECONDS),
+]
 FAULTS = {  # fault -> relative weight
     "kill_child": 24,
     "kill_supervisor": 12,
@@ -41,171 +50,15 @@ FAULTS = {  # fault -> relative weight
     "redis_restart": 10,
     "proxy_drop": 15,
     "proxy_stall": 15,
+    "reply_cut": 15,
+    "clock_skew": 6,
 }
+# Faults that may explain no repeated run at all (tests/chaos/audit.py says why).
+EXPLAIN_NOTHING = {"reply_cut", "clock_skew"}
+# The Lua step each EVALSHA runs, to name what a cut reply belonged to.
+LUA_DIR = Path(scripts.__file__).parent / "lua"
+SHAS = {scripts.script(path.stem).sha.encode(): path.stem for path in LUA_DIR.glob("*.lua")}
 ENDED = {"finished", "failed", "canceled"}
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-class ChaosWorker:
-    """One worker slot: a `python main.py BACKEND SIZE` process, restarted by the driver."""
-
-    def __init__(self, backend: str, size: int, url: str, log_dir: Path) -> None:
-        self.backend, self.size, self.url = backend, size, url
-        self.log_path = log_dir / f"worker-{backend}.log"
-        self.incarnation = 0
-        self.current: Optional[WorkerProcess] = None
-        self.process: Optional[subprocess.Popen] = None
-        self.exit_codes: List[int] = []
-
-    @property
-    def name(self) -> str:
-        return f"chaos-{self.backend}-{self.incarnation}"
-
-    def start(self) -> None:
-        self.incarnation += 1
-        with open(self.log_path, "ab") as log:
-            log.write(f"==== incarnation {self.incarnation}\n".encode())
-        if self.current is not None:
-            self.current.close()  # the previous incarnation's log handle
-        argv = main_py_argv(
-            self.backend,
-            self.size,
-            *("--url", self.url, "-q", QUEUE, "--allow", "tests", "--name", self.name),
-            *("--lease-seconds", str(LEASE_SECONDS), "--log-level", "INFO"),
-        )
-        self.current = WorkerProcess(argv, self.log_path, self.size)
-        self.process = self.current.process
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def children(self) -> List[int]:
-        try:
-            kids = psutil.Process(self.pid).children()
-        except psutil.NoSuchProcess:
-            return []
-        pids = []
-        for kid in kids:
-            try:
-                if "resource_tracker" in " ".join(kid.cmdline()):
-                    continue  # multiprocessing's helper, not a worker child
-                if kid.status() != psutil.STATUS_ZOMBIE:
-                    pids.append(kid.pid)
-            except psutil.Error:
-                continue
-        return pids
-
-    def wait(self, timeout: float) -> Optional[int]:
-        assert self.process is not None
-        try:
-            code = self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        self.exit_codes.append(code)
-        return code
-
-    def kill_all(self) -> None:
-        """SIGKILL the supervisor and anything it left (test clean-up only)."""
-        if self.current is not None:
-            self.current.close()
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
-@dataclass
-class FaultRecord:
-    """One injected fault and what it struck, in wall-clock time (`time.time()`, the clock
-    tests/chaos/jobs.py stamps each run with), for the audit to match repeated runs against."""
-
-    kind: str
-    at: float  # monotonic, for recovery times
-    wall: float = field(default_factory=time.time)
-    number: int = 0  # 1-based, in the order injected
-    recovery: Optional[float] = None
-    note: str = ""
-    hit: bool = False  # it struck a process or cut off live connections
-    # Processes killed or cold-stopped (a threading or gevent worker runs its jobs in the
-    # supervisor's pid), and by when all of them were gone.
-    victims: Set[int] = field(default_factory=set)
-    struck: Optional[float] = None
-    # When workers were cut off from the queue's Redis (Redis down, proxy dropping/stalling).
-    window: Optional[Tuple[float, float]] = None
-
-    @property
-    def began(self) -> float:
-        return self.window[0] if self.window else self.wall
-
-    @property
-    def ended(self) -> float:
-        if self.window:
-            return self.window[1]
-        return self.struck if self.struck is not None else self.wall
-
-
-@dataclass
-class Violations:
-    items: List[str] = field(default_factory=list)
-
-    def add(self, text: str) -> None:
-        print("VIOLATION:", text, flush=True)
-        self.items.append(text)
-
-
-def wait_until(condition: Callable[[], object], timeout: float, interval: float = 0.02) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return True
-        except (redis.exceptions.RedisError, psutil.Error, OSError):
-            pass
-        time.sleep(interval)
-    return False
-
-
-class EventTail(threading.Thread):
-    """Reads the job event stream continuously (it is capped, a long run would outgrow it)
-    and counts, per job, the events the audit needs (`interrupted`, `started`, ...)."""
-
-    def __init__(self, url: str, key: str) -> None:
-        super().__init__(daemon=True, name="event-tail")
-        self.url, self.key = url, key
-        self.counts: Dict[str, Counter] = defaultdict(Counter)
-        self.last_id = "0-0"
-        self.stopping = threading.Event()
-
-    def run(self) -> None:
-        client = redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=2)
-        while True:
-            try:
-                entries = client.xread({self.key: self.last_id}, count=5000)
-            except redis.exceptions.RedisError:
-                time.sleep(0.1)
-                continue
-            got = 0
-            for _key, messages in entries or []:
-                for entry_id, fields in messages:
-                    self.last_id = entry_id.decode()
-                    event = fields.get(b"event", b"").decode()
-                    job_id = fields.get(b"job_id", b"").decode()
-                    self.counts[job_id][event] += 1
-                    got += 1
-            if not got:
-                if self.stopping.is_set():
-                    return
-                time.sleep(0.2)
 
 
 class Chaos:
@@ -215,13 +68,17 @@ class Chaos:
         self.server = RedisServer(redis_binary, appendonly=True).start()
         self.recorder = RedisServer(redis_binary).start()
         self.proxy = TcpProxy(self.server.port).start()
+        self.clock = install_clock(tmp / "clock")
         self.direct = redis.Redis.from_url(
             self.server.url, socket_timeout=10, socket_connect_timeout=2
         )
         self.record = self.recorder.client()
-        self.queue = Queue(QUEUE, connection=self.direct)
-        self.keys = self.queue.keys
-        self.workers = [ChaosWorker(b, n, self.proxy.url(), tmp) for b, n in WORKERS]
+        self.keys = Queue(QUEUE, connection=self.direct).keys
+        # The producer goes through the proxy: its enqueues lose replies too.
+        self.producer = Queue(QUEUE, connection=self.proxy.url())
+        self.workers = [
+            ChaosWorker(b, n, self.proxy.url(), tmp, self.clock, skew) for b, n, skew in WORKERS
+        ]
         self.faults: List[FaultRecord] = []
         self.violations = Violations()
         self.ids: List[str] = []
@@ -268,11 +125,11 @@ class Chaos:
         self.enqueue_done.set()
 
     def _enqueue_one(self, job_id: str, token: str) -> None:
-        # Lost replies happen (Redis SIGKILLed mid-call): retry with the same id, and read
-        # "already exists" as "the first try went through" - never a second job.
+        # Lost replies happen (Redis SIGKILLed mid-call, a reply cut): retry with the same id,
+        # and read "already exists" as "the first try went through" - never a second job.
         while True:
             try:
-                self.queue.enqueue(
+                self.producer.enqueue(
                     "tests.chaos.jobs:record",
                     self.recorder.url,
                     token,
@@ -294,7 +151,7 @@ class Chaos:
         weights = [FAULTS[k] for k in kinds]
         # Every kind once first (in a seeded order), so even the short run injects them all.
         first = self.rng.sample(kinds, len(kinds))
-        while not self.enqueue_done.is_set():
+        while first or not self.enqueue_done.is_set():
             time.sleep(self.rng.uniform(0.8, 2.5))
             kind = first.pop() if first else self.rng.choices(kinds, weights)[0]
             record = FaultRecord(kind, time.monotonic(), number=len(self.faults) + 1)
@@ -345,8 +202,8 @@ class Chaos:
         record.note = f"{worker.name} (children {children})"
         # SPEC: children never outlive their supervisor (gone within 1 s; 3 s of slack for
         # a loaded 2-core machine).
-        if not wait_until(lambda: not any(_alive(p) for p in children), 3):
-            survivors = [p for p in children if _alive(p)]
+        if not wait_until(lambda: not any(alive(p) for p in children), 3):
+            survivors = [p for p in children if alive(p)]
             self.violations.add(
                 f"{worker.name}: children {survivors} outlived their SIGKILLed supervisor by 3 s"
             )
@@ -358,8 +215,8 @@ class Chaos:
         record.struck = time.time()
         self._restart(worker, record)
 
-    def warm_shutdown(self, record: FaultRecord) -> None:
-        worker = self._pick()
+    def warm_shutdown(self, record: FaultRecord, worker: Optional[ChaosWorker] = None) -> None:
+        worker = worker or self._pick()
         children = worker.children()
         worker.process.send_signal(signal.SIGTERM)
         record.hit = True
@@ -431,6 +288,35 @@ class Chaos:
         record.window = (began, time.time())
         self._measure_progress(record)
 
+    def reply_cut(self, record: FaultRecord) -> None:
+        # Each request is forwarded and runs; for a moment a share of them lose their reply
+        # (the connection closes instead), on whichever connection they come: takes,
+        # completions, renewals, enqueues, heartbeats. New connections pass throughout.
+        seconds, share = self.rng.uniform(0.5, 2.0), self.rng.uniform(0.1, 0.3)
+        began, before = time.time(), len(self.proxy.cuts)
+        self.proxy.cut_replies(seconds, share, self.rng.randrange(2**32))
+        time.sleep(seconds + 0.3)  # and the replies of requests doomed at the very end
+        cuts = self.proxy.cuts[before:]
+        record.cutting = (began, max([began + seconds] + [at for at, _ in cuts]))
+        record.cut_steps = Counter(step_name(request) for _, request in cuts)
+        record.hit = bool(cuts)
+        steps = ", ".join(f"{name} {n}" for name, n in record.cut_steps.most_common())
+        record.note = f"{seconds:.1f}s at {share:.0%}: {len(cuts)} replies cut ({steps})"
+        self._measure_progress(record)
+
+    def clock_skew(self, record: FaultRecord) -> None:
+        # A warm restart with a clock now off by 6 s to 2 h either way (a quarter of the
+        # time, a skewed clock is set right): leases are on Redis' clock, so nothing may
+        # come of it but the restart.
+        worker = self._pick()
+        old = worker.skew
+        if old and self.rng.random() < 0.25:
+            worker.skew = 0.0
+        else:
+            worker.skew = self.rng.choice((-1, 1)) * self.rng.uniform(3 * LEASE_SECONDS, 7200)
+        self.warm_shutdown(record, worker)
+        record.note = f"clock {old:+.0f} s -> {worker.skew:+.0f} s; {record.note}"
+
     def _finished_count(self) -> int:
         return int(self.direct.zcard(self.keys.finished(QUEUE)))
 
@@ -476,3 +362,14 @@ class Chaos:
             if time.monotonic() > deadline:
                 return statuses or self.statuses()
             time.sleep(0.2)
+
+
+def step_name(request: bytes) -> str:
+    """The command a request (RESP, its first bytes) starts with; for EVALSHA, the step."""
+    parts = request.split(b"\r\n")
+    if len(parts) < 3:
+        return "?"
+    command = parts[2].upper()
+    if command == b"EVALSHA" and len(parts) > 4:
+        return SHAS.get(parts[4], "evalsha")
+    return command.decode(errors="replace").lower()

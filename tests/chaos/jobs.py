@@ -2,7 +2,8 @@
 
 The record goes to a recording Redis that the chaos driver never faults (not through the
 proxy, not the server that gets restarted), so every execution that got as far as starting
-the function is counted, whatever happens to the queue's own Redis afterwards.
+the function is counted, whatever happens to the queue's own Redis afterwards. The start is
+stamped with that Redis' clock (TIME), not the worker's: a worker may run with a skewed clock.
 """
 
 import os
@@ -25,8 +26,9 @@ def _client(url: str) -> redis.Redis:
 def record(record_url: str, token: str, max_ms: int = 300) -> str:
     """RPUSH executions:<token> "<pid> <unix time>", then sleep up to `max_ms` ms (random)."""
     client = _client(record_url)
+    seconds, micros = client.time()
     pipe = client.pipeline(transaction=False)
-    pipe.rpush(f"executions:{token}", f"{os.getpid()} {time.time():.6f}")
+    pipe.rpush(f"executions:{token}", f"{os.getpid()} {seconds}.{micros:06d}")
     pipe.incr("executions")
     pipe.execute()
     time.sleep(random.uniform(0.002, max_ms / 1000))

@@ -78,3 +78,34 @@ def test_a_fault_that_hit_nothing_explains_nothing():
 def test_the_runs_own_kill_is_preferred_to_a_cut_off_that_may_have_cost_the_lease():
     faults = [cut(1, 0.1, 2.0), kill(2, 1.0, {PID})]
     assert cause_of(faults, PID, T0) is faults[1]
+
+
+def reply_cut(number, began, seconds):
+    return FaultRecord(
+        "reply_cut",
+        0.0,
+        wall=T0 + began,
+        number=number,
+        hit=True,
+        cutting=(T0 + began, T0 + began + seconds),
+    )
+
+
+def test_lost_replies_explain_no_repeated_run_however_long():
+    # The requests ran; takes, completions, renewals and enqueues act on a lost reply so that
+    # the job still runs once: a repeated run under a reply_cut alone is unexplained.
+    assert cause_of([reply_cut(1, 0.1, 2.0)], PID, T0) is None
+    assert cause_of([reply_cut(1, 0.1, 30.0)], PID, T0 + 5) is None
+
+
+def test_lost_replies_delay_the_recording_so_a_kill_soon_after_still_counts():
+    faults = [reply_cut(1, 1.0, 2.0), kill(2, SETTLE_SECONDS + 1.0, {PID}, "kill_supervisor")]
+    assert cause_of(faults, PID, T0) is faults[1]
+    assert cause_of(faults[1:], PID, T0) is None
+
+
+def test_a_clock_skew_explains_no_repeated_run_even_of_its_own_process():
+    # Leases are on Redis' clock: a restart with a wrong clock costs nobody a lease (and a
+    # warm shutdown that had to be killed is a violation of its own).
+    skew = kill(1, 0.2, {PID}, "clock_skew")
+    assert cause_of([skew], PID, T0 + 0.1) is None

@@ -1,9 +1,10 @@
-"""Seeded chaos: workers of all four backends lose children, supervisors, Redis and their
-network while jobs flow, and afterwards every job is accounted for (SPEC section 3:
-at-least-once, nothing lost, no duplicate unless its worker vanished mid-run).
+"""Seeded chaos: workers of all four backends lose children, supervisors, Redis, their
+network and replies, and run with wrong clocks, while jobs flow; afterwards every job is
+accounted for (SPEC section 3: at-least-once, nothing lost, no duplicate unless its worker
+vanished mid-run).
 
-Size: CHAOS_JOBS (default 600, ~60-90 s, part of `make test`); `make chaos` runs 5,000 and
-writes the fault table to docs/reliability.md. CHAOS_SEED replays a run.
+Size: CHAOS_JOBS (default 600, ~45 s on 2 cores, part of `make test`); `make chaos` runs
+5,000 and writes the fault table to docs/reliability.md. CHAOS_SEED replays a run.
 """
 
 import os

@@ -8,6 +8,8 @@ Workers connect to the proxy instead of Redis; the test decides what the wire do
 - `cut_reply_to(pattern, times)`: the next `times` requests holding `pattern` are forwarded
   and run, then their connection is closed before any reply gets back (a reset after the
   server ran the command: a network blip, an idle-timeout proxy, `CLIENT KILL`);
+- `cut_replies(seconds, share, seed)`: for `seconds`, each request has the chance `share`
+  of the same fate as above, on whichever connection it comes (`cuts` logs what was cut);
 - `heal()`: back to passing traffic now.
 One thread accepts, two threads per connection pump bytes; all are daemons, `close()` ends
 them. The proxy only ever binds 127.0.0.1.
@@ -15,10 +17,11 @@ them. The proxy only ever binds 127.0.0.1.
 
 from __future__ import annotations
 
+import random
 import socket
 import threading
 import time
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 _CHUNK = 65536
 
@@ -40,6 +43,12 @@ class TcpProxy:
         self._cuts_left = 0
         self._refuse_after_cut = 0.0
         self._doomed: List[socket.socket] = []  # client sockets whose next reply is cut
+        self._random_cut_until = 0.0
+        self._random_cut_share = 0.0
+        self._rng = random.Random()
+        self._doomed_requests: Dict[socket.socket, bytes] = {}  # their requests' first bytes
+        # (time.time(), the first bytes of the request) per reply cut: what ran unanswered.
+        self.cuts: List[Tuple[float, bytes]] = []
         self.accepted = 0
         self.cut = 0  # how many replies were cut
         self._thread: Optional[threading.Thread] = None
@@ -79,9 +88,18 @@ class TcpProxy:
             self._cut_pattern, self._cuts_left = pattern, times
             self._refuse_after_cut = then_refuse
 
+    def cut_replies(self, seconds: float, share: float, seed: Optional[int] = None) -> None:
+        """For `seconds`, forward each request and, with the chance `share`, close its
+        connection instead of passing its reply back (a seeded draw per request)."""
+        with self._lock:
+            self._rng = random.Random(seed)
+            self._random_cut_share = share
+            self._random_cut_until = time.monotonic() + seconds
+
     def heal(self) -> None:
         self._drop_until = 0.0
         self._stall_until = 0.0
+        self._random_cut_until = 0.0
 
     @property
     def connections(self) -> int:
@@ -159,14 +177,24 @@ class TcpProxy:
                 if self._cuts_left and self._cut_pattern in data:
                     self._cuts_left -= 1
                     self._doomed.append(client)
+                elif client not in self._doomed and self._random_cut():
+                    self._doomed.append(client)
+                    self._doomed_requests[client] = data[:512]
                 return False
             if dst in self._doomed:
                 self._doomed.remove(dst)
                 self.cut += 1
+                self.cuts.append((time.time(), self._doomed_requests.pop(dst, b"")))
                 if self._refuse_after_cut:
                     self._drop_until = time.monotonic() + self._refuse_after_cut
                 return True
         return False
+
+    def _random_cut(self) -> bool:
+        # Called with the lock held.
+        if time.monotonic() >= self._random_cut_until:
+            return False
+        return self._rng.random() < self._random_cut_share
 
 
 def _shut(sock: socket.socket) -> None:

@@ -1,27 +1,17 @@
 """Issue 14, item 2: leases live on Redis' clock, so a worker whose clock is off by far more
 than the lease neither loses its own running jobs nor takes another worker's.
 
-The skewed clock is a test fixture: a `sitecustomize` module on the worker's PYTHONPATH
-shifts `time.time` (and `time.time_ns`) by an offset in every interpreter of that worker
-(supervisor and children, forked or spawned), as a host with a wrong clock would.
+The skewed clock is a test fixture (tests/support/clock.py, which the chaos run uses too): a
+`sitecustomize` module on the worker's PYTHONPATH shifts `time.time` by an offset in every
+interpreter of that worker, as a host with a wrong clock would.
 """
 
 import pytest
 
 from rqconc import JobStatus, Queue
 from rqconc.queue.keys import KeySpace
+from tests.support.clock import clock_env, install_clock
 from tests.support.worker_process import BACKENDS
-
-SITECUSTOMIZE = """\
-import os
-import time
-
-_skew = float(os.environ.get("RQCONC_TEST_CLOCK_SKEW", "0") or 0)
-if _skew:
-    _time, _time_ns = time.time, time.time_ns
-    time.time = lambda: _time() + _skew
-    time.time_ns = lambda: _time_ns() + int(_skew * 1e9)
-"""
 
 HOUR = 3600.0
 LEASE = "1"  # seconds; the job runs five of them
@@ -31,17 +21,17 @@ JOB_SECONDS = 5.0
 @pytest.fixture
 def start_worker_with_clock(tmp_path, monkeypatch, start_worker):
     """Start a worker whose wall clock is `skew` seconds off."""
-    (tmp_path / "clock").mkdir()
-    (tmp_path / "clock" / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    clock = install_clock(tmp_path / "clock")
 
     def start(skew, backend, url, *extra):
-        monkeypatch.setenv("PYTHONPATH", str(tmp_path / "clock"))
-        monkeypatch.setenv("RQCONC_TEST_CLOCK_SKEW", str(skew))
+        variables = clock_env(clock, skew)
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
         try:
             return start_worker(backend, 2, url, "--lease-seconds", LEASE, *extra)
         finally:
-            monkeypatch.delenv("PYTHONPATH")
-            monkeypatch.delenv("RQCONC_TEST_CLOCK_SKEW")
+            for name in variables:
+                monkeypatch.delenv(name)
 
     return start
 
