@@ -1,3 +1,2 @@
-"""Faults of the wire between rqconc and Redis: lost replies, restarts, capped pools."""
-
-from tests.worker.conftest import start_worker  # noqa: F401 - a fixture, re-exported
+"""Faults of the wire between rqconc and Redis: lost replies, restarts, capped pools.
+(The `start_worker` fixture comes from tests/conftest.py.)"""
