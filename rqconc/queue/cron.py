@@ -6,7 +6,10 @@ bad function, argument or option raises then, never at a tick. Registration only
 the entry: the scheduler's leader (rqconc/worker/scheduler.py) turns each tick into a job
 made from that template (`plan_tick`, here, with the tick math it needs). Registration
 plans nothing ahead itself: with no worker running, ticks planned then would all fire
-late at once when one starts, where only the latest missed tick may fire (SPEC 7).
+late at once when one starts, where only the latest missed tick may fire (SPEC 7). For the
+same reason a tick planned ahead by the leader carries `stale_at`, its entry's next tick
+plus STALE_GRACE_MS: if every worker stopped and none promoted it before then, the take
+step cancels it instead of running it (lua/include/take.lua).
 
 Expressions: standard 5 fields (minute hour day month weekday), or 6 with seconds as the
 last field (croniter's convention), or one of the @hourly/@daily/... aliases; evaluated in
@@ -45,6 +48,11 @@ PUT_ATTEMPTS = 20
 LOOKAHEAD = 5.0
 MAX_TICKS_PER_RUN = 64  # per entry and call: bounds the work of one supervisor tick
 PLANNED_RETENTION_MS = 3600 * 1000  # how long removal still finds a tick's unstarted job
+# A tick's job planned ahead is canceled instead of run when the take step finds it due
+# only this long after the entry's next tick (every worker was down in between): a later
+# tick supersedes it (SPEC 7). The grace spares a tick whose job a busy worker promotes a
+# little late.
+STALE_GRACE_MS = 1000
 
 
 def check_expression(expr: Any) -> str:
@@ -274,6 +282,8 @@ def plan_tick(steps: Steps, entry: CronEntry, tick: int, now: float) -> bool:
     meta.update(cron=entry.id, tick=tick)
     fields["meta"] = json.dumps(meta)
     due_ms = tick * 1000 if tick > now else None
+    if due_ms is not None:  # read by the take step's promotion (lua/include/take.lua)
+        fields["stale_at"] = str(next_tick(entry.expr, tick) * 1000 + STALE_GRACE_MS)
     created = steps.enqueue(entry.queue, [(job_id, fields)], entry.priority, due_ms) is None
     recorded = steps.cron_advance(
         entry.id, entry.version, entry.queue, tick, created, job_id, PLANNED_RETENTION_MS

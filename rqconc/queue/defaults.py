@@ -16,6 +16,10 @@ DEFAULT_FAILURE_TTL = 365 * 24 * 3600  # dead letters are kept a year unless tol
 MAX_TTL = 10 * 365 * 24 * 3600
 # The event stream is capped at about this many entries (XADD MAXLEN ~).
 EVENTS_MAXLEN = 10000
+# How long (ms) the enqueue step's `enqueued:<id>` mark outlives a job that may be deleted
+# quickly (kept 0 s or briefly): long enough for `Queue.enqueue`'s one resend after a lost
+# reply to find it although the job already ran and is gone.
+ENQUEUE_MARK_MS = 10000
 
 # Name -> value of every number above that a Lua file declares (as `local NAME = ...`).
 SHARED_WITH_LUA = {
@@ -25,4 +29,5 @@ SHARED_WITH_LUA = {
     "DEFAULT_FAILURE_TTL": DEFAULT_FAILURE_TTL,
     "MAX_TTL": MAX_TTL,
     "EVENTS_MAXLEN": EVENTS_MAXLEN,
+    "ENQUEUE_MARK_MS": ENQUEUE_MARK_MS,
 }

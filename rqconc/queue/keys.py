@@ -145,6 +145,10 @@ class KeySpace:
     def done(self, job_id: str) -> str:
         return self.prefix + "done:" + job_id
 
+    def enqueued(self, job_id: str) -> str:
+        """The enqueue step's short-lived mark of a request that stored a job (lua/enqueue.lua)."""
+        return self.prefix + "enqueued:" + job_id
+
     def dependents(self, job_id: str) -> str:
         """Deferred jobs waiting for this one, scored in enqueue order (lua/include/
         lifecycle.lua builds this name too, from the same pattern)."""

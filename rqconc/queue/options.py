@@ -22,6 +22,7 @@ from rqconc.queue.defaults import (
     DEFAULT_PRIORITY,
     DEFAULT_RESULT_TTL,
     DEFAULT_TIMEOUT,
+    ENQUEUE_MARK_MS,
     MAX_PRIORITY,
     MAX_TTL,
 )
@@ -145,6 +146,17 @@ def common_fields(
     if not _FOLLOWUPS.isdisjoint(options):
         fields.update(followup_fields(queue, dict(fields, queue=queue), options))
     return fields, priority
+
+
+def may_vanish(fields: Dict[str, str]) -> bool:
+    """Whether jobs with these common fields may be deleted within ENQUEUE_MARK_MS of being
+    stored (kept 0 s, or briefly, once they end). A resend of their enqueue after a lost
+    reply could then miss them and store them again, so the step leaves a mark for it."""
+    for name in ("result_ttl", "failure_ttl"):
+        value = fields.get(name)
+        if value is not None and 0 <= int(value) * 1000 < ENQUEUE_MARK_MS:
+            return True
+    return False
 
 
 def _add_meta_and_links(fields: Dict[str, str], options: Dict[str, Any]) -> None:

@@ -32,6 +32,7 @@ from rqconc.queue.options import (
     due_ms_at,
     due_ms_in,
     job_id_of,
+    may_vanish,
     refuse,
     take_options,
 )
@@ -128,7 +129,18 @@ class Queue:
         now, fresh_ids = now_ms(), not options.get("job_id")
         if not fresh_ids:  # tells this call's own job from another one under that id
             common = {**common, "enqueue_token": os.urandom(8).hex()}
-        send = partial(self._steps.enqueue, self.name, jobs, priority, due_ms, common, fresh_ids)
+        # A job that may be deleted before a resend gets there needs the step's mark (only
+        # the caller that resends asks for it: the mark is one more write).
+        send = partial(
+            self._steps.enqueue,
+            self.name,
+            jobs,
+            priority,
+            due_ms,
+            common,
+            fresh_ids,
+            mark=may_vanish(common),
+        )
         with translated_errors(client):
             # Generated ids are 128 random bits: only a caller's own id can exist already.
             try:

@@ -79,11 +79,13 @@ class Steps:
         common: Optional[Dict[str, Any]] = None,
         fresh_ids: bool = False,
         now: Optional[int] = None,
+        mark: bool = False,
     ) -> Optional[Tuple[EnqueueReply, str]]:
         """Store jobs (id, fields) of one priority, each hash also holding the `common`
         fields, `queue` and `created_at` (`now`, ms). None when stored, else why not:
         (EnqueueReply.EXISTS or MISSING_PARENT, the id); then nothing was written. `fresh_ids`: the
-        ids were just generated at random, so they need no check that they are free."""
+        ids were just generated at random, so they need no check that they are free. `mark`:
+        leave the short-lived `enqueued:<first id>` mark a resend of this request finds."""
         k = self.keys
         common = common or {}
         keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events]
@@ -114,6 +116,8 @@ class Steps:
             args += (job_id, len(fields))
             for pair in fields.items():
                 args += pair
+        if mark:
+            keys.append(k.enqueued(jobs[0][0]))
         code, detail = script("enqueue")(self.client, keys, args)
         if code == 1:
             return None

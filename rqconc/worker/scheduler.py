@@ -18,7 +18,9 @@ SIGKILLed its jobs already enqueued cover the ticks until the next leader takes 
 tick is missed at a handover.
 
 When no scheduler ran through several ticks (every worker down), only the latest missed
-tick fires, at once (SPEC section 7).
+tick fires, at once (SPEC section 7). The ticks a dead leader planned ahead carry their
+`stale_at` time (queue/cron.py plan_tick): the take step that finds one due only after a
+later tick was due cancels it (a `canceled` event) instead of running it.
 """
 
 from __future__ import annotations

@@ -106,3 +106,28 @@ def test_the_proxy_cuts_only_the_reply_asked_for(proxy):
     with pytest.raises(redis.exceptions.ConnectionError):
         client.set("k", "v")
     wait_for(lambda: client.get("k") == b"v", message="the SET ran although its reply was cut")
+
+
+@pytest.mark.parametrize("job_id", [None, "mine"])
+def test_a_job_kept_0s_that_ran_before_the_resend_is_not_stored_again(
+    job_id, proxy, redis_server, start_worker
+):
+    """The hole the job's own hash cannot close: a job with result_ttl=0 is deleted as soon
+    as it ran; if that happens before the resend arrives, only the step's short-lived
+    `enqueued:<id>` mark tells the resend that this request stored it already."""
+    queue = _warm_queue(proxy)
+    worker = start_worker("threading", 2, redis_server.url)
+    url = redis_server.url
+    assert queue.enqueue("tests.worker.jobs:add", 1, 1).get(timeout=20) == 2  # worker ready
+    client = redis_server.client()
+    # The resend waits until the worker has run the job and deleted it (result_ttl=0).
+    proxy.cut_reply_to(ENQUEUE, then_refuse=0.3)
+    options = {"job_id": job_id} if job_id else {}
+    job = queue.enqueue("tests.worker.jobs:record", url, "once", result_ttl=0, **options)
+    assert proxy.cut == 1
+    follow = queue.enqueue("tests.worker.jobs:add", 1, 2)  # the worker is past the first job
+    assert follow.get(timeout=20) == 3
+    wait_for(lambda: not client.exists(KEYS.job(job.id)), message="the job ran and was deleted")
+    assert client.lrange("executions", 0, -1) == [b"once"]
+    assert queue.job_ids == [] and queue.scheduled_job_ids == []
+    assert worker.process.poll() is None

@@ -4,14 +4,16 @@ removal; 5 fields or 6 with seconds last; job.meta["tick"]; only the latest miss
 
 import json
 import os
+import signal
 import socket
 import time
 
 import pytest
 
 from rqconc.errors import NoSuchJob
-from rqconc.queue.cron import LOOKAHEAD, entries, remove, tick_job_id
+from rqconc.queue.cron import LOOKAHEAD, STALE_GRACE_MS, entries, remove, tick_job_id
 from rqconc.queue.job import Job, JobStatus
+from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
 from rqconc.worker.scheduler import LEASE_MS, Scheduler, leader
 from rqconc.worker.source import RedisSource
@@ -147,6 +149,40 @@ def test_a_gap_after_registration_fires_only_the_latest_missed_tick(
         taken.append(reply[0])
     assert int(now) in ticks_of(taken)
     assert [tick for tick in ticks_of(taken) if tick < int(now)] == []
+
+
+def test_ticks_planned_ahead_that_no_worker_took_in_time_are_canceled_not_run(
+    queue, client, keys, scheduler, steps
+):
+    """Issue 14 item 8: a leader planned the next ticks as scheduled jobs, then every worker
+    stopped; when one starts after the gap, only the latest missed tick runs."""
+    entry = queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
+    now = time.time()
+    planned = list(range(int(now) - 8, int(now) - 3))  # the dead leader's lookahead
+    for tick in planned:
+        assert scheduler.fire(entry, tick, tick - 1.0) is True  # planned 1 s ahead
+    assert sorted(ticks_of(queue.scheduled_job_ids)) == planned
+    # The first supervisor back leads (2 s after the registration): the latest missed tick
+    # is enqueued to run at once.
+    later = now + 2
+    scheduler.tick(later)
+    taken = []
+    while True:  # every job a worker can take now, in the order it would run them
+        reply = steps.take(f"claim-{len(taken)}", ["default"], 15_000, "worker-1")
+        if not isinstance(reply, tuple):
+            break
+        taken.append(reply[0])
+    assert ticks_of(taken) == [int(later)]
+    for tick in planned:
+        job = queue.fetch_job(tick_job_id("every", tick))
+        assert job.status == JobStatus.CANCELED
+        assert "only the latest missed tick fires" in job.exc_info[1]
+    canceled = [
+        fields[b"job_id"].decode()
+        for _, fields in client.xrange(keys.events)
+        if fields[b"event"] == b"canceled"
+    ]
+    assert ticks_of(canceled) == planned
 
 
 def test_a_tick_enqueued_by_two_leaders_exists_once(queue, client, keys, scheduler):
@@ -285,3 +321,60 @@ def test_the_supervisor_tick_runs_the_scheduler_and_never_raises_while_redis_is_
     down = RedisSource(f"redis://127.0.0.1:{free_port()}/0", ["default"], name="sup-2")
     down.tick(info("sup-2"))  # logs, does not raise
     assert "running the cron scheduler" in caplog.text
+
+
+def test_after_every_worker_was_killed_only_the_latest_missed_tick_fires_then_on_schedule(
+    redis_server, start_worker
+):
+    """Issue 14 item 8 on real workers: the only worker (the leader) planned the next
+    LOOKAHEAD seconds of a per-second cron and is SIGKILLed; the ticks it planned must not
+    all fire when a worker starts after the gap."""
+    url = redis_server.url
+    client = redis_server.client()
+    keys = KeySpace()
+    worker = start_worker("threading", 2, url, "-q", "cron")
+    entry = Queue("cron", url).cron(
+        "* * * * * *", "tests.worker.cron_jobs:record_run", url, "runs", id="every"
+    )
+    first = int(entry.registered_at) + 1
+
+    def status(tick):
+        return client.hget(keys.job(tick_job_id("every", tick)), "status")
+
+    wait_for(lambda: status(first + 2) == b"finished", timeout=15, message="ticks running")
+    # Kill it between two ticks' jobs (a job killed mid-run would rightly run again).
+    wait_for(
+        lambda: 0.2 <= time.time() % 1 <= 0.6 and status(int(time.time())) == b"finished",
+        timeout=5,
+        message="a quiet moment between ticks",
+    )
+    worker.signal(signal.SIGKILL)
+    worker.wait_exit(5)
+    killed_at = time.time()
+    horizon = int(killed_at + LOOKAHEAD)  # the last tick the dead leader can have planned
+    # The gap: the planned ticks are then past their stale time (next tick + grace).
+    gap_end = horizon + 1 + STALE_GRACE_MS / 1000 + 0.5
+    wait_for(lambda: time.time() >= gap_end, timeout=LOOKAHEAD + 5, message="the gap")
+    restarted = time.time()
+    start_worker("threading", 2, url, "-q", "cron")
+    wait_for(
+        lambda: status(int(time.time()) - 1) == b"finished",
+        timeout=20,
+        message="ticks on schedule again",
+    )
+    last = int(time.time()) + 2
+    wait_for(lambda: status(last) == b"finished", timeout=10, message=f"tick {last} ran")
+
+    ran = {}
+    for raw in client.keys(keys.job("cron.every.*")):
+        job = {k.decode(): v.decode() for k, v in client.hgetall(raw).items()}
+        if job.get("status") == "finished":
+            ran[int(raw.decode().rsplit(".", 1)[1])] = int(job["started_at"]) / 1000
+    after = sorted(tick for tick in ran if tick > killed_at)
+    assert after and after == list(range(after[0], after[-1] + 1)), after  # one late, then all
+    assert after[0] > restarted - 1, after  # the latest missed tick, none from before it
+    late = [tick for tick in after if ran[tick] - tick >= 1]
+    assert late in ([], [after[0]]), (late, after)  # only that one late
+    for tick in range(int(killed_at) + 1, horizon + 1):  # what the dead leader planned
+        assert status(tick) in (None, b"canceled"), (tick, status(tick))
+    assert len(client.lrange("runs", 0, -1)) == len(ran)

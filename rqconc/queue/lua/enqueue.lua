@@ -17,6 +17,9 @@ KEYS[4]          marker:<queue>      wake-up marker that idle workers BZPOPMIN
 KEYS[5]          scheduled:<queue>   delayed jobs, score = due time (ms)
 KEYS[6]          events              the event stream
 KEYS[6+i]        job:<id>            the i-th job's hash (i = 1..n)
+KEYS[7+n]        enqueued:<id>       optional: this request's mark (<id> the first job's),
+                                     set for ENQUEUE_MARK_MS when the jobs may be deleted
+                                     quickly (steps.py's `mark`)
 
 ARGV[1]          queue name
 ARGV[2]          now (ms since the epoch): created_at, enqueued_at, and event times
@@ -34,8 +37,10 @@ Idempotent per id, so that a request whose reply was lost can be sent again (que
 once): a job that exists under a fresh random id (128 bits) can only be this request's own,
 and one under a caller's id is ours when its `enqueue_token` field (a random value the
 caller sends among the common fields, once per call) is the one sent; such a job is left as
-it is and counted as stored. (A job kept 0 s that already ran and was deleted in between is
-stored again: the one case this cannot see.)
+it is and counted as stored. A job kept 0 s (or briefly) may have run and been deleted
+before the resend gets here: for those the request leaves a mark, enqueued:<first id>
+holding its token ("1" for fresh ids), for ENQUEUE_MARK_MS; a resend that finds its own
+mark stored everything already (the step is all-or-nothing) and writes nothing.
 
 Returns {1, n} when every job was stored (or already was, by this very request),
         {0, id} when a job with that id already exists,
@@ -46,6 +51,8 @@ local NS, SEQ, EVENTS, NOW, WORKER = ARGV[5], KEYS[1], KEYS[6], ARGV[2], ''
 -- The plain path below runs before the include: it needs these two of its numbers.
 local PLAIN_MAX_PRIORITY = 100  -- MAX_PRIORITY
 local PLAIN_EVENTS_MAXLEN = 10000  -- EVENTS_MAXLEN
+local ENQUEUE_MARK_MS = 10000
+local MARK = KEYS[7 + tonumber(ARGV[4])]  -- nil unless the caller asked for the mark
 
 -- The plain single job, what producers send in a loop: the same writes as the general path
 -- below makes for it, without the include's closures, the id and parent checks and the
@@ -53,9 +60,10 @@ local PLAIN_EVENTS_MAXLEN = 10000  -- EVENTS_MAXLEN
 if ARGV[7] == 'plain' then
   local queue, common_last = ARGV[1], 8 + 2 * tonumber(ARGV[8])
   local id = ARGV[common_last + 1]  -- then k and the job's own pairs
-  if redis.call('EXISTS', KEYS[7]) == 1 then
+  if redis.call('EXISTS', KEYS[7]) == 1 or (MARK and redis.call('EXISTS', MARK) == 1) then
     return {1, 1}  -- a fresh id is taken only by this request, sent again: stored already
   end
+  if MARK then redis.call('SET', MARK, '1', 'PX', ENQUEUE_MARK_MS) end
   local fields = {'queue', queue, 'created_at', NOW, 'status', 'queued', 'enqueued_at', NOW}
   for j = 9, common_last do fields[#fields + 1] = ARGV[j] end
   for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end
@@ -89,6 +97,13 @@ end
 -- A job's own field wins over a common one, as in its hash (written after them).
 local function field_of(job, name)
   return value_of(job.first, job.last, name) or value_of(9, common_last, name)
+end
+
+-- This request's mark: its own token, or "1" when the ids are fresh (random: only ours).
+local own_mark = '1'
+if chosen_ids then own_mark = value_of(9, common_last, 'enqueue_token') end
+if MARK and own_mark and redis.call('GET', MARK) == own_mark then
+  return {1, n}  -- sent again after a lost reply: every job was stored (and may have run)
 end
 
 -- First pass: check every id and parent before writing anything (all-or-nothing).
@@ -196,6 +211,9 @@ for i = 1, n do
 end
 add_all(KEYS[3], waiting)
 add_all(KEYS[5], scheduled)
+if MARK and own_mark then
+  redis.call('SET', MARK, own_mark, 'PX', ENQUEUE_MARK_MS)
+end
 if #waiting > 0 then
   redis.call('ZADD', KEYS[4], 0, '0')
 end

@@ -8,6 +8,12 @@ q:<queue>, marker:<queue>, scheduled:<queue>, started:<queue>.
 on them), so markers of queues that still hold jobs are set again for the next idle child.
 A take chained onto a completion consumed none and skips that.
 
+A cron tick's job planned ahead (id cron.<cron id>.<tick>, see queue/cron.py) carries
+`stale_at` (ms): when a later tick of its cron is due (plus a grace). If no worker promoted
+it before then (every worker was down), a later tick supersedes it and it is canceled
+instead, so that only the latest missed tick fires (SPEC 7). Other jobs pay a string
+compare for this.
+
 Returns the taken job as {id, v1, v2, ...}: the values of TAKE_FIELDS in order (false, i.e.
 nil in the reply, where a field is absent), already started and leased under `claim`; or,
 when every listened queue is empty, the earliest due time (ms) of their scheduled jobs, or
@@ -18,6 +24,7 @@ when every listened queue is empty, the earliest due time (ms) of their schedule
 local TAKE_FIELDS = {'func', 'args', 'kwargs', 'serializer', 'timeout', 'queue', 'attempts',
   'retry', 'callback_of', 'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc'}
 local TAKE_QUEUE = 6
+local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 
 local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
   local now = tonumber(NOW)
@@ -30,7 +37,14 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
       redis.call('ZREM', scheduled, id)
       local key = job_key(id)
       if redis.call('EXISTS', key) == 1 then  -- a job deleted meanwhile just leaves
-        push_queued(id, key, false)
+        local stale_at = string.sub(id, 1, 5) == CRON_JOB_PREFIX
+          and tonumber(redis.call('HGET', key, 'stale_at'))
+        if stale_at and now >= stale_at then
+          mark_canceled(id, key, 'a later tick of its cron is due: only the latest missed '
+            .. 'tick fires')
+        else
+          push_queued(id, key, false)
+        end
       end
     end
   end
