@@ -19,7 +19,8 @@ import redis
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import SupervisorInfo
-from rqconc.queue.steps import now_ms, text
+from rqconc.queue.steps import text
+from rqconc.worker.clock import redis_time_ms
 from rqconc.worker.connections import Connections
 from rqconc.worker.outcomes import Recorder, log_transition
 from rqconc.worker.registry import WorkerRegistry
@@ -162,10 +163,11 @@ class Duties:
         client, keys = self.connections.client, self.connections.keys
 
         def check() -> bool:
+            now = redis_time_ms(client)  # due times are on Redis' clock (clock.py)
             pipe = client.pipeline(transaction=False)
             for queue in self.queues:
                 pipe.zcard(keys.queue(queue))
-                pipe.zcount(keys.scheduled(queue), "-inf", now_ms())
+                pipe.zcount(keys.scheduled(queue), "-inf", now)
             return not any(pipe.execute())
 
         return bool(self._guarded("checking whether the queues are empty", check))
