@@ -43,6 +43,27 @@ class Controls:
     def stop(self, graceful: bool = True) -> None:
         """Ask for a warm (graceful) or a cold shutdown; see `join()` to wait for it."""
         self._requests.append(WARM if graceful else COLD)
+        self._while_exiting()
+
+    def _signalled(self, signum: int) -> None:
+        """The signal handler: records the signal for the loop (see the module's doc)."""
+        self._requests.append(signum)
+        if signum in (signal.SIGINT, signal.SIGTERM):
+            self._while_exiting()
+
+    def _mark_stopped(self) -> None:
+        """The loop is over; a stop request it left undispatched counts as one that came
+        while the source waits."""
+        self.state = SupervisorState.STOPPED
+        if any(r in (signal.SIGINT, signal.SIGTERM, WARM, COLD) for r in self._requests):
+            self.source.stop_waiting()
+
+    def _while_exiting(self) -> None:
+        # Past the loop no request is dispatched any more, but the source may still wait
+        # (for Redis to record the jobs a cold shutdown interrupted): a stop request
+        # then means "leave now", as SPEC 2 promises an exit within 1 s of a cold one.
+        if self.state is SupervisorState.STOPPED:
+            self.source.stop_waiting()
 
     def _dispatch_requests(self) -> None:
         while self._requests:

@@ -101,6 +101,11 @@ class WorkSource(ABC):
     def supervisor_stopped(self, info: SupervisorInfo) -> None:
         """The supervisor is about to exit."""
 
+    def stop_waiting(self) -> None:
+        """Another stop request (INT/TERM or `stop()`) came while the supervisor exits:
+        whatever `supervisor_stopped` waits for, stop waiting now. Runs in a signal handler
+        or another thread: set a flag, nothing more."""
+
     def renew(self, claims: Sequence[str]) -> None:
         """Keep the leases of items being performed (called every `renew_interval`)."""
 

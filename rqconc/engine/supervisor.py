@@ -107,7 +107,7 @@ class BaseSupervisor(Controls, Duties):
                 "from the main thread; use start() to embed it"
             )
         self._pool = self._make_pool()
-        previous = {s: self._pool.install_signal(s, self._requests.append) for s in HANDLED_SIGNALS}
+        previous = {s: self._pool.install_signal(s, self._signalled) for s in HANDLED_SIGNALS}
         try:
             return self._serve()
         finally:
@@ -215,7 +215,7 @@ class BaseSupervisor(Controls, Duties):
     def _finish(self) -> None:
         if self._pool is not None and self._pool.live():
             self.handle_cold()
-        self.state = SupervisorState.STOPPED
+        self._mark_stopped()
         if self._renewer is not None:
             self._renewer.stop()
         if self.exit_code is None:

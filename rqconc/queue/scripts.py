@@ -39,6 +39,14 @@ class EnqueueReply(IntEnum):
     MISSING_PARENT = 2  # depends_on names a job that does not exist (nothing written)
 
 
+class CompleteReply(IntEnum):
+    """complete.lua: the first element of its reply."""
+
+    NEXT_ID_TAKEN = -2  # the next stage's id names a job that exists (nothing written)
+    STALE = -1  # the claim no longer holds the job (nothing written)
+    RECORDED = 1
+
+
 class FailReply(IntEnum):
     """fail.lua."""
 

@@ -15,6 +15,7 @@ from rqconc.queue.keys import KeySpace
 from rqconc.queue.scripts import (
     AwaitReply,
     CancelReply,
+    CompleteReply,
     CronAdvanceReply,
     CronLeaseReply,
     CronPutReply,
@@ -204,9 +205,9 @@ class Steps:
         next_take: Optional[Tuple[str, Sequence[str], int]] = None,
     ) -> Any:
         """Record the return value (and enqueue the flow's next stage, given as (id, fields)).
-        Without `next_take`: True, or False when the claim is stale (nothing written).
+        Without `next_take`: RECORDED, STALE claim or NEXT_ID_TAKEN (both: nothing written).
         With `next_take` = (next claim, queues, lease ms) the same step takes the next job:
-        returns (True, what `take` returns) or (False, None)."""
+        returns (RECORDED, what `take` returns) or (the refusal, None)."""
         k = self.keys
         keys = [
             k.active,
@@ -234,10 +235,10 @@ class Steps:
             for name, value in fields.items():
                 args += [name, value]
         reply = script("complete")(self.client, keys, args)
-        recorded = reply[0] == 1
+        code = CompleteReply(int(reply[0]))
         if next_take is None:
-            return recorded
-        return recorded, (_taken(reply[1]) if recorded else None)
+            return code
+        return code, (_taken(reply[1]) if code is CompleteReply.RECORDED else None)
 
     def fail(
         self,

@@ -19,7 +19,8 @@ import redis
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import SupervisorInfo
-from rqconc.queue.steps import now_ms, text
+from rqconc.queue.steps import text
+from rqconc.worker.clock import redis_time_ms
 from rqconc.worker.connections import Connections
 from rqconc.worker.outcomes import Recorder, log_transition
 from rqconc.worker.registry import WorkerRegistry
@@ -28,6 +29,7 @@ from rqconc.worker.scheduler import run_scheduler
 log = logging.getLogger("rqconc.worker")
 T = TypeVar("T")
 RENEWING = "renewing leases"
+REQUEUEING = "requeueing an interrupted job"
 
 
 class Duties:
@@ -55,6 +57,7 @@ class Duties:
         self._suspended = False
         self._pending: List[Tuple[str, Callable[[], Any]]] = []  # (doing, step), in order
         self._refusals: Dict[str, str] = {}  # duty -> the kind of error reply last logged
+        self._leave = False  # another stop request came: end the wait at exit now
 
     def _guarded(self, doing: str, action: Callable[[], T]) -> Optional[T]:
         try:
@@ -99,6 +102,9 @@ class Duties:
             self._flush_before_exit()
         registry = self._registry()
         self._guarded("unregistering the worker", lambda: registry.unregister(info.name))
+
+    def stop_waiting(self) -> None:
+        self._leave = True  # from a signal handler: a flag only, read by the wait below
 
     def renew(self, claims: Sequence[str]) -> None:
         lease_ms = int(self.lease_seconds * 1000)
@@ -157,10 +163,11 @@ class Duties:
         client, keys = self.connections.client, self.connections.keys
 
         def check() -> bool:
+            now = redis_time_ms(client)  # due times are on Redis' clock (clock.py)
             pipe = client.pipeline(transaction=False)
             for queue in self.queues:
                 pipe.zcard(keys.queue(queue))
-                pipe.zcount(keys.scheduled(queue), "-inf", now_ms())
+                pipe.zcount(keys.scheduled(queue), "-inf", now)
             return not any(pipe.execute())
 
         return bool(self._guarded("checking whether the queues are empty", check))
@@ -174,7 +181,7 @@ class Duties:
             ("revoking the claims of ended children", lambda: steps.revoke(claims))
         )
         for claim in claims:
-            self._pending.append(("requeueing an interrupted job", partial(self._requeue, claim)))
+            self._pending.append((REQUEUEING, partial(self._requeue, claim)))
         self._run_pending()
 
     def _requeue(self, claim: str) -> bool:
@@ -220,27 +227,44 @@ class Duties:
     def _flush_before_exit(self) -> None:
         """Wait for Redis, up to one lease, for the steps that must land: a job interrupted
         by a cold shutdown must come back as an interruption, not as a lost lease (an
-        attempt counted). Past a lease, recovery has its say anyway."""
+        attempt counted). Past a lease, recovery has its say anyway; another INT/TERM ends
+        the wait at once (SPEC 2: gone within 1 s of a cold shutdown, when asked again)."""
         if self._run_pending(quiet=True):
             return
         log.warning(
             "Redis is unreachable: waiting up to %.0f s for it to record %d step(s) of ended "
-            "children (interrupted jobs go back without counting an attempt)",
+            "children (interrupted jobs go back without counting an attempt); send "
+            "SIGINT/SIGTERM again to leave now",
             self.lease_seconds,
             len(self._pending),
         )
         deadline = time.monotonic() + self.lease_seconds
         backoff = Backoff(first=0.1, cap=2.0)
-        while time.monotonic() < deadline:
-            time.sleep(min(backoff.wait(), max(0.0, deadline - time.monotonic())))
-            if self._run_pending(quiet=True):
+        while time.monotonic() < deadline and not self._leave:
+            self._pause(min(backoff.wait(), max(0.0, deadline - time.monotonic())))
+            if not self._leave and self._run_pending(quiet=True):
                 log.info("Redis is back: the steps of ended children are recorded")
                 return
+        if self._leave:
+            log.warning(
+                "asked to stop again: leaving %d interrupted job(s) to lease recovery",
+                self._pending_interruptions(),
+            )
+            return
         log.error(
             "Redis stayed unreachable: %d step(s) of ended children are dropped; their jobs "
             "come back through lease recovery",
             len(self._pending),
         )
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep, in slices short enough to notice `stop_waiting` within 0.1 s."""
+        until = time.monotonic() + seconds
+        while not self._leave and time.monotonic() < until:
+            time.sleep(min(0.1, max(0.0, until - time.monotonic())))
+
+    def _pending_interruptions(self) -> int:
+        return sum(1 for doing, _ in self._pending if doing == REQUEUEING)
 
     # ---- cancel ----
     def stop_requested(self, claims: Sequence[str]) -> Sequence[str]:

@@ -18,7 +18,7 @@ from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import WorkItem
 from rqconc.queue.retry import policy_of
 from rqconc.queue.serialization import mro_names, type_name
-from rqconc.queue.steps import text
+from rqconc.queue.steps import CompleteReply, text
 from rqconc.worker.connections import Connections
 from rqconc.worker.runner import Outcome
 
@@ -105,9 +105,11 @@ class Recorder:
                 self._stale(item)
             return None
         queue = fields.get("queue", "")
-        recorded, following = self._complete(item, queue, outcome, take)
-        if recorded:
+        code, following = self._complete(item, queue, outcome, take)
+        if code is CompleteReply.RECORDED:
             log_transition(self.worker, "finished", item.item_id, queue, duration)
+        elif code is CompleteReply.NEXT_ID_TAKEN:
+            self._next_id_taken(item, fields, outcome, duration)
         else:
             self._stale(item)
         return following
@@ -118,11 +120,12 @@ class Recorder:
         queue: str,
         outcome: Outcome,
         take: Optional[Tuple[str, Sequence[str], int]],
-    ) -> Tuple[bool, Optional[WorkItem]]:
-        """Whether the completion landed (False: a stale claim), and the job taken next."""
+    ) -> Tuple[CompleteReply, Optional[WorkItem]]:
+        """How the completion ended (nothing written unless RECORDED), and the job taken
+        next."""
         hot = self.connections.child().steps
         if take is None:
-            recorded = hot.complete(
+            code = hot.complete(
                 item.claim,
                 item.item_id,
                 queue,
@@ -131,8 +134,8 @@ class Recorder:
                 self.worker,
                 outcome.next_stage,
             )
-            return recorded, None
-        recorded, taken = hot.complete(
+            return code, None
+        code, taken = hot.complete(
             item.claim,
             item.item_id,
             queue,
@@ -142,7 +145,25 @@ class Recorder:
             outcome.next_stage,
             take,
         )
-        return recorded, work_item(take[0], taken)
+        return code, work_item(take[0], taken)
+
+    def _next_id_taken(
+        self, item: WorkItem, fields: Dict[str, str], outcome: Outcome, duration: float
+    ) -> None:
+        """The stage's `Next(..., job_id=X)` passed the check when it returned, but X was
+        created before the completion: the step wrote nothing and the claim still holds,
+        so the stage fails now as it would have at the check (a final failure, no retry)
+        instead of waiting out its lease and counting a lost one."""
+        next_id = outcome.next_stage[0] if outcome.next_stage else ""
+        message = (
+            f"Next(..., job_id={next_id!r}): a job with that id already exists (created "
+            "while this stage completed); the next stage was not enqueued"
+        )
+        code = self.fail(
+            item.claim, item.item_id, fields, ("ValueError", message, ""), (), duration
+        )
+        if code == -1:
+            self._stale(item)
 
     def fail(
         self,

@@ -3,12 +3,13 @@
 A worker is one hash `{ns}:worker:<name>` with a TTL, plus its entry in the `{ns}:workers`
 sorted set scored by the moment that TTL runs out. A supervisor whose loop is wedged stops
 heartbeating, so it drops out of the listing after its TTL even if its process lives.
+Every time here is Redis' (clock.py): workers on hosts whose clocks disagree must not drop
+one another from the listing.
 """
 
 from __future__ import annotations
 
 import json
-import time
 from typing import Any, Dict, List, Optional, Sequence
 
 import redis
@@ -16,6 +17,7 @@ import redis
 from rqconc.engine.source import SupervisorInfo
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.steps import text
+from rqconc.worker.clock import redis_time, redis_time_ms
 
 DEFAULT_TTL = 420  # seconds without a heartbeat after which a worker counts as gone
 
@@ -49,7 +51,7 @@ class WorkerRegistry:
         pipe.execute()
 
     def _write(self, info: SupervisorInfo, queues: Sequence[str], state: str) -> None:
-        now = int(time.time() * 1000)
+        now = redis_time_ms(self.client)
         ttl_ms = int(self.ttl * 1000)
         key = self.keys.worker(info.name)
         pipe = self.client.pipeline(transaction=False)
@@ -77,7 +79,7 @@ class WorkerRegistry:
 
     def list(self) -> List[Dict[str, Any]]:
         """The live workers, by name; entries not heard from within their TTL are dropped."""
-        now = int(time.time() * 1000)
+        now = redis_time_ms(self.client)
         self.client.zremrangebyscore(self.keys.workers, "-inf", now)
         names = [text(n) for n in self.client.zrange(self.keys.workers, 0, -1)]
         pipe = self.client.pipeline(transaction=False)
@@ -118,6 +120,6 @@ def heartbeat_age(client: redis.Redis, name: str, namespace: str = "rqconc") -> 
     fields = {text(k): text(v) for k, v in raw.items()}
     if "last_heartbeat" not in fields:
         return None
-    age = time.time() - int(fields["last_heartbeat"]) / 1000
+    age = redis_time(client) - int(fields["last_heartbeat"]) / 1000
     ttl = float(fields.get("ttl") or DEFAULT_TTL)
     return max(age, 0.0) if age < ttl else None

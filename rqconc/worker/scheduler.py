@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import time
 from typing import List, Optional, Tuple
 
 import redis
@@ -37,6 +36,7 @@ from rqconc.queue.cron import LOOKAHEAD, CronEntry, due_ticks, plan_tick  # noqa
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.scripts import CronLeaseReply
 from rqconc.queue.steps import Steps, text
+from rqconc.worker.clock import redis_time
 
 log = logging.getLogger("rqconc.worker.scheduler")
 
@@ -81,7 +81,8 @@ class Scheduler:
         returns how many jobs it enqueued."""
         if not self.lead():
             return 0
-        now = time.time() if now is None else now
+        # Redis' clock: a leader whose clock is ahead would fire ticks early (clock.py).
+        now = redis_time(self.client) if now is None else now
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(self.keys.crons)
         pipe.hgetall(self.keys.cron_last)

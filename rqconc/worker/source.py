@@ -111,6 +111,9 @@ class RedisSource(WorkSource):
     def supervisor_stopped(self, info: SupervisorInfo) -> None:
         self.duties.stopped(info)
 
+    def stop_waiting(self) -> None:
+        self.duties.stop_waiting()
+
     def renew(self, claims: Sequence[str]) -> None:
         self.duties.renew(claims)
 

@@ -6,6 +6,7 @@ import pytest
 from rqconc.queue.keys import SCORE_BAND, queue_score
 from rqconc.queue.queue import Priority
 from rqconc.queue.retry import Retry, default_policy, policy_of
+from rqconc.queue.steps import CompleteReply
 from tests.queue.helpers import take_and_run
 
 FUNC = "tests.queue.tasks:add"
@@ -53,7 +54,7 @@ def test_the_complete_step_refuses_a_next_stage_whose_id_was_taken_meanwhile(
     before = client.hgetall(keys.job("raced-id"))
     next_stage = ("raced-id", {"queue": "default", "func": FUNC, "args": "[5,5]"})
     recorded = steps.complete("claim-1", stage.id, "default", "3", "json", "w", next_stage)
-    assert recorded is False
+    assert recorded is CompleteReply.NEXT_ID_TAKEN
     assert client.hgetall(keys.job("raced-id")) == before and other.status == "queued"
     assert stage.status == "started" and client.hget(keys.claims, "claim-1") is not None
     assert queue.job_ids == ["raced-id"]

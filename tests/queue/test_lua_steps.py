@@ -14,7 +14,7 @@ from rqconc.queue.defaults import SHARED_WITH_LUA
 from rqconc.queue.job import JobStatus
 from rqconc.queue.scripts import expand as _expand
 from rqconc.queue.scripts import script
-from rqconc.queue.steps import Steps
+from rqconc.queue.steps import CompleteReply, Steps
 
 LEASE_MS = 15_000
 
@@ -146,7 +146,7 @@ def test_complete_records_the_result_and_wakes_waiters(queue, steps, client, key
     job = queue.enqueue("tests.queue.tasks:add", 1, 2)
     take(steps, "claim-1")
     assert steps.await_outcome(job.id)[0] == 2  # what job.get() does before it blocks
-    assert steps.complete("claim-1", job.id, "default", "3", "json") is True
+    assert steps.complete("claim-1", job.id, "default", "3", "json") == CompleteReply.RECORDED
     stored = fields_of(client, keys, job.id)
     assert stored["status"] == "finished" and stored["result"] == "3"
     assert stored["attempts"] == "1" and "token" not in stored
@@ -162,7 +162,7 @@ def test_complete_records_the_result_and_wakes_waiters(queue, steps, client, key
 def test_complete_pushes_no_outcome_list_when_nobody_waits(queue, steps, client, keys):
     job = queue.enqueue("tests.queue.tasks:add", 1, 2)
     take(steps, "claim-1")
-    assert steps.complete("claim-1", job.id, "default", "3", "json") is True
+    assert steps.complete("claim-1", job.id, "default", "3", "json") == CompleteReply.RECORDED
     assert not client.exists(keys.done(job.id))
     assert job.get(timeout=1) == 3  # read from the job's hash
 
@@ -173,7 +173,7 @@ def test_complete_with_a_stale_claim_writes_nothing(queue, steps, client, keys):
     steps.requeue_front("claim-1", job.id, "default")
     take(steps, "claim-2")
     before = fields_of(client, keys, job.id)
-    assert steps.complete("claim-1", job.id, "default", "3", "json") is False
+    assert steps.complete("claim-1", job.id, "default", "3", "json") == CompleteReply.STALE
     assert fields_of(client, keys, job.id) == before
     assert client.exists(keys.done(job.id)) == 0
     assert client.hget(keys.claims, "claim-2") == job.id.encode()
@@ -239,7 +239,7 @@ def test_recover_requeues_jobs_whose_lease_expired_at_the_front(queue, steps, cl
     assert queue.job_ids == [job.id, waiting.id]
     assert job.status is JobStatus.QUEUED and job.lost == 1
     assert client.hget(keys.claims, "claim-1") is None
-    assert steps.complete("claim-1", job.id, "default", "3", "json") is False
+    assert steps.complete("claim-1", job.id, "default", "3", "json") == CompleteReply.STALE
 
 
 def test_recover_leaves_live_leases_alone(queue, steps):
@@ -271,13 +271,15 @@ def test_complete_can_take_the_next_job_in_the_same_step(queue, steps, client, k
     recorded, taken = steps.complete(
         "claim-1", job_id, "default", "2", "json", "w", next_take=("claim-2", ["default"], 5000)
     )
-    assert recorded and job_id == first.id and taken[0] == second.id
+    assert recorded is CompleteReply.RECORDED and job_id == first.id and taken[0] == second.id
     assert first.status == "finished" and second.status == "started"
     assert client.hget(keys.claims, "claim-2") == second.id.encode()
     recorded, taken = steps.complete(
         "claim-2", second.id, "default", "4", "json", "w", next_take=("claim-3", ["default"], 5000)
     )
-    assert recorded and taken == -1  # nothing left: the earliest due time, none
+    assert (
+        recorded is CompleteReply.RECORDED and taken == -1
+    )  # nothing left: the earliest due time, none
 
 
 def test_a_stale_complete_takes_nothing(queue, steps, client, keys):
@@ -287,7 +289,7 @@ def test_a_stale_complete_takes_nothing(queue, steps, client, keys):
     steps.requeue_front("claim-1", job.id, "default")
     assert steps.complete(
         "claim-1", job.id, "default", "2", "json", "w", next_take=("claim-2", ["default"], 5000)
-    ) == (False, None)
+    ) == (CompleteReply.STALE, None)
     assert client.hget(keys.claims, "claim-2") is None and queue.count == 2
 
 
@@ -306,7 +308,7 @@ def test_a_take_or_chained_take_under_a_revoked_claim_leaves_the_job_waiting(
     recorded, taken = steps.complete(
         "claim-1", job_id, "default", "2", "json", "w", next_take=("claim-next", ["default"], 5000)
     )
-    assert recorded and taken == -1 and queue.job_ids == [second.id]
+    assert recorded is CompleteReply.RECORDED and taken == -1 and queue.job_ids == [second.id]
     assert 0 < client.pttl(keys.revoked("claim-gone")) <= 600_000  # removes itself
 
 

@@ -6,12 +6,16 @@ The skewed clock is a test fixture (tests/support/clock.py, which the chaos run 
 interpreter of that worker, as a host with a wrong clock would.
 """
 
+import time
+
 import pytest
 
 from rqconc import JobStatus, Queue
+from rqconc.queue.cron import LOOKAHEAD
 from rqconc.queue.keys import KeySpace
+from rqconc.worker.registry import heartbeat_age, list_workers
 from tests.support.clock import clock_env, install_clock
-from tests.support.worker_process import BACKENDS
+from tests.support.worker_process import BACKENDS, wait_for
 
 HOUR = 3600.0
 LEASE = "1"  # seconds; the job runs five of them
@@ -60,3 +64,31 @@ def test_a_worker_whose_clock_lags_keeps_the_leases_of_its_jobs(
     backend, redis_server, start_worker_with_clock
 ):
     run_once_across_skewed_workers(redis_server, start_worker_with_clock, -HOUR, 0, backend)
+
+
+# The registry and the cron leader compare times across hosts too: they read Redis' clock.
+
+
+@pytest.mark.parametrize("skew", [-HOUR, HOUR])
+def test_a_worker_with_a_skewed_clock_is_listed_with_a_fresh_heartbeat(
+    skew, redis_server, start_worker_with_clock
+):
+    worker = start_worker_with_clock(skew, "forking", redis_server.url)
+    client = redis_server.client()
+    # Scored by its own clock, a lagging worker's entry expired before it was written.
+    listed = wait_for(lambda: list_workers(client), message="the worker listed")
+    assert [w["pid"] for w in listed] == [worker.process.pid]
+    assert abs(listed[0]["last_heartbeat"] - time.time()) < 5
+    assert heartbeat_age(client, listed[0]["name"]) < 5
+
+
+def test_a_cron_leader_whose_clock_runs_ahead_plans_no_tick_early(
+    redis_server, start_worker_with_clock
+):
+    q = Queue(connection=redis_server.url)
+    q.cron("* * * * * *", "tests.worker.jobs:add", 1, 2, id="every-second")
+    start_worker_with_clock(HOUR, "forking", redis_server.url)
+    client, keys = redis_server.client(), KeySpace()
+    last = wait_for(lambda: client.hget(keys.cron_last, "every-second"), message="a tick")
+    # Ahead by an hour, the leader planned the ticks of an hour from now.
+    assert int(last) <= time.time() + LOOKAHEAD + 2

@@ -4,6 +4,7 @@ supervisor records the interruption once Redis answers again, instead of leaving
 lease recovery (a lost lease, an attempt counted)."""
 
 import signal
+import time
 
 import pytest
 
@@ -39,5 +40,34 @@ def test_a_cold_shutdown_while_redis_is_away_requeues_its_jobs_as_interrupted(
         assert [j.attempts for j in running] == [0, 0]
         assert set(q.job_ids) == {j.id for j in running}
         assert "cold shutdown" in worker.output()
+    finally:
+        proxy.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_another_term_ends_the_wait_for_redis_at_once_and_leaves_jobs_to_recovery(
+    backend, redis_server, start_worker
+):
+    """The wait above lasts up to one lease; asked again, the process leaves within 1 s
+    (SPEC 2), and the jobs it held come back when their leases expire."""
+    proxy = TcpProxy(redis_server.port).start()
+    try:
+        worker = start_worker(backend, 2, proxy.url(), "--lease-seconds", "30")
+        q = Queue(connection=redis_server.url)
+        running = [q.enqueue("tests.worker.jobs:nap", 60) for _ in range(2)]
+        wait_for(
+            lambda: all(j.status == JobStatus.STARTED for j in running), message="jobs started"
+        )
+        proxy.drop(120.0)  # unreachable for longer than the test lasts
+        worker.signal(signal.SIGTERM)
+        wait_for(lambda: "warm shutdown" in worker.output(), message="warm shutdown")
+        worker.signal(signal.SIGTERM)
+        wait_for(lambda: "waiting up to 30 s" in worker.output(), message="the wait's log")
+        asked = time.monotonic()
+        worker.signal(signal.SIGTERM)
+        assert worker.wait_exit(5) == 1
+        assert time.monotonic() - asked < 1.0, worker.output()[-3000:]
+        assert "leaving 2 interrupted job(s) to lease recovery" in worker.output()
+        assert [j.status for j in running] == [JobStatus.STARTED] * 2  # until their leases end
     finally:
         proxy.close()
