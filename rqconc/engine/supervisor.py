@@ -86,6 +86,10 @@ class BaseSupervisor(Controls, Duties):
         self.preload = tuple(preload)
         self.on_tick = on_tick
         self.burst = burst
+        self._init_run_state()
+
+    def _init_run_state(self) -> None:
+        """What changes while the supervisor runs (the settings above do not)."""
         self.state = SupervisorState.READY
         self.exit_code: Optional[int] = None
         self.boot_error: Optional[str] = None
