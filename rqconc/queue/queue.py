@@ -230,7 +230,7 @@ class Queue:
         removed = 0
         with translated_errors(self.connection):
             while True:
-                popped = self.connection.zpopmin(self.keys.queue(self.name), 1000)
+                popped: Any = self.connection.zpopmin(self.keys.queue(self.name), 1000)
                 if not popped:
                     return removed
                 ids = [text(member) for member, _ in popped]
