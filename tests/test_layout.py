@@ -1,6 +1,6 @@
 """The import rules of docs/architecture.md ("Package map and import rules"), read from the
-AST of every module in rqconc/: layers, no circles, no import hidden in a function, and no
-module over 400 lines."""
+AST of every module in rqconc/: layers, no circles, no import hidden in a function, and the
+size limits of STYLE.md (modules, functions, classes)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,14 @@ from typing import Dict, Iterable, Iterator, List, Set
 
 PACKAGE = Path(__file__).resolve().parent.parent / "rqconc"
 MAX_LINES = 400
+MAX_FUNCTION_LINES = 40
+MAX_METHODS = 25
+# Functions over MAX_FUNCTION_LINES in packages being reworked on other branches while this
+# limit was introduced. Only shrinks: the lead empties it as those branches are merged.
+LONG_FUNCTIONS_ALLOWED = {
+    # A stack of 20 click options shared by `rqconc worker` and main.py (a decorator, not logic).
+    "rqconc.cli.worker.worker_options",
+}
 # The gevent-first entry point must patch the standard library before the rest of rqconc is
 # imported, so its imports wait inside functions on purpose.
 LOCAL_IMPORTS_ALLOWED = {"rqconc.gevent_first"}
@@ -44,6 +52,9 @@ def _module_name(path: Path) -> str:
 
 
 MODULES: Dict[str, Path] = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+TREES: Dict[str, ast.Module] = {
+    module: ast.parse(path.read_text(encoding="utf-8")) for module, path in MODULES.items()
+}
 
 
 def _targets(node: ast.AST, package: str) -> List[str]:
@@ -71,9 +82,8 @@ def _walk(node: ast.AST, in_function: bool) -> Iterator[tuple]:
 def _imports(module: str) -> List[Import]:
     path = MODULES[module]
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     found = []
-    for node, in_function in _walk(tree, False):
+    for node, in_function in _walk(TREES[module], False):
         for target in _targets(node, package):
             found.append(Import(module, target, node.lineno, in_function))
     return found
@@ -177,6 +187,84 @@ def test_no_module_is_over_400_lines():
         if lines > MAX_LINES:
             long[module] = lines
     assert not long, _listed(f"{module}: {lines} lines" for module, lines in long.items())
+
+
+def _function_lines(node: ast.AST) -> int:
+    """Lines from the def (decorators excluded) to the end, without the docstring."""
+    assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    lines = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+    first = node.body[0]
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        lines -= first.end_lineno - first.lineno + 1  # type: ignore[operator]
+    return lines
+
+
+def _definitions(module: str) -> Iterator[tuple]:
+    """(qualified name, node) of every function and class, nested ones included."""
+
+    def walk(node: ast.AST, prefix: str) -> Iterator[tuple]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}.{child.name}"
+                yield name, child
+                yield from walk(child, name)
+            else:
+                yield from walk(child, prefix)
+
+    yield from walk(TREES[module], module)
+
+
+def _is_property(node: ast.AST) -> bool:
+    decorators = getattr(node, "decorator_list", [])
+    return any(
+        (isinstance(d, ast.Name) and d.id in ("property", "cached_property"))
+        or (isinstance(d, ast.Attribute) and d.attr in ("setter", "getter", "deleter"))
+        for d in decorators
+    )
+
+
+def test_no_function_is_over_40_lines():
+    long = [
+        f"{name}: {_function_lines(node)} lines"
+        for module in MODULES
+        for name, node in _definitions(module)
+        if not isinstance(node, ast.ClassDef)
+        and _function_lines(node) > MAX_FUNCTION_LINES
+        and name not in LONG_FUNCTIONS_ALLOWED
+    ]
+    assert not long, _listed(long)
+
+
+def test_the_allowed_long_functions_still_exist_and_are_long():
+    # An allowance outlives its reason silently otherwise: remove it once the function is short.
+    found = {
+        name: _function_lines(node)
+        for module in MODULES
+        for name, node in _definitions(module)
+        if name in LONG_FUNCTIONS_ALLOWED
+    }
+    stale = [name for name in LONG_FUNCTIONS_ALLOWED if found.get(name, 0) <= MAX_FUNCTION_LINES]
+    assert not stale, _listed(stale)
+
+
+def test_no_class_has_over_25_methods():
+    crowded = []
+    for module in MODULES:
+        for name, node in _definitions(module):
+            if isinstance(node, ast.ClassDef):
+                methods = [
+                    child
+                    for child in node.body
+                    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and not _is_property(child)
+                ]
+                if len(methods) > MAX_METHODS:
+                    crowded.append(f"{name}: {len(methods)} methods")
+    assert not crowded, _listed(crowded)
 
 
 def test_the_rules_see_every_layer():

@@ -166,8 +166,9 @@ def describe(client: redis.Redis) -> str:
     if kwargs.get("path"):
         query = f"?db={db}" if db else ""
         return f"unix://{user}{quote(kwargs['path'])}{query}"
-    is_tls = isinstance(getattr(pool, "connection_class", None), type) and issubclass(
-        pool.connection_class, redis.SSLConnection
+    connection_class = getattr(pool, "connection_class", None)
+    is_tls = isinstance(connection_class, type) and issubclass(
+        connection_class, redis.SSLConnection
     )
     host = kwargs.get("host", "localhost")
     if ":" in host:  # IPv6 literal

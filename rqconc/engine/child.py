@@ -113,7 +113,7 @@ def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]
         # Per item, not throttled: the id in `ps` must be the one running now, and a long
         # item may follow a short one at any moment.
         _show(ctx, item.item_id)
-        last = bool(max_jobs) and done + 1 >= max_jobs
+        last = max_jobs is not None and max_jobs > 0 and done + 1 >= max_jobs
         following = source.perform(item, None if last else next_claim)
         done += 1
         if following is None:

@@ -99,10 +99,10 @@ class FakeSource(WorkSource):
         return WorkItem(claim, item_id, None, {kind: seconds})
 
     def _take_from_spool(self, claim: str) -> Optional[WorkItem]:
-        for path in sorted(self.spool.glob("*.json")):
-            taken = self.spool / "taken" / f"{claim}={path.name}"
+        for path in sorted(self._spool_dir.glob("*.json")):
+            taken = self._spool_dir / "taken" / f"{claim}={path.name}"
             with self._spool_lock():  # the claim's child may be ended meanwhile (revoked)
-                if (self.spool / "revoked" / claim).exists():
+                if (self._spool_dir / "revoked" / claim).exists():
                     return None
                 try:
                     os.rename(path, taken)
@@ -172,10 +172,16 @@ class FakeSource(WorkSource):
             self.record("canceled", claim=claim)
 
     # ---- spool bookkeeping; a claim is settled once (the fake's fencing) ----
+    @property
+    def _spool_dir(self) -> Path:
+        """The spool, for the calls that only run when there is one."""
+        assert self.spool is not None
+        return self.spool
+
     @contextmanager
     def _spool_lock(self) -> Iterator[None]:
         # flock on a fresh descriptor excludes other threads of this process too.
-        fd = os.open(self.spool / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self._spool_dir / "lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -193,7 +199,7 @@ class FakeSource(WorkSource):
         if taken is None:
             return False
         try:
-            os.rename(taken, self.spool / "done" / f"{outcome}={taken.name}")
+            os.rename(taken, self._spool_dir / "done" / f"{outcome}={taken.name}")
             return True
         except FileNotFoundError:
             return False
@@ -205,7 +211,7 @@ class FakeSource(WorkSource):
                 continue
             name = taken.name.split("=", 1)[1]
             try:
-                os.rename(taken, self.spool / name)
+                os.rename(taken, self._spool_dir / name)
             except FileNotFoundError:
                 continue
             self.record(event, item=Path(name).stem, claim=claim)

@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Union
+from typing import Callable, List, Optional, Sequence, Type, Union
 
 from rqconc.engine import titles
 from rqconc.engine.backends import pool_class
@@ -55,7 +55,7 @@ class BaseSupervisor(Controls, Duties):
 
     def __init__(
         self,
-        backend: Union[str, type] = "forking",
+        backend: Union[str, Type[Pool]] = "forking",
         size: int = 1,
         source: Optional[WorkSource] = None,
         *,
@@ -86,12 +86,16 @@ class BaseSupervisor(Controls, Duties):
         self.preload = tuple(preload)
         self.on_tick = on_tick
         self.burst = burst
+        self._init_run_state()
+
+    def _init_run_state(self) -> None:
+        """What changes while the supervisor runs (the settings above do not)."""
         self.state = SupervisorState.READY
         self.exit_code: Optional[int] = None
         self.boot_error: Optional[str] = None
         self.suspended = False
         self._requests: List[Union[int, str]] = []
-        self._pool: Optional[Pool] = None
+        self._has_pool = False  # `_pool` is set once run() or start() made it
         self._thread: Optional[threading.Thread] = None
         self._cold = False
         self._stop_started = 0.0
@@ -129,7 +133,7 @@ class BaseSupervisor(Controls, Duties):
 
     @property
     def children(self) -> List[ChildSnapshot]:
-        if self._pool is None:
+        if not self._has_pool:
             return []
         snapshots = []
         # Read without the slots' locks: this may run in any thread, while the loop frees
@@ -155,6 +159,7 @@ class BaseSupervisor(Controls, Duties):
         pool = self._pool_class(max(self.size * 4, self.size + 16))
         self._slots = pool.make_slots()
         self._target = self.size
+        self._has_pool = True
         return pool
 
     def _serve(self) -> int:
@@ -179,6 +184,7 @@ class BaseSupervisor(Controls, Duties):
             self._loop()
         finally:
             self._finish()
+        assert self.exit_code is not None  # _finish sets it
         return self.exit_code
 
     def _start_renewer(self) -> None:
@@ -213,7 +219,7 @@ class BaseSupervisor(Controls, Duties):
             self._pool.sleep(LOOP_INTERVAL)
 
     def _finish(self) -> None:
-        if self._pool is not None and self._pool.live():
+        if self._pool.live():
             self.handle_cold()
         self._mark_stopped()
         if self._renewer is not None:
@@ -295,7 +301,7 @@ class BaseSupervisor(Controls, Duties):
 
     def info(self) -> SupervisorInfo:
         # Published for operators (heartbeat, status): read without locks.
-        views = [self._slots.peek(i) for i in self._pool.live()] if self._pool else []
+        views = [self._slots.peek(i) for i in self._pool.live()] if self._has_pool else []
         busy = [v for v in views if v.state is ChildState.BUSY]
         return SupervisorInfo(
             name=self.name,
@@ -303,7 +309,7 @@ class BaseSupervisor(Controls, Duties):
             pid=os.getpid(),
             host=socket.gethostname(),
             backend=self.backend,
-            size=self._target if self._pool else self.size,
+            size=self._target if self._has_pool else self.size,
             state=self.state.value,
             busy=len(busy),
             idle=sum(v.state.waits_for_work for v in views),

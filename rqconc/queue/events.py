@@ -43,13 +43,13 @@ class EventStream:
     def latest(self, count: int = 100) -> List[Event]:
         """The latest `count` events, oldest first."""
         with translated_errors(self.client):
-            entries = self.client.xrevrange(self.key, count=count)
+            entries: Any = self.client.xrevrange(self.key, count=count)
         return [_decode(i, raw) for i, raw in reversed(entries)]
 
     def for_job(self, job_id: str) -> List[Event]:
         """The events of one job still in the stream, in order."""
         with translated_errors(self.client):
-            entries = self.client.xrange(self.key)
+            entries: Any = self.client.xrange(self.key)
         events = [_decode(i, raw) for i, raw in entries]
         return [e for e in events if e.get("job_id") == job_id]
 
@@ -61,7 +61,7 @@ class EventStream:
         last = since
         while not (stop and stop()):
             with translated_errors(self.client):
-                reply = self.client.xread({self.key: last}, block=BLOCK_MS, count=500)
+                reply: Any = self.client.xread({self.key: last}, block=BLOCK_MS, count=500)
             for _, entries in reply or []:
                 for entry_id, raw in entries:
                     last = text(entry_id)

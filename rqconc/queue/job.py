@@ -286,7 +286,7 @@ class Job:
         """The stages of this job's flow, first to latest (stages already expired are
         skipped where the chain allows)."""
         found: List[Job] = []
-        current = self.flow_id or self.id
+        current: Optional[str] = self.flow_id or self.id
         while current and len(found) < MAX_STAGES:
             stage = Job(current, self.connection, self.namespace, allow_pickle=self.allow_pickle)
             stage.refresh()

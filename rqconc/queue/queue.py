@@ -40,6 +40,15 @@ from rqconc.queue.serialization import check_utf8, dump_arguments, function_name
 from rqconc.queue.steps import EnqueueReply, Steps, now_ms, text
 
 
+def _refusal(reason: EnqueueReply, job_id: str) -> ValueError:
+    """Why the enqueue step stored nothing, for the caller."""
+    if reason is EnqueueReply.EXISTS:
+        return ValueError(f"a job with id {job_id!r} already exists; nothing was enqueued")
+    return ValueError(
+        f"depends_on names job {job_id!r}, which does not exist (or expired); nothing was enqueued"
+    )
+
+
 class Queue:
     """A named queue of jobs. `connection`: a URL, a `redis.Redis`, or None (SPEC section 6)."""
 
@@ -150,13 +159,7 @@ class Queue:
                 # stores each job once (and tells ours from another job under a caller's id).
                 refused = send(now=now)
         if refused is not None:
-            reason, job_id = refused
-            if reason is EnqueueReply.EXISTS:
-                raise ValueError(f"a job with id {job_id!r} already exists; nothing was enqueued")
-            raise ValueError(
-                f"depends_on names job {job_id!r}, which does not exist (or "
-                "expired); nothing was enqueued"
-            )
+            raise _refusal(*refused)
         keys, stored = self.keys, {"queue": self.name, "created_at": str(now), **common}
         return [Job.stored(job_id, client, keys, {**stored, **own}) for job_id, own in jobs]
 
@@ -242,7 +245,7 @@ class Queue:
         removed = 0
         with translated_errors(self.connection):
             while True:
-                popped = self.connection.zpopmin(self.keys.queue(self.name), 1000)
+                popped: Any = self.connection.zpopmin(self.keys.queue(self.name), 1000)
                 if not popped:
                     return removed
                 ids = [text(member) for member, _ in popped]

@@ -31,6 +31,32 @@ def text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+# The job fields a take returns, in the order of TAKE_FIELDS in lua/include/take.lua.
+TAKE_FIELDS = (
+    "func",
+    "args",
+    "kwargs",
+    "serializer",
+    "timeout",
+    "queue",
+    "attempts",
+    "retry",
+    "callback_of",
+    "callback_kind",
+    "parent_serializer",
+    "parent_result",
+    "parent_exc",
+)
+
+
+def taken(reply: Any) -> Any:
+    """A take's reply as (id, fields present), or the earliest due time (ms, -1: none)."""
+    if not isinstance(reply, list):
+        return int(reply)
+    fields = {name: value for name, value in zip(TAKE_FIELDS, reply[1:]) if value is not None}
+    return text(reply[0]), fields
+
+
 class EnqueueReply(IntEnum):
     """enqueue.lua: the first element of its reply."""
 

@@ -17,7 +17,7 @@ import inspect
 import json
 import pickle
 import types
-from typing import Any, Callable, Dict, Iterable, List, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from rqconc import errors
 
@@ -103,8 +103,8 @@ class PickleSerializer:
         return pickle.loads(base64.b64decode(data))
 
 
-SERIALIZERS = {"json": JSONSerializer(), "pickle": PickleSerializer()}
 Serializer = Union[JSONSerializer, PickleSerializer]
+SERIALIZERS: Dict[str, Serializer] = {"json": JSONSerializer(), "pickle": PickleSerializer()}
 
 
 def get_serializer(name: str) -> Serializer:
@@ -137,12 +137,12 @@ def function_name(func: Union[str, Callable[..., Any]]) -> str:
     """ "module:qualname" of an importable function; ValueError for anything a worker could
     not import by name (lambdas, nested functions, bound methods, objects, __main__)."""
     if isinstance(func, str):
-        module, sep, qualname = func.partition(":")
-        if not sep or not module or not qualname or "<" in func:
+        named_module, sep, named_qualname = func.partition(":")
+        if not sep or not named_module or not named_qualname or "<" in func:
             raise ValueError(f"invalid function reference {func!r}: use 'module:qualname'")
         return func
-    module = getattr(func, "__module__", None)
-    qualname = getattr(func, "__qualname__", None)
+    module: Optional[str] = getattr(func, "__module__", None)
+    qualname: Optional[str] = getattr(func, "__qualname__", None)
     if not callable(func) or not module or not qualname:
         raise ValueError(
             f"cannot enqueue {_short_repr(func)}: pass an importable function "

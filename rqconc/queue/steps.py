@@ -23,6 +23,7 @@ from rqconc.queue.scripts import (
     FailReply,
     now_ms,
     script,
+    taken,
     text,
 )
 
@@ -38,30 +39,24 @@ TRIM_QUEUES_PER_CALL = 50
 REVOKED_MS = 600_000
 
 
-# The job fields a take returns, in the order of TAKE_FIELDS in lua/include/take.lua.
-TAKE_FIELDS = (
-    "func",
-    "args",
-    "kwargs",
-    "serializer",
-    "timeout",
-    "queue",
-    "attempts",
-    "retry",
-    "callback_of",
-    "callback_kind",
-    "parent_serializer",
-    "parent_result",
-    "parent_exc",
-)
-
-
-def _taken(reply: Any) -> Any:
-    """A take's reply as (id, fields present), or the earliest due time (ms, -1: none)."""
-    if not isinstance(reply, list):
-        return int(reply)
-    fields = {name: value for name, value in zip(TAKE_FIELDS, reply[1:]) if value is not None}
-    return text(reply[0]), fields
+def _id_check(
+    jobs: Sequence[Tuple[str, Dict[str, Any]]],
+    due_ms: Optional[int],
+    common: Dict[str, Any],
+    fresh_ids: bool,
+) -> str:
+    """How the enqueue step checks ids: "1" that each is free, "" not at all (fresh random
+    ids), "plain" not at all and one immediate job with no parent (the step's fast path)."""
+    if not fresh_ids:
+        return "1"
+    if (
+        due_ms is None
+        and len(jobs) == 1
+        and "depends_on" not in common
+        and "depends_on" not in jobs[0][1]
+    ):
+        return "plain"
+    return ""
 
 
 class Steps:
@@ -90,15 +85,6 @@ class Steps:
         k = self.keys
         common = common or {}
         keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events]
-        ids = "" if fresh_ids else "1"
-        if (
-            fresh_ids
-            and due_ms is None
-            and len(jobs) == 1
-            and "depends_on" not in common
-            and "depends_on" not in jobs[0][1]
-        ):
-            ids = "plain"  # the step's fast path
         args: List[Any] = [
             queue,
             now_ms() if now is None else now,
@@ -106,7 +92,7 @@ class Steps:
             len(jobs),
             k.prefix,
             priority,
-            ids,
+            _id_check(jobs, due_ms, common, fresh_ids),
             len(common),
         ]
         for pair in common.items():
@@ -127,7 +113,7 @@ class Steps:
     def take(self, claim: str, queues: Sequence[str], lease_ms: int, worker: str) -> Any:
         """The taken job as (id, fields) or, if none, the earliest due time (ms, or -1)."""
         keys, args = self._take_call(claim, queues, lease_ms, worker)
-        return _taken(script("take")(self.client, keys, args))
+        return taken(script("take")(self.client, keys, args))
 
     def wait_then_take(
         self, timeout: float, claim: str, queues: Sequence[str], lease_ms: int, worker: str
@@ -147,16 +133,22 @@ class Steps:
             return -1
         if isinstance(reply, Exception):
             raise reply
-        return _taken(reply)
+        return taken(reply)
 
     def _take_call(
         self, claim: str, queues: Sequence[str], lease_ms: int, worker: str
     ) -> Tuple[List[str], List[Any]]:
         k = self.keys
-        keys = [k.seq, k.active, k.claims, k.events]
+        keys = [k.seq, k.active, k.claims, k.events, *self._take_keys(queues)]
+        return keys, [claim, lease_ms, worker, PROMOTE_BATCH, k.prefix]
+
+    def _take_keys(self, queues: Sequence[str]) -> List[str]:
+        """The keys a take reads for each queue, in the order of lua/include/take.lua."""
+        k = self.keys
+        keys: List[str] = []
         for name in queues:
             keys += [k.queue(name), k.marker(name), k.scheduled(name), k.started(name)]
-        return keys, [claim, lease_ms, worker, PROMOTE_BATCH, k.prefix]
+        return keys
 
     def requeue_failed(self, queue: str, job_id: str) -> bool:
         """Move a dead letter back into its queue; False if it is not one."""
@@ -221,13 +213,7 @@ class Steps:
             k.canceling,
         ]
         args = [claim, job_id, result, serializer, DONE_GRACE_SECONDS, k.prefix, worker]
-        if next_take is None:
-            args += ["", 0, 0, 0]
-        else:
-            next_claim, queues, lease_ms = next_take
-            args += [next_claim, lease_ms, PROMOTE_BATCH, len(queues)]
-            for name in queues:
-                keys += [k.queue(name), k.marker(name), k.scheduled(name), k.started(name)]
+        self._add_next_take(keys, args, next_take)
         if next_stage is not None:
             next_id, fields = next_stage
             keys += [k.queues, k.job(next_id), k.done(next_id)]
@@ -238,7 +224,21 @@ class Steps:
         code = CompleteReply(int(reply[0]))
         if next_take is None:
             return code
-        return code, (_taken(reply[1]) if code is CompleteReply.RECORDED else None)
+        return code, (taken(reply[1]) if code is CompleteReply.RECORDED else None)
+
+    def _add_next_take(
+        self,
+        keys: List[str],
+        args: List[Any],
+        next_take: Optional[Tuple[str, Sequence[str], int]],
+    ) -> None:
+        """Append what a step that also takes the next job needs (or its empty placeholders)."""
+        if next_take is None:
+            args += ["", 0, 0, 0]
+            return
+        next_claim, queues, lease_ms = next_take
+        args += [next_claim, lease_ms, PROMOTE_BATCH, len(queues)]
+        keys += self._take_keys(queues)
 
     def fail(
         self,

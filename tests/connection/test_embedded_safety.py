@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psutil
 import pytest
 import redis
 
@@ -22,17 +21,9 @@ SYSTEM, BUNDLED = system_redis_binary(), bundled_redis_binary()
 
 
 @pytest.fixture
-def home():
-    """The test's RQCONC_HOME; afterwards no embedded server of it is left running."""
-    where = embedded.paths()
-    yield where
-    try:
-        embedded.stop()
-    finally:
-        for process in psutil.process_iter(["cmdline"]):
-            if str(where.socket) in " ".join(process.info["cmdline"] or ()):
-                process.kill()
-                process.wait(5)
+def home(embedded_home):
+    """The test's RQCONC_HOME (conftest.py stops its server afterwards)."""
+    return embedded_home
 
 
 def _cli(*args):

@@ -43,7 +43,7 @@ def _produce(url, trace):
         while True:
             try:
                 queue.enqueue(
-                    "tests.connection_faults.jobs:mark", str(trace), f"j{n}", 0.01, job_id=f"j{n}"
+                    "tests.connection.jobs:mark", str(trace), f"j{n}", 0.01, job_id=f"j{n}"
                 )
                 break
             except errors.ConnectionError:
