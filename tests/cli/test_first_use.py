@@ -4,8 +4,10 @@ command line's version, `python -m rqconc`, backend choices, hidden test options
 options from `RQCONC_` environment variables."""
 
 import os
+import re
 import subprocess
 import sys
+from importlib.metadata import metadata, version
 from pathlib import Path
 
 import pytest
@@ -163,3 +165,14 @@ def test_an_unknown_backend_is_refused_with_the_choices_in_one_line(argv, tmp_pa
     assert "'nope' is not one of 'forking', 'multiprocessing', 'threading', 'gevent'" in (
         done.stderr
     )
+
+
+def test_the_metadata_names_the_license_python_versions_and_a_tested_redis_range():
+    meta = metadata("rqconc")
+    assert meta["License"] == "MIT" and (ROOT / "LICENSE").read_text().startswith("MIT License")
+    assert {f"Programming Language :: Python :: 3.{minor}" for minor in range(9, 13)} <= set(
+        meta.get_all("Classifier")
+    )
+    (redis_requirement,) = [r for r in meta.get_all("Requires-Dist") if re.match(r"redis[<>=]", r)]
+    upper = int(redis_requirement.split("<")[1].split(",")[0])
+    assert int(version("redis").split(".")[0]) < upper  # the installed one is inside it
