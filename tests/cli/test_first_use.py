@@ -176,3 +176,11 @@ def test_the_metadata_names_the_license_python_versions_and_a_tested_redis_range
     (redis_requirement,) = [r for r in meta.get_all("Requires-Dist") if re.match(r"redis[<>=]", r)]
     upper = int(redis_requirement.split("<")[1].split(",")[0])
     assert int(version("redis").split(".")[0]) < upper  # the installed one is inside it
+
+
+def test_shell_completion_offers_the_backends(tmp_path):
+    env = user_env(COMP_WORDS="rqconc worker -b ", COMP_CWORD="3")
+    env["_RQCONC_COMPLETE"] = "bash_complete"
+    done = run([sys.executable, "-m", "rqconc"], cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [f"plain,{name}" for name in BACKENDS]
