@@ -92,7 +92,7 @@ class JobRunner:
         self.allow = list(allow)
         # Unpickling runs code chosen by whoever can write to Redis: a worker opts in.
         self.allow_pickle = allow_pickle
-        # Hints name what the user typed: a command-line option, or a Supervisor argument.
+        # The not-allowed hint names what the user typed: an option, or a Supervisor argument.
         self.cli = cli
         self._functions: Dict[str, Callable[..., Any]] = {}
 
@@ -182,13 +182,8 @@ class JobRunner:
                 type_name(errors.NotAllowed),
                 f"the {what} carries a pickled payload, which this worker does not "
                 "accept (unpickling runs code chosen by whoever can write to "
-                "Redis); "
-                + (
-                    "start the worker with --allow-pickle"
-                    if self.cli
-                    else "pass Supervisor(allow_pickle=True)"
-                )
-                + " if your Redis is trusted",
+                "Redis); start the worker with --allow-pickle "
+                "(Supervisor(allow_pickle=True)) if your Redis is trusted",
             )
 
     def _allow_hint(self, prefix: str) -> str:

@@ -27,8 +27,8 @@ class Supervisor(BaseSupervisor):
     (a URL or a redis.Redis client, as for Queue; default: REDIS_URL, else the embedded
     server). Only functions of modules under an `allow` prefix run (a list, or one prefix
     as a str), besides rqconc's demo tasks. Jobs of a pickle queue run only with
-    `allow_pickle=True`. `cli=True` (the rqconc command line) makes hints name its options
-    instead of this constructor's arguments."""
+    `allow_pickle=True`. `cli=True` (the rqconc command line) makes the not-allowed hint
+    name `--allow` instead of this constructor's `allow=`."""
 
     def __init__(
         self,
