@@ -15,7 +15,14 @@ $(VENV)/.installed: $(BIN)/python setup.cfg setup.py
 
 venv: $(VENV)/.installed
 
-demo: venv
+# The demo needs the runtime dependencies only. A regular (not editable) install prints no
+# setuptools warnings, and main.py imports rqconc from the checkout beside it anyway; a
+# venv that already has the test install (editable) is left as it is.
+$(VENV)/.demo-installed: $(BIN)/python setup.cfg setup.py
+	if [ ! -f $(VENV)/.installed ]; then $(BIN)/pip install -q .; fi
+	touch $@
+
+demo: $(VENV)/.demo-installed
 	$(BIN)/python main.py forking 4 --demo 2000
 
 # Test files run on 3 processes (the tests mostly wait on real processes and signals); a

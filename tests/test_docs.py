@@ -4,9 +4,14 @@ Convention: a ```bash (or ```python) block whose previous non-blank line is
 `<!-- test: run -->` is runnable. Each runnable block runs as one `bash -euo pipefail`
 script (or one `python -c` program), in order, against a
 private Redis per document (`REDIS_URL`), with `RQCONC_HOME` in a temporary directory and the
-project's virtualenv first on PATH. Every `rqconc ...` and `python main.py ...` line of every
-bash block (runnable or not) must parse with the real command line: options, choices, ranges
-and arguments, without running it.
+project's virtualenv first on PATH. After `<!-- test: run in background -->` a block starts
+and keeps running (a worker, say) while the document's later blocks run; it is killed at
+the end. After `<!-- test: file PATH -->` a block is a file the reader creates: it is
+written to PATH in a temporary directory, which is then the working directory of the
+document's blocks (else they run in the checkout). Every `rqconc ...` and
+`python main.py ...` line of every bash block (runnable or not) must parse with the real
+command line: options, choices, ranges and arguments, without running it; every python
+block must compile.
 """
 
 import os
@@ -17,7 +22,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List
+from typing import List, Optional
 
 import click
 import pytest
@@ -27,6 +32,8 @@ from rqconc.cli.worker import check_backend_and_size
 from tests.support.worker_process import ROOT
 
 MARKER = "<!-- test: run -->"
+BACKGROUND = "<!-- test: run in background -->"
+FILE = re.compile(r"^<!-- test: file (\S+) -->$")
 SHELLS = {"bash", "sh", "shell", "console"}
 DOCS = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 # Values for variables that parse-only lines use (runnable blocks get the real environment).
@@ -44,6 +51,8 @@ class Block:
     runnable: bool
     text: str
     language: str = "bash"
+    background: bool = False
+    file: Optional[str] = None  # a file the reader writes, not a command
 
     def __repr__(self) -> str:
         return f"{self.doc.name}:{self.line}"
@@ -62,12 +71,22 @@ def blocks(doc: Path) -> List[Block]:
         while end < len(lines) and not lines[end].startswith("```"):
             end += 1
         previous = next((line.strip() for line in reversed(lines[:index]) if line.strip()), "")
-        runnable = previous == MARKER
+        runnable = previous in (MARKER, BACKGROUND)
+        file = FILE.match(previous)
         if runnable and language not in SHELLS | {"python"}:
-            raise AssertionError(f"{doc.name}:{index + 1}: {MARKER} before a {language!r} block")
-        if language in SHELLS or runnable:
+            raise AssertionError(f"{doc.name}:{index + 1}: {previous} before a {language!r} block")
+        if language in SHELLS | {"python"} or runnable or file:
+            text = "\n".join(lines[index + 1 : end])
             found.append(
-                Block(doc, index + 1, runnable, "\n".join(lines[index + 1 : end]), language)
+                Block(
+                    doc,
+                    index + 1,
+                    runnable,
+                    text,
+                    language,
+                    background=previous == BACKGROUND,
+                    file=file.group(1) if file else None,
+                )
             )
         index = end + 1
     return found
@@ -79,7 +98,7 @@ RUNNABLE_DOCS = sorted({block.doc for block in ALL_BLOCKS if block.runnable})
 
 def command_lines(block: Block) -> List[List[str]]:
     """The `rqconc` and `python main.py` command lines of a block, as argument lists."""
-    if block.language not in SHELLS:
+    if block.language not in SHELLS or block.file:
         return []
     joined = re.sub(r"\\\n\s*", " ", block.text)
     commands = []
@@ -128,6 +147,10 @@ def test_the_docs_mark_runnable_blocks_and_have_commands_to_parse():
     }
     assert sum(len(command_lines(b)) for b in ALL_BLOCKS if not b.runnable) >= 5
     assert sum(len(command_lines(b)) for b in ALL_BLOCKS if b.runnable) >= 20
+    # The README's first snippet and its embedding example run as printed.
+    readme = [b for b in ALL_BLOCKS if b.doc.name == "README.md"]
+    assert sum(b.runnable and b.language == "python" for b in readme) >= 2
+    assert any(b.background for b in readme) and any(b.file for b in readme)
 
 
 @pytest.mark.parametrize("block", ALL_BLOCKS, ids=repr)
@@ -141,7 +164,37 @@ def test_every_command_in_the_docs_parses(block):
             raise AssertionError(f"{block}: {' '.join(words)!r} does not parse: {exc}") from None
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.parametrize("block", [b for b in ALL_BLOCKS if b.language == "python"], ids=repr)
+def test_every_python_example_compiles(block):
+    compile(block.text, repr(block), "exec")
+
+
+def start(block: Block, cwd: Path, env: dict, output: Path) -> subprocess.Popen:
+    argv = (
+        [sys.executable, "-c"] if block.language == "python" else ["bash", "-euo", "pipefail", "-c"]
+    )
+    # Its own process group, so that nothing the block started can outlive it.
+    with open(output, "w") as out:
+        return subprocess.Popen(
+            [*argv, block.text],
+            cwd=cwd,
+            env=env,
+            text=True,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def end(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    process.wait()
+
+
+@pytest.mark.timeout(240)
 @pytest.mark.parametrize("doc", RUNNABLE_DOCS, ids=lambda d: d.name)
 def test_runnable_blocks_run(doc, redis_server, tmp_path):
     env = dict(
@@ -150,32 +203,31 @@ def test_runnable_blocks_run(doc, redis_server, tmp_path):
         RQCONC_HOME=str(tmp_path / "home"),
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     )
-    for block in (b for b in blocks(doc) if b.runnable):
-        argv = (
-            [sys.executable, "-c"]
-            if block.language == "python"
-            else ["bash", "-euo", "pipefail", "-c"]
-        )
-        # Its own process group, so a worker the block started in the background cannot
-        # outlive it, whatever happens.
-        process = subprocess.Popen(
-            [*argv, block.text],
-            cwd=ROOT,
-            env=env,
-            text=True,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-        try:
-            stdout, stderr = process.communicate(timeout=90)
-        finally:
+    env.pop("PYTHONPATH", None)  # the reader's shell: the blocks find only what they made
+    files = [b for b in blocks(doc) if b.file]
+    cwd = tmp_path / "work" if files else ROOT
+    for block in files:
+        (cwd / block.file).parent.mkdir(parents=True, exist_ok=True)
+        (cwd / block.file).write_text(block.text + "\n")
+    background: List[subprocess.Popen] = []
+    shown: List[Path] = []
+    try:
+        for number, block in enumerate(b for b in blocks(doc) if b.runnable):
+            output = tmp_path / f"block{number}.out"
+            process = start(block, cwd, env, output)
+            if block.background:
+                background.append(process)
+                shown.append(output)
+                continue
             try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            process.wait()
-        assert process.returncode == 0, (
-            f"{block} exited {process.returncode}\n{block.text}\n--- stdout\n"
-            f"{stdout[-3000:]}\n--- stderr\n{stderr[-3000:]}"
-        )
+                process.wait(timeout=120)
+            finally:
+                end(process)
+            assert process.returncode == 0, (
+                f"{block} exited {process.returncode}\n{block.text}\n--- output\n"
+                f"{output.read_text()[-3000:]}"
+                + "".join(f"\n--- {o.name} (background)\n{o.read_text()[-3000:]}" for o in shown)
+            )
+    finally:
+        for process in background:
+            end(process)

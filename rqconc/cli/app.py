@@ -8,24 +8,30 @@ from typing import Any, Optional, Sequence
 
 import click
 
-from rqconc import errors
-from rqconc.cli.worker import check_backend_and_size, run_worker, worker_options
+from rqconc import __version__, errors
+from rqconc.cli.worker import check_backend_and_size, env_option, run_worker, worker_options
+from rqconc.engine.backends import backend_names
+
+# A click.Choice: a typo is refused with the valid names, and shell completion offers them.
+BACKEND = click.Choice(backend_names())
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="rqconc")
 def cli() -> None:
     """rqconc: a Redis job queue whose worker supervises concurrent children."""
 
 
 @cli.command()
-@click.option(
+@env_option(
     "-b",
     "--backend",
+    type=BACKEND,
     default="forking",
     show_default=True,
-    help="forking, multiprocessing, threading or gevent.",
+    help="How the children run.",
 )
-@click.option(
+@env_option(
     "-n",
     "--size",
     type=int,
@@ -41,7 +47,7 @@ def worker(backend: str, size: int, **options: Any) -> None:
 
 
 @click.command(name="main.py", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("backend")
+@click.argument("backend", type=BACKEND)
 @click.argument("size", type=int)
 @worker_options
 def main_py(backend: str, size: int, **options: Any) -> None:

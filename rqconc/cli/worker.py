@@ -1,7 +1,12 @@
-"""The worker command: `python main.py BACKEND SIZE` and `rqconc worker -b BACKEND -n SIZE`."""
+"""The worker command: `python main.py BACKEND SIZE` and `rqconc worker -b BACKEND -n SIZE`.
+
+Every worker option may also come from an environment variable: `RQCONC_` and the option's
+long name (`--queues` → `RQCONC_QUEUES`, `--max-jobs-per-child` → `RQCONC_MAX_JOBS_PER_CHILD`);
+an option on the command line wins."""
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, Callable, Dict, Optional, Sequence
 
@@ -15,58 +20,77 @@ from rqconc.worker import logs
 from rqconc.worker.supervisor import Supervisor
 
 LOG_FORMAT = logs.TEXT_FORMAT
+ENV_PREFIX = "RQCONC_"
+
+
+def env_option(*decls: str, **attrs: Any) -> Callable:
+    """A click option that also reads `RQCONC_<LONG NAME>` from the environment."""
+    long_name = next(d for d in decls if d.startswith("--"))
+    attrs.setdefault("envvar", ENV_PREFIX + long_name[2:].upper().replace("-", "_"))
+    attrs.setdefault("show_envvar", not attrs.get("hidden", False))
+    return click.option(*decls, **attrs)
 
 
 def worker_options(command: Callable) -> Callable:
     """The options both worker commands accept (SPEC section 1)."""
     options = [
-        click.option(
+        env_option(
             "-q",
             "--queues",
             default="default",
             show_default=True,
             help="Comma list of queues to listen on.",
         ),
-        click.option(
+        env_option(
             "--url", default=None, help="Redis URL (default: REDIS_URL, else the embedded server)."
         ),
-        click.option(
+        env_option(
             "--burst", is_flag=True, help="Exit 0 once every queue is empty and every child idle."
         ),
-        click.option(
+        env_option(
             "--strategy",
             type=click.Choice(["ordered", "round-robin"]),
             default="ordered",
             show_default=True,
         ),
-        click.option(
+        env_option(
             "--shutdown-timeout",
             type=click.FloatRange(min=0),
             default=None,
             help="Seconds a warm shutdown may last before it turns cold.",
         ),
-        click.option("--max-jobs-per-child", type=click.IntRange(min=1), default=None),
-        click.option(
+        env_option("--max-jobs-per-child", type=click.IntRange(min=1), default=None),
+        env_option(
             "--max-memory-per-child", type=click.FloatRange(min=1), default=None, metavar="MB"
         ),
-        click.option(
+        env_option(
             "--allow",
             multiple=True,
             help="Module prefix whose functions may run (repeatable; '*' allows all).",
         ),
-        click.option(
+        env_option(
             "--allow-pickle",
             is_flag=True,
             help="Run jobs of pickle queues "
             "(unpickling runs code chosen by whoever can write to Redis).",
         ),
-        click.option("--name", default=None, help="The worker's name in the registry."),
-        click.option(
+        env_option("--name", default=None, help="The worker's name in the registry."),
+        env_option(
+            "--path",
+            "paths",
+            multiple=True,
+            default=(".",),
+            show_default=True,
+            type=click.Path(file_okay=False),
+            help="Directory put first on sys.path, for the supervisor and every child "
+            "(repeatable), so that jobs of your own modules import.",
+        ),
+        env_option(
             "--preload",
             multiple=True,
             help="Module each child imports at start ('module:function' also calls the function).",
         ),
-        click.option(
+        env_option(
             "--lease-seconds",
             type=click.FloatRange(min=0.5),
             default=15,
@@ -74,30 +98,31 @@ def worker_options(command: Callable) -> Callable:
             help="How long a job's lease lasts unrenewed: a "
             "vanished worker's jobs are back in their queue after it.",
         ),
-        click.option(
+        env_option(
             "--source",
             "source_kind",
             type=click.Choice(["redis", "fake"]),
             default="redis",
-            show_default=True,
-            help="Where work comes from ('fake': the engine alone, no Redis).",
+            # The engine's tests only: a user has no use for it, so --help does not show it.
+            hidden=True,
+            envvar=None,
         ),
-        click.option("--fake-spool", default=None, help="fake source: directory of items."),
-        click.option("--fake-log", default=None, help="fake source: event log file."),
-        click.option(
+        env_option("--fake-spool", default=None, hidden=True, envvar=None),
+        env_option("--fake-log", default=None, hidden=True, envvar=None),
+        env_option(
             "--demo",
             type=click.IntRange(min=1),
             default=None,
             metavar="N",
             help="Fill the queue with N demo jobs, show progress, exit.",
         ),
-        click.option(
+        env_option(
             "--log-level",
             default=None,
             type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
             help="[default: INFO; WARNING with --demo, whose live display shows every job]",
         ),
-        click.option(
+        env_option(
             "--log-format",
             type=click.Choice(logs.FORMATS),
             default="text",
@@ -120,6 +145,7 @@ def build_source(options: Dict[str, Any]) -> Optional[WorkSource]:
 
 def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     """Build the supervisor that the options describe and run it in the foreground."""
+    add_to_sys_path(options["paths"])
     level = options["log_level"] or ("WARNING" if options["demo"] else "INFO")
     logs.configure(level, options["log_format"], sys.stderr)
     preload = tuple(options["preload"])
@@ -143,8 +169,21 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         max_memory_per_child=options["max_memory_per_child"],
         preload=preload,
         burst=options["burst"],
+        cli=True,
     )
     return supervisor.run()
+
+
+def add_to_sys_path(paths: Sequence[str]) -> None:
+    """Put `paths` first on sys.path, as `rq worker` and `dramatiq` do: an installed console
+    script has its own directory there, not the one the user runs it from. Absolute, so
+    that a child that changes directory still finds them; forked children, threads and
+    greenlets share this sys.path, and multiprocessing's spawn hands it to each child."""
+    for path in reversed(paths):
+        absolute = os.path.abspath(path)
+        if absolute in sys.path:
+            sys.path.remove(absolute)
+        sys.path.insert(0, absolute)
 
 
 def check_backend_and_size(backend: str, size: int) -> None:

@@ -6,6 +6,7 @@ returns.
 
 from __future__ import annotations
 
+import inspect
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
@@ -16,6 +17,7 @@ from rqconc.queue.callbacks import callback_arguments
 from rqconc.queue.flows import Next
 from rqconc.queue.job import Job
 from rqconc.queue.serialization import (
+    ASYNC_NOT_SUPPORTED,
     get_serializer,
     is_allowed,
     mro_names,
@@ -79,11 +81,19 @@ class Refused(Exception):
 class JobRunner:
     """Resolves and runs jobs for one worker; resolved functions are cached per process."""
 
-    def __init__(self, connections: Connections, allow: Sequence[str], allow_pickle: bool) -> None:
+    def __init__(
+        self,
+        connections: Connections,
+        allow: Sequence[str],
+        allow_pickle: bool,
+        cli: bool = False,
+    ) -> None:
         self.connections = connections  # a callback reads its parent job, a flow its stage
         self.allow = list(allow)
         # Unpickling runs code chosen by whoever can write to Redis: a worker opts in.
         self.allow_pickle = allow_pickle
+        # The not-allowed hint names what the user typed: an option, or a Supervisor argument.
+        self.cli = cli
         self._functions: Dict[str, Callable[..., Any]] = {}
 
     def forget_functions(self) -> None:
@@ -104,6 +114,9 @@ class JobRunner:
                 exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
                 exc_mro=tuple(mro_names(type(exc))),
             )
+        if inspect.iscoroutine(result):  # enqueued by name: the producer could not refuse it
+            result.close()  # never awaited: no "coroutine was never awaited" warning
+            return Outcome(exc=("ValueError", ASYNC_NOT_SUPPORTED, ""))
         try:
             next_stage = None
             if isinstance(result, Next):
@@ -149,8 +162,8 @@ class JobRunner:
             raise Refused(
                 type_name(errors.NotAllowed),
                 f"function {name} is not allowed on this worker: module {module!r} "
-                f"matches none of its allowed prefixes ({allowed}); start the worker "
-                f"with --allow {module.split('.')[0]} to run it",
+                f"matches none of its allowed prefixes ({allowed}); "
+                f"{self._allow_hint(module.split('.')[0])} to run it",
             )
         try:
             func = resolve_function(name, self.allow)
@@ -172,6 +185,11 @@ class JobRunner:
                 "Redis); start the worker with --allow-pickle "
                 "(Supervisor(allow_pickle=True)) if your Redis is trusted",
             )
+
+    def _allow_hint(self, prefix: str) -> str:
+        if self.cli:
+            return f"start the worker with --allow {prefix}"
+        return f"pass Supervisor(allow=[{prefix!r}])"
 
     def _callback_arguments(self, fields: Dict[str, str]) -> Tuple[Any, Any]:
         parent_id = fields["callback_of"]

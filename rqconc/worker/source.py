@@ -49,6 +49,7 @@ class RedisSource(WorkSource):
         registry_ttl: float = DEFAULT_TTL,
         maintenance_interval: float = 1.0,
         allow_pickle: bool = False,
+        cli: bool = False,
     ) -> None:
         if not queues:
             raise ValueError("a worker needs at least one queue")
@@ -57,7 +58,7 @@ class RedisSource(WorkSource):
         self.name = name or f"{socket.gethostname()}.{os.getpid()}"
         self.connections = Connections(url, self.keys)
         self.url = self.connections.url
-        self.runner = JobRunner(self.connections, allow, allow_pickle)
+        self.runner = JobRunner(self.connections, allow, allow_pickle, cli)
         self.recorder = Recorder(self.connections, self.name)
         self.taker = Taker(
             self.connections, self.runner, self.recorder, self.queues, strategy, lease_seconds
