@@ -108,7 +108,7 @@ class Taker:
                 )
             return None
         if self._backoff.reset():
-            log.info("Redis at %s is reachable again", self.connections.describe())
+            self.connections.redis_up()
         return item
 
     def take_order(self) -> List[str]:
