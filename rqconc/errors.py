@@ -13,6 +13,11 @@ class ConnectionError(RQConcError, builtins.ConnectionError):  # noqa: A001 - pu
     """Redis cannot be reached. The message names the URL without its password."""
 
 
+class ConfigurationError(ConnectionError):
+    """Redis answered but refuses this client's settings (credentials, a DB index it lacks):
+    no retry can help, so a worker ends (exit 1) instead of waiting for Redis."""
+
+
 class NoSuchJob(RQConcError, KeyError):
     """No job with that id exists (any more)."""
 

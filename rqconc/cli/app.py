@@ -7,10 +7,12 @@ import sys
 from typing import Any, Optional, Sequence
 
 import click
+import redis
 
 from rqconc import __version__, errors
 from rqconc.cli.worker import check_backend_and_size, env_option, run_worker, worker_options
 from rqconc.engine.backends import backend_names
+from rqconc.worker.logs import redact_text
 
 # A click.Choice: a typo is refused with the valid names, and shell completion offers them.
 BACKEND = click.Choice(backend_names())
@@ -79,6 +81,9 @@ def _invoke(command: click.Command, args: Optional[Sequence[str]], prog: str) ->
         _fail(prog, exc.format_message(), exc.exit_code)
     except errors.RQConcError as exc:  # ConnectionError among them: exit 1
         _fail(prog, str(exc), 1)
+    except redis.exceptions.RedisError as exc:
+        # A failure no command translated (an error reply, say): still one line, exit 1.
+        _fail(prog, redact_text(f"Redis answered {type(exc).__name__}: {exc}"), 1)
     sys.exit(code or 0)
 
 

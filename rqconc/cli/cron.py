@@ -8,17 +8,46 @@ a job that does not exist.
 from __future__ import annotations
 
 import json
-from typing import Optional
+import time
+from typing import Any, Dict, List, Optional
 
 import click
 
 from rqconc.cli.common import client_for, table, unix_to_iso, url_option
 from rqconc.connection.clients import translated_errors
-from rqconc.queue.cron import entries, remove
+from rqconc.queue.cron import CronEntry, entries, latest_tick, next_tick, remove
 from rqconc.queue.keys import KeySpace
 from rqconc.worker.scheduler import leader
 
 LIST_FIELDS = ("id", "expr", "func", "queue", "next_run", "last_tick")
+SHOWN_RUNS = 3  # next fire times shown: enough to see what a six-field expression means
+
+
+def next_runs(entry: CronEntry, now: float, count: int = SHOWN_RUNS) -> List[int]:
+    """The next `count` ticks after `now`: six-field expressions read seconds last
+    (croniter), so `*/2 * * * * *` is every second of even minutes, which these show."""
+    runs: List[int] = []
+    after = now
+    for _ in range(count):
+        after = next_tick(entry.expr, after)
+        runs.append(after)
+    return runs
+
+
+def last_enqueued(entry: CronEntry, now: float) -> Optional[int]:
+    """The latest tick enqueued, never a future one: ticks planned ahead are not yet due,
+    so the one shown is the latest tick up to now (if the entry existed then)."""
+    if entry.last_tick is None or entry.last_tick <= now:
+        return entry.last_tick
+    tick = latest_tick(entry.expr, now)
+    return tick if tick >= entry.registered_at else None
+
+
+def listed(entry: CronEntry, now: float) -> Dict[str, Any]:
+    shown = entry.as_dict()
+    shown["next_runs"] = next_runs(entry, now)
+    shown["last_tick"] = last_enqueued(entry, now)
+    return shown
 
 
 @click.group()
@@ -32,7 +61,7 @@ def cron() -> None:
     "as_json",
     is_flag=True,
     help="One JSON array of {id, expr, func, queue, next_run, last_tick, "
-    "description}; times as Unix seconds.",
+    "description, next_runs}; times as Unix seconds.",
 )
 @url_option
 def list_crons(as_json: bool, url: Optional[str]) -> None:
@@ -42,24 +71,26 @@ def list_crons(as_json: bool, url: Optional[str]) -> None:
     with translated_errors(client):
         found = entries(client, keys)
         lead = leader(client, keys)
+    now = time.time()
+    shown = [listed(entry, now) for entry in found]
     if as_json:
-        click.echo(json.dumps([entry.as_dict() for entry in found]))
+        click.echo(json.dumps(shown))
         return
     if not found:
         click.echo("no cron entries")
         return
     rows = [
         [
-            e.id,
-            e.expr,
-            e.func,
-            e.queue,
-            unix_to_iso(e.next_run),
-            unix_to_iso(e.last_tick) if e.last_tick is not None else None,
+            e["id"],
+            e["expr"],
+            e["func"],
+            e["queue"],
+            [unix_to_iso(run) for run in e["next_runs"]],
+            unix_to_iso(e["last_tick"]) if e["last_tick"] is not None else None,
         ]
-        for e in found
+        for e in shown
     ]
-    click.echo(table(["ID", "EXPR", "FUNCTION", "QUEUE", "NEXT RUN", "LAST ENQUEUED"], rows))
+    click.echo(table(["ID", "EXPR", "FUNCTION", "QUEUE", "NEXT RUNS", "LAST ENQUEUED"], rows))
     if lead is None:
         click.echo("scheduler: no leader (no worker is running)")
     else:

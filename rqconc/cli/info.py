@@ -10,6 +10,7 @@ import redis
 
 from rqconc.cli.common import client_for, table, unix_to_iso, url_option
 from rqconc.connection.clients import translated_errors
+from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import COUNTS, queue_counts
 from rqconc.worker.registry import list_workers
 
@@ -30,6 +31,8 @@ WORKER_FIELDS = (
 
 def gather(client: redis.Redis, with_workers: bool) -> Dict[str, Any]:
     report: Dict[str, Any] = {"queues": queue_counts(client)}
+    if is_suspended(client):  # only then: the SPEC's shape stays as it is otherwise
+        report["suspended"] = True
     if with_workers:
         with translated_errors(client):
             workers = list_workers(client)
@@ -53,6 +56,8 @@ def render(report: Dict[str, Any]) -> str:
         ]
         headers = WORKER_FIELDS[:-2] + ("jobs", "last_heartbeat")
         parts.append(table(headers, rows) if workers else "no workers")
+    if report.get("suspended"):
+        parts.insert(0, "workers are suspended: they take no new job (`rqconc resume` ends it)")
     return "\n\n".join(parts)
 
 

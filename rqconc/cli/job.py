@@ -71,4 +71,9 @@ def job(job_id: str, as_json: bool, url: Optional[str]) -> None:
             report = describe_job(Job.fetch(job_id, client))
     except errors.NoSuchJob:
         raise click.ClickException(f"no such job {job_id}") from None
+    except (ValueError, TypeError, KeyError) as exc:  # a stored field no longer reads back
+        raise click.ClickException(
+            f"job {job_id} has corrupt stored data ({type(exc).__name__}: {exc}); "
+            "`rqconc job ID` cannot show it"
+        ) from None
     click.echo(json.dumps(report) if as_json else render(report))

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import List, Optional
 
 import click
 
 from rqconc.cli.common import url_option
 from rqconc.connection import embedded
+from rqconc.connection.clients import connect
+from rqconc.worker.registry import list_workers
 
 _URL_NOTE = " (--url is accepted for uniformity; this is always the embedded server)"
 
@@ -44,10 +46,31 @@ def status(as_json: bool, url: Optional[str]) -> None:
 status.help = (status.help or "") + _URL_NOTE
 
 
+def _workers_on_embedded() -> List[str]:
+    """Names of the workers registered on the running embedded server (none if it is down)."""
+    if not embedded.status()["running"]:
+        return []
+    client = connect(embedded.url())
+    try:
+        return [worker["name"] for worker in list_workers(client)]
+    finally:
+        client.close()
+
+
 @server.command()
+@click.option("--force", is_flag=True, help="Stop it even while workers use it.")
 @url_option
-def stop(url: Optional[str]) -> None:
+def stop(force: bool, url: Optional[str]) -> None:
     """Shut the embedded server down (its data is kept)."""
+    workers = [] if force else _workers_on_embedded()
+    if workers:
+        shown = ", ".join(workers[:3]) + (
+            f" and {len(workers) - 3} more" if len(workers) > 3 else ""
+        )
+        raise click.ClickException(
+            f"{len(workers)} worker(s) use the embedded server ({shown}); they would wait for it "
+            "and stop taking jobs: stop them first, or pass --force"
+        )
     if embedded.stop():
         click.echo("stopped the embedded Redis server")
     else:

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type
 
 import click
 
+from rqconc.connection.clients import check_settings, connect
 from rqconc.demo import run_demo
 from rqconc.engine.backends import backend_names, pool_class
 from rqconc.engine.fake_source import FakeSource
+from rqconc.engine.pool import Pool
 from rqconc.engine.source import WorkSource
+from rqconc.queue.keys import check_queue_name
 from rqconc.worker import logs
 from rqconc.worker.supervisor import Supervisor
 
@@ -151,6 +154,8 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     preload = tuple(options["preload"])
     if pool_class(backend).children_start_fresh:  # they inherit no logging set-up
         preload = (logs.CHILD_SETUP, *preload)
+    if options["source_kind"] == "redis":
+        check_redis(options["url"])
     if options["demo"]:
         return run_demo(backend, size, options)
     supervisor = Supervisor(
@@ -186,6 +191,38 @@ def add_to_sys_path(paths: Sequence[str]) -> None:
         sys.path.insert(0, absolute)
 
 
+def check_redis(url: Optional[str]) -> None:
+    """Before any child starts: a malformed URL or TLS option is misuse (exit 2); settings
+    Redis refuses (credentials, DB index) end the worker with one line (exit 1, raised as
+    ConfigurationError). An unreachable Redis is not checked here: the worker waits for it."""
+    try:
+        client = connect(url)
+    except (ValueError, TypeError) as exc:
+        raise click.UsageError(str(exc)) from None
+    try:
+        check_settings(client)
+    finally:
+        client.close()
+
+
+# The largest size each kind of child is run at. Beyond it a worker would exhaust the host
+# before doing more work: processes cost ~30 MB and a CPU share each (4 per CPU, at least 256
+# so a small host may still run I/O-bound processes); OS threads 8 MB of stack address space
+# and GIL contention; greenlets are cheap, but one hub's scheduling degrades past ~10,000.
+MAX_PROCESSES = max(256, 4 * (os.cpu_count() or 1))
+MAX_THREADS = 1_000
+MAX_GREENLETS = 10_000
+
+
+def max_size(pool: Type[Pool]) -> Tuple[int, str]:
+    """The largest size of a backend's pool, and what its children are."""
+    if pool.children_are_processes:
+        return MAX_PROCESSES, "processes (4 per CPU, at least 256)"
+    if pool.is_green:
+        return MAX_GREENLETS, "greenlets"
+    return MAX_THREADS, "threads"
+
+
 def check_backend_and_size(backend: str, size: int) -> None:
     if backend not in backend_names():
         raise click.UsageError(
@@ -193,10 +230,21 @@ def check_backend_and_size(backend: str, size: int) -> None:
         )
     if size < 1:
         raise click.UsageError(f"size must be at least 1, not {size}")
+    bound, children = max_size(pool_class(backend))
+    if size > bound:
+        raise click.UsageError(
+            f"size {size} is too large for {backend}: at most {bound} {children}; "
+            "run several workers for more"
+        )
 
 
 def split_queues(text: str) -> Sequence[str]:
     queues = [q.strip() for q in text.split(",") if q.strip()]
     if not queues:
         raise click.UsageError("--queues needs at least one queue name")
+    for queue in queues:
+        try:
+            check_queue_name(queue)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
     return queues

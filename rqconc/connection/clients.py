@@ -128,11 +128,26 @@ def connect(connection: ConnectionLike = None) -> redis.Redis:
     if _unescaped_userinfo(url):
         raise ValueError(f"invalid Redis URL {redact(url)!r}: {_ESCAPE_HINT}")
     try:
-        return redis.Redis.from_url(url, **client_options(url))
+        client = redis.Redis.from_url(url, **client_options(url))
     except ValueError:
         # Never quote redis-py's message: it names what it misread, which may be a piece of
         # the password (as the "port" when the password holds "/", "?" or "#").
         raise ValueError(f"invalid Redis URL {redact(url)!r}: {_ESCAPE_HINT}") from None
+    _check_tls_options(client, url)
+    return client
+
+
+def _check_tls_options(client: redis.Redis, url: str) -> None:
+    """A bad TLS option (`?ssl_cert_reqs=bogus`) surfaces only when redis-py builds its first
+    connection, deep in a worker: build one now (it connects to nothing) to refuse it here."""
+    pool = client.connection_pool
+    if not issubclass(pool.connection_class, redis.SSLConnection):
+        return
+    try:
+        pool.connection_class(**pool.connection_kwargs)
+    except (redis.exceptions.RedisError, ValueError, TypeError) as exc:
+        problem = _scrubbed(str(exc), client)
+        raise ValueError(f"invalid TLS options in Redis URL {redact(url)!r}: {problem}") from None
 
 
 _ESCAPE_HINT = (
@@ -178,28 +193,71 @@ def describe(client: redis.Redis) -> str:
 
 def _scrubbed(text: str, client: redis.Redis) -> str:
     """`text` without the client's password, should a server or library ever echo it."""
-    kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
-    password = kwargs.get("password")
+    password = _kwargs(client).get("password")
     if password and password in text:
         text = text.replace(password, "***")
     return text
 
 
-@contextmanager
-def translated_errors(client: redis.Redis) -> Iterator[None]:
-    """Turn redis-py's connection failures into rqconc.ConnectionError naming the server."""
-    try:
-        yield
-    except redis.exceptions.AuthenticationError as exc:
-        kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
-        if kwargs.get("password"):
+def _kwargs(client: redis.Redis) -> Dict[str, Any]:
+    return getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
+
+
+# redis-py's own message when a pool with max_connections has none left (a ConnectionError).
+_POOL_FULL = "Too many connections"
+
+
+def settings_error(client: redis.Redis, exc: Exception) -> Optional[errors.ConfigurationError]:
+    """The ConfigurationError `exc` stands for when no retry can fix it (bad credentials, a DB
+    index the server lacks), else None."""
+    if isinstance(exc, redis.exceptions.AuthenticationError):
+        if _kwargs(client).get("password"):
             problem = f"refused the credentials ({exc}); check the user and password"
         else:  # the server's reply (NOAUTH, or HELLO's complaint) would only puzzle
             problem = "requires a password; give it as redis://[USER]:PASSWORD@HOST:PORT/DB"
-        raise errors.ConnectionError(
-            _scrubbed(f"Redis at {describe(client)} {problem} in --url / REDIS_URL", client)
-        ) from None
+    elif isinstance(exc, redis.exceptions.ResponseError) and "DB index" in str(exc):
+        problem = f"has no database {_kwargs(client).get('db', 0)} ({exc}); check /DB"
+    else:
+        return None
+    return errors.ConfigurationError(
+        _scrubbed(f"Redis at {describe(client)} {problem} in --url / REDIS_URL", client)
+    )
+
+
+def check_settings(client: redis.Redis) -> None:
+    """One PING: ConfigurationError when Redis refuses the client's settings, which a worker
+    must not wait out; an unreachable Redis is left to the caller's retries."""
+    try:
+        client.ping()
+    except (redis.exceptions.ConnectionError, redis.exceptions.ResponseError) as exc:
+        error = settings_error(client, exc)
+        if error is not None:
+            raise error from None
+    except redis.exceptions.TimeoutError:
+        pass
+
+
+@contextmanager
+def translated_errors(client: redis.Redis) -> Iterator[None]:
+    """Turn redis-py's connection failures into rqconc.ConnectionError naming the server (its
+    ConfigurationError for settings no retry can fix)."""
+    try:
+        yield
+    except redis.exceptions.ResponseError as exc:
+        error = settings_error(client, exc)
+        if error is None:
+            raise
+        raise error from None
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        error = settings_error(client, exc)
+        if error is not None:
+            raise error from None
+        if str(exc) == _POOL_FULL:  # Redis itself may be fine: the client's own cap is hit
+            cap = getattr(client.connection_pool, "max_connections", "the")
+            raise errors.ConnectionError(
+                f"all {cap} connections of the client's pool to {describe(client)} are in "
+                "use; raise ?max_connections= in --url / REDIS_URL or use fewer at once"
+            ) from None
         raise errors.ConnectionError(
             _scrubbed(
                 f"cannot reach Redis at {describe(client)} ({exc.__class__.__name__}: {exc}); "

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import random
+import shutil
 import statistics
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from rqconc.connection.clients import connect, describe, resolve_url
 from rqconc.queue.job import Job
@@ -15,7 +16,11 @@ from rqconc.queue.retry import Retry
 from rqconc.worker.supervisor import Supervisor
 
 STATE_MARK = {"idle": ".", "busy": "#", "starting": "~", "ending": "x", "exited": "x"}
+LEGEND = "children: # busy  . idle  ~ starting  x ending"
 DEMO_QUEUE = "demo"
+# The demo's failures are deliberate: kept long enough to look at, not the default year.
+FAILURE_TTL = 600
+PLAIN_EVERY = 1.0  # seconds between progress lines when stdout is not a terminal
 
 
 def _calls(count: int, seed: int = 4711) -> List[tuple]:
@@ -45,9 +50,28 @@ def _enqueue(url: str, count: int) -> List[str]:
     for priority in (2, 1, 0):  # three priorities; enqueue_many takes one option set
         batch = [(func, args) for func, args, p in _calls(count) if p == priority]
         if batch:
-            jobs = queue.enqueue_many(batch, priority=priority, retry=Retry(max=0))
+            jobs = queue.enqueue_many(
+                batch, priority=priority, retry=Retry(max=0), failure_ttl=FAILURE_TTL
+            )
             job_ids += [job.id for job in jobs]
     return job_ids
+
+
+def _marks(states: List[str], room: int) -> str:
+    """One mark per child, or counts per mark when that would not fit in `room` columns."""
+    if not states:
+        return "ended"
+    marks = "".join(STATE_MARK.get(state, "?") for state in states)
+    if len(marks) + 2 <= room:
+        return f"[{marks}]"
+    counts = {mark: marks.count(mark) for mark in dict.fromkeys(STATE_MARK.values())}
+    return " ".join(f"{n}{mark}" for mark, n in counts.items() if n)
+
+
+def progress_line(done: int, count: int, states: List[str], rate: float, width: int) -> str:
+    """The live line, never wider than `width` (a wrapped line breaks the redraw)."""
+    head, tail = f"{done:>8}/{count} done  children ", f"  {rate:7.0f} jobs/s"
+    return (head + _marks(states, width - len(head) - len(tail) - 1) + tail)[: width - 1]
 
 
 def _summary(url: str, job_ids: List[str], elapsed: float, backend: str, size: int) -> str:
@@ -72,33 +96,53 @@ def _summary(url: str, job_ids: List[str], elapsed: float, backend: str, size: i
     return "\n".join(lines)
 
 
+class Progress:
+    """The live display: redrawn in place on a terminal, else a plain line every second."""
+
+    def __init__(self, count: int, url: str) -> None:
+        self.count = count
+        self.queue = Queue(DEMO_QUEUE, connection=url)
+        self.began = time.monotonic()
+        self.done_at: Optional[float] = None  # when the last job was seen done
+        self.tty = sys.stdout.isatty()
+        self.printed = 0.0
+
+    def elapsed(self) -> float:
+        return (self.done_at or time.monotonic()) - self.began
+
+    def show(self, sup: Any, final: bool = False) -> None:
+        states = [child.state for child in sup.children]
+        done = self.count - self.queue.count - states.count("busy")
+        if done >= self.count and self.done_at is None:
+            self.done_at = time.monotonic()
+        now = time.monotonic()
+        if not (self.tty or final or now - self.printed >= PLAIN_EVERY):
+            return
+        self.printed = now
+        width = shutil.get_terminal_size().columns
+        line = progress_line(done, self.count, states, done / max(self.elapsed(), 1e-6), width)
+        sys.stdout.write(f"\r{line}" if self.tty else f"{line}\n")
+        sys.stdout.flush()
+
+
 def run_demo(backend: str, size: int, options: Dict[str, Any]) -> int:
     url = resolve_url(options.get("url"))
     count = options["demo"]
     print(f"Redis: {describe(connect(url))}")
+    print(LEGEND)
     job_ids = _enqueue(url, count)
-    began = time.monotonic()
-
-    queue = Queue(DEMO_QUEUE, connection=url)
-
-    def show(sup: Any) -> None:
-        children = sup.children
-        busy = sum(c.state == "busy" for c in children)
-        done = count - queue.count - busy
-        marks = "".join(STATE_MARK.get(c.state, "?") for c in children)
-        rate = done / max(time.monotonic() - began, 1e-6)
-        sys.stdout.write(f"\r{done:>8}/{count} done  children [{marks}]  {rate:7.0f} jobs/s ")
-        sys.stdout.flush()
-
+    progress = Progress(count, url)
     sup = Supervisor(
         backend,
         size,
         [DEMO_QUEUE],
         connection=url,
         burst=True,
-        on_tick=show,
+        on_tick=progress.show,
         name=options.get("name"),
     )
     code = sup.run()
-    print("\n" + _summary(url, job_ids, time.monotonic() - began, backend, size))
+    progress.show(sup, final=True)  # the last line's rate is the summary's
+    ending = "\n" if progress.tty else ""
+    print(ending + _summary(url, job_ids, progress.elapsed(), backend, size))
     return code

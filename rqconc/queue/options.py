@@ -189,15 +189,27 @@ def job_id_of(options: Dict[str, Any]) -> str:
     return job_id
 
 
+# The latest due time accepted: the end of year 9999 UTC (what datetime can show), in ms.
+MAX_DUE_MS = 253_402_300_799_000
+
+
+def _bounded_due(due_ms: float, what: str, value: Any) -> int:
+    """`due_ms` as an int, or ValueError naming `value` when it lies past year 9999 (a huge
+    float would otherwise end in OverflowError, or a time no datetime can show)."""
+    if not due_ms <= MAX_DUE_MS:
+        raise ValueError(f"{what} {value!r} lies past the year 9999: give a nearer time")
+    return int(due_ms)
+
+
 def due_ms_at(when: Union[datetime, int, float]) -> int:
     """A datetime (naive means UTC) or a Unix timestamp, as ms since the epoch."""
     if isinstance(when, datetime):
         if when.tzinfo is None:
             when = when.replace(tzinfo=timezone.utc)
-        return int(when.timestamp() * 1000)
+        return _bounded_due(when.timestamp() * 1000, "enqueue_at time", when)
     if isinstance(when, bool) or not isinstance(when, (int, float)) or not math.isfinite(when):
         raise ValueError(f"enqueue_at takes a datetime or a Unix timestamp, not {when!r}")
-    return int(when * 1000)
+    return _bounded_due(when * 1000, "enqueue_at time", when)
 
 
 def due_ms_in(delay: Union[timedelta, int, float], now_ms: int) -> int:
@@ -210,7 +222,7 @@ def due_ms_in(delay: Union[timedelta, int, float], now_ms: int) -> int:
         seconds = delay
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"enqueue_in takes a finite delay >= 0, not {delay!r}")
-    return now_ms + int(seconds * 1000)
+    return _bounded_due(now_ms + seconds * 1000, "enqueue_in delay", delay)
 
 
 __all__ = [

@@ -72,8 +72,20 @@ class JSONSerializer:
             )
 
         try:
-            data = json.dumps(value, default=refuse, ensure_ascii=False, separators=(",", ":"))
-        except (TypeError, ValueError) as exc:
+            # allow_nan=False: NaN and Infinity are not JSON; other languages' parsers refuse them.
+            data = json.dumps(
+                value, default=refuse, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+            )
+        except ValueError as exc:
+            if "Out of range float" not in str(exc):
+                raise TypeError(
+                    f"cannot serialize {what} {_short_repr(value)} as JSON: {exc}"
+                ) from None
+            raise ValueError(
+                f"cannot serialize {what} {_short_repr(value)} as JSON: it holds NaN or "
+                "Infinity, which JSON has no numbers for"
+            ) from None
+        except TypeError as exc:
             if str(exc).startswith("cannot serialize"):
                 raise TypeError(str(exc)) from None
             # e.g. a dict with tuple keys, or a circular reference

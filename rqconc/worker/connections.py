@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import Any, Dict, List, Optional, Union
 from urllib.parse import quote
 
@@ -59,6 +60,37 @@ class ChildState:
         self.orphans: List[str] = []
 
 
+# How often an outage is recalled while it lasts (s): once lost, then at most this often.
+REMINDER_EVERY = 60.0
+
+
+class _Outage:
+    """One outage of one worker process, whoever of its children, duties or threads notices
+    it: one line when lost, a reminder at most every REMINDER_EVERY s, one line when back."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.since: Optional[float] = None  # monotonic start of the outage, None when up
+        self.said = 0.0  # monotonic time of the last line about it
+
+    def down(self, now: float) -> Optional[float]:
+        """The outage's length so far if a line is due now, else None."""
+        with self.lock:
+            if self.since is None:
+                self.since = self.said = now
+                return 0.0
+            if now - self.said >= REMINDER_EVERY:
+                self.said = now
+                return now - self.since
+            return None
+
+    def up(self, now: float) -> Optional[float]:
+        """The length of the outage that just ended, or None if there was none."""
+        with self.lock:
+            since, self.since = self.since, None
+        return None if since is None else now - since
+
+
 class Connections:
     """The clients of one worker: `client`/`steps` for the supervisor and rare calls,
     `child()` for the calling child's own connection and state."""
@@ -74,17 +106,22 @@ class Connections:
         self.keys = keys
         # Thread-local: greenlet-local under gevent, whose patching replaces it.
         self._local = threading.local()
+        # The supervisor's process speaks for the worker about outages (its duties notice
+        # them too); children in processes of their own only log them at DEBUG.
+        self._owner_pid = os.getpid()
+        self._outage = _Outage()
 
     def __getstate__(self) -> Dict[str, Any]:
         # No socket crosses a process boundary: each process opens its own client.
         state = self.__dict__.copy()
         state["_client"], state["_client_pid"], state["_steps"] = None, 0, None
-        del state["_local"]
+        del state["_local"], state["_outage"]
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._local = threading.local()
+        self._outage = _Outage()
 
     @property
     def connected(self) -> bool:
@@ -125,11 +162,39 @@ class Connections:
             self._local.state = None
 
     def redis_down(self, exc: Exception, doing: str, delay: Optional[float] = None) -> None:
+        """Log an outage once per worker when it starts and at most once a minute while it
+        lasts; every other failure (each child's, each retry's) only at DEBUG."""
         retry = f"; retrying in {delay:.1f} s" if delay is not None else ""
         where = describe(self._client) if self._client is not None else "Redis"
-        log.warning(
-            "cannot reach Redis at %s while %s (%s)%s", where, doing, exc.__class__.__name__, retry
-        )
+        reason = exc.__class__.__name__
+        lasted = self._outage.down(time.monotonic()) if os.getpid() == self._owner_pid else None
+        if lasted is None:
+            log.debug("cannot reach Redis at %s while %s (%s)%s", where, doing, reason, retry)
+        elif lasted == 0.0:
+            log.warning(
+                "cannot reach Redis at %s while %s (%s); the worker keeps retrying until it "
+                "answers",
+                where,
+                doing,
+                reason,
+            )
+        else:
+            log.warning(
+                "cannot reach Redis at %s for %.0f s now (%s while %s); still retrying",
+                where,
+                lasted,
+                reason,
+                doing,
+            )
+
+    def redis_up(self) -> None:
+        """A call succeeded: end the worker's outage, if any, with one line naming its length
+        (a child in a process of its own says nothing: its supervisor does)."""
+        if self._outage.since is None:  # the common case, without the lock
+            return
+        lasted = self._outage.up(time.monotonic())
+        if lasted is not None and os.getpid() == self._owner_pid:
+            log.info("Redis at %s is reachable again after %.1f s", self.describe(), lasted)
 
     def describe(self) -> str:
         return describe(self.client)

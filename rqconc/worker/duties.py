@@ -68,6 +68,7 @@ class Duties:
         except redis.exceptions.ResponseError as exc:
             self._refused(doing, exc)
             return None
+        self.connections.redis_up()
         if self._refusals.pop(doing, None) is not None:
             log.warning("Redis accepts %s again", doing)
         return result

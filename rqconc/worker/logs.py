@@ -6,6 +6,9 @@
 - json: one object per line: ts (ISO 8601, UTC), level, logger, message, pid, every `extra`
   field, and `exc` (the traceback text) when the record carries an exception.
 
+A record logged while a job runs (by the job's own code too) carries that job's `job_id`
+(see `job_context`), so a user's log lines can be tied to the job that wrote them.
+
 Both pass through `RedactPasswords`, which masks the password of any URL in the message, in
 string extras and in the final line (tracebacks included): `redis://user:***@host`.
 
@@ -22,7 +25,9 @@ import os
 import re
 import sys
 import time
-from typing import Any, Dict, Optional, TextIO
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Dict, Iterator, Optional, TextIO
 
 from rqconc.connection.clients import redact
 
@@ -53,6 +58,31 @@ def extras(record: logging.LogRecord) -> Dict[str, Any]:
     return {
         k: v for k, v in record.__dict__.items() if k not in _STANDARD and not k.startswith("_")
     }
+
+
+# The job the calling thread or greenlet runs (a ContextVar: each thread has its own context,
+# and gevent gives each greenlet its own).
+_CURRENT_JOB: ContextVar[Optional[str]] = ContextVar("rqconc_job_id", default=None)
+
+
+@contextmanager
+def job_context(job_id: str) -> Iterator[None]:
+    """While the body runs, log records of this thread or greenlet carry `job_id`."""
+    token = _CURRENT_JOB.set(job_id)
+    try:
+        yield
+    finally:
+        _CURRENT_JOB.reset(token)
+
+
+class JobIds(logging.Filter):
+    """Adds the running job's `job_id` to a record that has none (a job's own log lines)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        job_id = _CURRENT_JOB.get()
+        if job_id is not None and not hasattr(record, "job_id"):
+            record.job_id = job_id
+        return True
 
 
 class RedactPasswords(logging.Filter):
@@ -114,6 +144,7 @@ def make_handler(fmt: str = "text", stream: Optional[TextIO] = None) -> logging.
         raise ValueError(f"log format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else TextFormatter())
+    handler.addFilter(JobIds())
     handler.addFilter(RedactPasswords())
     return handler
 

@@ -20,10 +20,14 @@ from rqconc.queue.steps import text
 from rqconc.worker.clock import redis_time, redis_time_ms
 
 DEFAULT_TTL = 420  # seconds without a heartbeat after which a worker counts as gone
+# Seconds without a heartbeat after which a listed worker shows as `stale`: supervisors beat
+# about once a second, so this is several missed beats (a SIGKILLed or wedged worker), long
+# before the TTL, which alone decides when its jobs are recovered.
+STALE_AFTER = 10.0
 
 
 def worker_state(info: SupervisorInfo) -> str:
-    """started | idle | busy | suspended, as shown by `rqconc info -W`."""
+    """started | idle | busy | suspended, as stored (listings may show `stale` instead)."""
     if info.suspended:
         return "suspended"
     return "busy" if info.busy else "idle"
@@ -85,13 +89,13 @@ class WorkerRegistry:
         pipe = self.client.pipeline(transaction=False)
         for name in names:
             pipe.hgetall(self.keys.worker(name))
-        workers = [_parse(raw) for raw in pipe.execute() if raw]
+        workers = [_parse(raw, now / 1000) for raw in pipe.execute() if raw]
         return sorted(workers, key=lambda worker: worker["name"])
 
 
-def _parse(raw: Dict[Any, Any]) -> Dict[str, Any]:
+def _parse(raw: Dict[Any, Any], now: float) -> Dict[str, Any]:
     fields = {text(k): text(v) for k, v in raw.items()}
-    return {
+    worker = {
         "name": fields.get("name", ""),
         "host": fields.get("host", ""),
         "pid": int(fields.get("pid", 0)),
@@ -105,11 +109,15 @@ def _parse(raw: Dict[Any, Any]) -> Dict[str, Any]:
         "birth": int(fields.get("birth", 0)) / 1000,
         "last_heartbeat": int(fields.get("last_heartbeat", 0)) / 1000,
     }
+    if now - worker["last_heartbeat"] > STALE_AFTER:  # its stored state is old news
+        worker["state"] = "stale"
+    return worker
 
 
 def list_workers(client: redis.Redis, namespace: str = "rqconc") -> List[Dict[str, Any]]:
     """Live workers of a namespace as dicts (name, host, pid, backend, size, busy, idle,
-    state, queues, current_jobs, birth, last_heartbeat; times as Unix seconds)."""
+    state, queues, current_jobs, birth, last_heartbeat; times as Unix seconds). The state is
+    `stale` once the heartbeat is more than STALE_AFTER seconds old."""
     return WorkerRegistry(client, KeySpace(namespace)).list()
 
 

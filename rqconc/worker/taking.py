@@ -19,6 +19,7 @@ from rqconc.engine.source import NextClaim, WorkItem
 from rqconc.queue.defaults import DEFAULT_TIMEOUT
 from rqconc.queue.serialization import mro_names, type_name
 from rqconc.queue.steps import Steps, now_ms, text
+from rqconc.worker import logs
 from rqconc.worker.connections import ChildState, Connections
 from rqconc.worker.outcomes import (
     Recorder,
@@ -108,7 +109,7 @@ class Taker:
                 )
             return None
         if self._backoff.reset():
-            log.info("Redis at %s is reachable again", self.connections.describe())
+            self.connections.redis_up()
         return item
 
     def take_order(self) -> List[str]:
@@ -154,7 +155,8 @@ class Taker:
         fields, corrupt = decoded(item.payload)
         log_transition(self.worker, "started", item.item_id, fields.get("queue", ""))
         started = time.monotonic()
-        outcome = corrupt or self.runner.run(fields)
+        with logs.job_context(item.item_id):  # the job's own log lines name it
+            outcome = corrupt or self.runner.run(fields)
         duration = time.monotonic() - started
         if item.overran():  # returned too late to be ended (held the GIL, never yielded)
             outcome = overrun(stored_number(fields.get("timeout"), DEFAULT_TIMEOUT))

@@ -3,6 +3,7 @@ subprocesses on real Redis; one-line errors, exit 2 on misuse, 1 for an unknown 
 unreachable Redis."""
 
 import json
+import time
 
 import redis
 
@@ -13,7 +14,7 @@ from tests.cli.test_commands import assert_one_line_error, rqconc, rqconc_all
 from tests.queue import tasks
 from tests.support.redis_server import free_port
 
-LISTED = ["id", "expr", "func", "queue", "next_run", "last_tick", "description"]
+LISTED = ["id", "expr", "func", "queue", "next_run", "last_tick", "description", "next_runs"]
 
 
 def test_cron_list_shows_each_entry_and_the_leader_in_text_and_json(redis_server):
@@ -40,7 +41,11 @@ def test_cron_list_shows_each_entry_and_the_leader_in_text_and_json(redis_server
         description="tests.queue.tasks:add(1, 2)",
     )
     assert listed[1]["next_run"] == hourly.next_run
-    assert listed[0]["last_tick"] == Queue("default", redis_url).crons()[0].last_tick
+    # Ticks planned ahead are not shown as enqueued: never a time in the future.
+    assert listed[0]["last_tick"] is None or listed[0]["last_tick"] <= time.time()
+    # Six fields read seconds last: every second, as the next three runs show.
+    runs = listed[0]["next_runs"]
+    assert runs[0] == listed[0]["next_run"] and [b - a for a, b in zip(runs, runs[1:])] == [1, 1]
     assert every_next <= listed[0]["next_run"] <= every_next + 5
     assert json.loads(empty.stdout) == []
 
@@ -51,7 +56,7 @@ def test_cron_list_shows_each_entry_and_the_leader_in_text_and_json(redis_server
         "FUNCTION",
         "QUEUE",
         "NEXT",
-        "RUN",
+        "RUNS",
         "LAST",
         "ENQUEUED",
     ]

@@ -57,7 +57,8 @@ def test_a_running_job_completes_its_bookkeeping_after_a_redis_restart(redis_ser
     client = redis_server.client()
     client.save()  # the restart reloads this snapshot, with the job leased to claim-1
     client.close()
-    with caplog.at_level(logging.WARNING, logger="rqconc.worker"):
+    # DEBUG: the take announced the outage; the failed record is one of its retries.
+    with caplog.at_level(logging.DEBUG, logger="rqconc.worker"):
         redis_server.stop()
         assert source.take("claim-2", 0.25) is None  # a take while Redis is away: no raise
         wait_for(lambda: "recording a job's outcome" in caplog.text, message="a failed record")

@@ -1,0 +1,37 @@
+"""A Redis outage, as a worker's log tells it (issue 15, item 7): one warning when Redis is
+lost, however many children and duties notice it, and one line when it is back naming the
+outage's length; each further failure is logged at DEBUG only."""
+
+import re
+
+import pytest
+
+from tests.support.redis_server import RedisServer
+from tests.support.waiting import wait_for
+
+BACKENDS = ["forking", "multiprocessing", "threading", "gevent"]
+LOST = re.compile(r" WARNING rqconc\.worker: cannot reach Redis")
+RETRIED = re.compile(r" DEBUG rqconc\.worker: cannot reach Redis")
+BACK = re.compile(r" INFO rqconc\.worker: Redis at \S+ is reachable again after [0-9.]+ s")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_outage_is_one_line_when_lost_and_one_when_back(redis_binary, start_worker, backend):
+    server = RedisServer(redis_binary).start()
+    try:
+        worker = start_worker(backend, 4, server.url)
+        wait_for(lambda: " started: backend=" in worker.output(), message="the worker's start")
+        server.stop()
+        # Many failures, from every child and duty, before Redis returns.
+        wait_for(
+            lambda: len(RETRIED.findall(worker.output())) >= 20,
+            timeout=30,
+            message="the worker to retry many times",
+        )
+        server.start()
+        wait_for(lambda: BACK.search(worker.output()), timeout=30, message="Redis back")
+        output = worker.output()
+        assert len(LOST.findall(output)) == 1, output
+        assert len(BACK.findall(output)) == 1, output
+    finally:
+        server.close()
