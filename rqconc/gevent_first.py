@@ -13,7 +13,8 @@ from typing import Optional, Sequence
 def backend_named(argv: Sequence[str], positional: bool) -> Optional[str]:
     """The backend a worker command line names: the first argument of `main.py BACKEND SIZE`
     (`positional`), else `-b NAME`, `--backend NAME`, `--backend=NAME` or `-bNAME`, else
-    the RQCONC_BACKEND environment variable (as the click option reads it)."""
+    the RQCONC_BACKEND environment variable (as the click option reads it), else the files'
+    BACKEND setting (rqconc/cli/settings.py)."""
     args = list(argv)
     if positional:
         return args[0] if args else None
@@ -24,7 +25,48 @@ def backend_named(argv: Sequence[str], positional: bool) -> Optional[str]:
             return arg.partition("=")[2]
         if arg.startswith("-b") and len(arg) > 2 and not arg.startswith("--"):
             return arg[2:]
-    return os.environ.get("RQCONC_BACKEND") or None
+    return os.environ.get("RQCONC_BACKEND") or backend_in_files(args)
+
+
+def _option_value(args: Sequence[str], short: str, long: str) -> Optional[str]:
+    for i, arg in enumerate(args):
+        if arg in (short, long) and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(long + "="):
+            return arg.partition("=")[2]
+        if arg.startswith(short) and len(arg) > 2 and not arg.startswith("--"):
+            return arg[2:]
+    return None
+
+
+def backend_in_files(args: Sequence[str]) -> Optional[str]:
+    """BACKEND of the config file (`-c FILE`, RQCONC_CONFIG), else `backend` of the working
+    directory's pyproject.toml [tool.rqconc]. Read without running the config module (its
+    imports would come before gevent's patching): only a literal `BACKEND = "gevent"`
+    counts here. A file that cannot be read is left to the command, which says why."""
+    # Imported here: this module imports only os and sys at load (see the docstring); ast and
+    # tomllib import neither threading nor socket.
+    import ast
+
+    path = _option_value(args, "-c", "--config") or os.environ.get("RQCONC_CONFIG")
+    try:
+        if path:
+            with open(path, encoding="utf-8") as file:
+                tree = ast.parse(file.read())
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "BACKEND" for t in node.targets
+                ):
+                    return str(ast.literal_eval(node.value))
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:
+            import tomli as tomllib
+        with open("pyproject.toml", "rb") as toml:
+            table = tomllib.load(toml).get("tool", {}).get("rqconc", {})
+        return str(table["backend"]) if "backend" in table else None
+    except (OSError, ValueError, SyntaxError, AttributeError, TypeError):
+        return None
 
 
 def prepare_worker_process(argv: Sequence[str], positional: bool) -> None:

@@ -2,25 +2,33 @@
 
 Every worker option may also come from an environment variable: `RQCONC_` and the option's
 long name (`--queues` → `RQCONC_QUEUES`, `--max-jobs-per-child` → `RQCONC_MAX_JOBS_PER_CHILD`);
-an option on the command line wins."""
+an option on the command line wins. Below the environment come the settings of a config file
+(`-c FILE.py`) and of pyproject.toml's `[tool.rqconc]` table (settings.py)."""
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import click
 
+from rqconc.cli.settings import describe, load_settings
 from rqconc.connection.clients import check_settings, connect
 from rqconc.demo import run_demo
 from rqconc.engine.backends import backend_names, pool_class
 from rqconc.engine.fake_source import FakeSource
 from rqconc.engine.pool import Pool
 from rqconc.engine.source import WorkSource
+from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.queue.keys import check_queue_name
-from rqconc.worker import logs
+from rqconc.worker import logs, webhooks
+from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.supervisor import Supervisor
+from rqconc.worker.taking import MAX_BLOCK, MIN_BLOCK
+
+# A longer take wait saves nothing worth a stop seen that late.
+MAX_TAKE_WAIT = 10.0
 
 LOG_FORMAT = logs.TEXT_FORMAT
 ENV_PREFIX = "RQCONC_"
@@ -37,6 +45,21 @@ def env_option(*decls: str, **attrs: Any) -> Callable:
 def worker_options(command: Callable) -> Callable:
     """The options both worker commands accept (SPEC section 1)."""
     options = [
+        env_option(
+            "-c",
+            "--config",
+            default=None,
+            is_eager=True,  # read before every other option: its settings are their defaults
+            callback=load_settings,
+            metavar="FILE.py",
+            help="Python module of upper-case settings (QUEUES, SIZE, REDIS_URL, ...), below "
+            "flags and RQCONC_* variables, above pyproject.toml's [tool.rqconc].",
+        ),
+        click.option(
+            "--print-config",
+            is_flag=True,
+            help="Print the resulting settings and where each came from, then exit.",
+        ),
         env_option(
             "-q",
             "--queues",
@@ -101,6 +124,7 @@ def worker_options(command: Callable) -> Callable:
             help="How long a job's lease lasts unrenewed: a "
             "vanished worker's jobs are back in their queue after it.",
         ),
+        *timing_options(),
         env_option(
             "--source",
             "source_kind",
@@ -139,6 +163,41 @@ def worker_options(command: Callable) -> Callable:
     return command
 
 
+def timing_options() -> List[Callable]:
+    seconds = click.FloatRange(min=0, min_open=True)
+    return [
+        env_option(
+            "--worker-ttl",
+            type=seconds,
+            default=DEFAULT_TTL,
+            show_default=True,
+            help="Seconds the registry lists a worker whose heartbeat stopped.",
+        ),
+        env_option(
+            "--take-wait",
+            type=click.FloatRange(min=MIN_BLOCK, max=MAX_TAKE_WAIT),
+            default=MAX_BLOCK,
+            show_default=True,
+            help="Longest an idle child blocks on its queues: longer means fewer round "
+            "trips while idle, and a stop or suspend seen that much later.",
+        ),
+        env_option(
+            "--webhook-timeout",
+            type=seconds,
+            default=webhooks.TIMEOUT_SECONDS,
+            show_default=True,
+            help="Seconds one webhook POST may take.",
+        ),
+        env_option(
+            "--callback-timeout",
+            type=seconds,
+            default=CALLBACK_TIMEOUT,
+            show_default=True,
+            help="Timeout of on_success/on_failure callbacks and webhook jobs.",
+        ),
+    ]
+
+
 def build_source(options: Dict[str, Any]) -> Optional[WorkSource]:
     """The fake source when asked for; None lets the Supervisor build the Redis one."""
     if options["source_kind"] != "fake":
@@ -148,6 +207,9 @@ def build_source(options: Dict[str, Any]) -> Optional[WorkSource]:
 
 def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     """Build the supervisor that the options describe and run it in the foreground."""
+    if options["print_config"]:
+        click.echo(describe(click.get_current_context()))
+        return 0
     add_to_sys_path(options["paths"])
     level = options["log_level"] or ("WARNING" if options["demo"] else "INFO")
     logs.configure(level, options["log_format"], sys.stderr)
@@ -175,6 +237,10 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         preload=preload,
         burst=options["burst"],
         cli=True,
+        worker_ttl=options["worker_ttl"],
+        take_wait=options["take_wait"],
+        webhook_timeout=options["webhook_timeout"],
+        callback_timeout=options["callback_timeout"],
     )
     return supervisor.run()
 

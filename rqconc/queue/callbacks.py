@@ -19,6 +19,8 @@ from rqconc import errors
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import function_name, get_serializer
 
+# The timeout of a follow-up job (a callback or a webhook) is the worker's that runs it
+# (`--callback-timeout`, this by default): the specs below carry none.
 CALLBACK_TIMEOUT = 60
 WEBHOOK_FUNCTION = "rqconc.worker.webhooks:deliver"
 # 429/5xx, connection errors and timeouts: the webhook's own job is retried with backoff.
@@ -39,7 +41,6 @@ def _spec(
     fields = {
         "func": func,
         "queue": parent["queue"],
-        "timeout": str(CALLBACK_TIMEOUT),
         "description": f"{name} of job",
     }
     if kwargs:

@@ -16,6 +16,8 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import WorkItem
+from rqconc.queue.callbacks import CALLBACK_TIMEOUT
+from rqconc.queue.defaults import DEFAULT_TIMEOUT
 from rqconc.queue.retry import policy_of
 from rqconc.queue.serialization import mro_names, type_name
 from rqconc.queue.steps import CompleteReply, text
@@ -36,12 +38,21 @@ def stored_number(value: Any, default: float) -> float:
     return number if math.isfinite(number) else default
 
 
-def work_item(claim: str, taken: Any) -> Optional[WorkItem]:
+def job_timeout(fields: Dict[Any, Any], callback_timeout: float) -> float:
+    """A job's timeout: its own, else the worker's callback timeout for a follow-up job (a
+    callback or a webhook, whose spec carries none), else the default."""
+    default: float = DEFAULT_TIMEOUT
+    if fields.get("callback_of") is not None:
+        default = callback_timeout
+    return stored_number(fields.get("timeout"), default)
+
+
+def work_item(claim: str, taken: Any, callback_timeout: float) -> Optional[WorkItem]:
     """The WorkItem of a take's reply; None when it took nothing (a due time)."""
     if taken is None or isinstance(taken, int):
         return None
     job_id, fields = taken
-    deadline = time.time() + stored_number(fields.get("timeout"), 180.0)
+    deadline = time.time() + job_timeout(fields, callback_timeout)
     return WorkItem(claim, job_id, deadline=deadline, payload=fields)
 
 
@@ -83,9 +94,12 @@ def until_recorded(connections: Connections, record: Callable[[], Any]) -> None:
 class Recorder:
     """Writes the outcomes of one worker's jobs."""
 
-    def __init__(self, connections: Connections, worker: str) -> None:
+    def __init__(
+        self, connections: Connections, worker: str, callback_timeout: float = CALLBACK_TIMEOUT
+    ) -> None:
         self.connections = connections
         self.worker = worker
+        self.callback_timeout = callback_timeout  # of follow-up jobs that carry none
 
     def record(
         self,
@@ -145,7 +159,7 @@ class Recorder:
             outcome.next_stage,
             take,
         )
-        return code, work_item(take[0], taken)
+        return code, work_item(take[0], taken, self.callback_timeout)
 
     def _next_id_taken(
         self, item: WorkItem, fields: Dict[str, str], outcome: Outcome, duration: float

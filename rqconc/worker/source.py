@@ -21,13 +21,15 @@ from typing import Optional, Sequence, Tuple, Union
 import redis
 
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
+from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.queue.keys import KeySpace, check_queue_name
+from rqconc.worker import webhooks
 from rqconc.worker.connections import Connections, url_of
 from rqconc.worker.duties import Duties
 from rqconc.worker.outcomes import Recorder
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.runner import JobRunner
-from rqconc.worker.taking import STRATEGIES, Taker
+from rqconc.worker.taking import MAX_BLOCK, STRATEGIES, Taker
 
 __all__ = ["STRATEGIES", "RedisSource", "url_of"]
 
@@ -50,6 +52,9 @@ class RedisSource(WorkSource):
         maintenance_interval: float = 1.0,
         allow_pickle: bool = False,
         cli: bool = False,
+        take_wait: float = MAX_BLOCK,
+        webhook_timeout: float = webhooks.TIMEOUT_SECONDS,
+        callback_timeout: float = CALLBACK_TIMEOUT,
     ) -> None:
         if not queues:
             raise ValueError("a worker needs at least one queue")
@@ -59,10 +64,17 @@ class RedisSource(WorkSource):
         self.connections = Connections(url, self.keys)
         self.url = self.connections.url
         self.runner = JobRunner(self.connections, allow, allow_pickle, cli)
-        self.recorder = Recorder(self.connections, self.name)
+        self.recorder = Recorder(self.connections, self.name, callback_timeout)
         self.taker = Taker(
-            self.connections, self.runner, self.recorder, self.queues, strategy, lease_seconds
+            self.connections,
+            self.runner,
+            self.recorder,
+            self.queues,
+            strategy,
+            lease_seconds,
+            take_wait,
         )
+        self.webhook_timeout = webhook_timeout
         self.duties = Duties(
             self.connections,
             self.recorder,
@@ -89,6 +101,7 @@ class RedisSource(WorkSource):
     # ---- child side ----
     def child_started(self, child_index: int) -> None:
         # Not connected in this process: forked or unpickled, with nothing of the parent's.
+        webhooks.set_timeout(self.webhook_timeout)  # the webhooks this child delivers
         self.taker.child_started(forked=not self.connections.connected)
         self.connections.child_started()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import socket
 import time
@@ -13,7 +14,19 @@ import redis
 from rqconc.engine.source import WorkSource
 from rqconc.engine.states import SupervisorState
 from rqconc.engine.supervisor import BaseSupervisor
+from rqconc.queue.callbacks import CALLBACK_TIMEOUT
+from rqconc.worker import webhooks
+from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.source import RedisSource
+from rqconc.worker.taking import MAX_BLOCK
+
+
+def check_seconds(setting: str, value: float) -> None:
+    """A duration setting is a finite number of seconds above 0."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{setting} must be a number of seconds, not {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{setting} must be a finite number of seconds above 0, not {value!r}")
 
 
 def default_worker_name() -> str:
@@ -28,7 +41,12 @@ class Supervisor(BaseSupervisor):
     server). Only functions of modules under an `allow` prefix run (a list, or one prefix
     as a str), besides rqconc's demo tasks. Jobs of a pickle queue run only with
     `allow_pickle=True`. `cli=True` (the rqconc command line) makes the not-allowed hint
-    name `--allow` instead of this constructor's `allow=`."""
+    name `--allow` instead of this constructor's `allow=`.
+
+    Seconds: `worker_ttl`, how long the registry lists it without a heartbeat; `take_wait`,
+    the longest an idle child blocks on its queues (a stop is seen at least this often);
+    `webhook_timeout`, one webhook POST; `callback_timeout`, a callback or webhook job that
+    carries no timeout of its own."""
 
     def __init__(
         self,
@@ -46,6 +64,10 @@ class Supervisor(BaseSupervisor):
         source: Optional[WorkSource] = None,
         allow_pickle: bool = False,
         cli: bool = False,
+        worker_ttl: float = DEFAULT_TTL,
+        take_wait: float = MAX_BLOCK,
+        webhook_timeout: float = webhooks.TIMEOUT_SECONDS,
+        callback_timeout: float = CALLBACK_TIMEOUT,
         **engine_options: Any,
     ) -> None:
         # One name is one name: a str is a Sequence whose items are its letters.
@@ -54,6 +76,13 @@ class Supervisor(BaseSupervisor):
         if isinstance(allow, str):
             allow = [allow]
         name = name or default_worker_name()
+        for setting, value in (
+            ("worker_ttl", worker_ttl),
+            ("take_wait", take_wait),
+            ("webhook_timeout", webhook_timeout),
+            ("callback_timeout", callback_timeout),
+        ):
+            check_seconds(setting, value)
         if source is None:
             source = RedisSource(
                 url=connection,
@@ -66,8 +95,14 @@ class Supervisor(BaseSupervisor):
                 name=name,
                 allow_pickle=allow_pickle,
                 cli=cli,
+                registry_ttl=worker_ttl,
+                take_wait=take_wait,
+                webhook_timeout=webhook_timeout,
+                callback_timeout=callback_timeout,
             )
         self.queues = list(queues)
+        # The engine's take timeout is the longest a child's take may last: the same wait.
+        engine_options.setdefault("take_timeout", take_wait)
         super().__init__(backend, size, source, name=name, **engine_options)
 
     def wait_ready(self, timeout: float = 30) -> Supervisor:

@@ -16,15 +16,14 @@ import redis
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import NextClaim, WorkItem
-from rqconc.queue.defaults import DEFAULT_TIMEOUT
 from rqconc.queue.serialization import mro_names, type_name
 from rqconc.queue.steps import Steps, now_ms, text
 from rqconc.worker import logs
 from rqconc.worker.connections import ChildState, Connections
 from rqconc.worker.outcomes import (
     Recorder,
+    job_timeout,
     log_transition,
-    stored_number,
     until_recorded,
     work_item,
 )
@@ -33,7 +32,8 @@ from rqconc.worker.runner import JobRunner, Outcome, decoded
 log = logging.getLogger("rqconc.worker")
 
 STRATEGIES = ("ordered", "round-robin")
-MAX_BLOCK = 0.25  # longest BZPOPMIN: a stop request is seen at least this often
+# The default longest BZPOPMIN (`--take-wait`): a stop request is seen at least this often.
+MAX_BLOCK = 0.25
 MIN_BLOCK = 0.01  # shortest BZPOPMIN whose timeout cannot truncate to 0 ("forever")
 
 
@@ -57,6 +57,7 @@ class Taker:
         queues: Sequence[str],
         strategy: str,
         lease_seconds: float,
+        take_wait: float = MAX_BLOCK,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
@@ -67,6 +68,7 @@ class Taker:
         self.queues = list(queues)
         self.strategy = strategy
         self.lease_ms = int(lease_seconds * 1000)
+        self.take_wait = take_wait
         self._rotation = 0
         self._backoff = Backoff(first=0.1, cap=30.0, jitter=True)
 
@@ -128,7 +130,7 @@ class Taker:
             # longer than until the earliest scheduled job is due, and take again in the same
             # round trip. A child suspended or retiring meanwhile hands that job back (the
             # child loop checks after every take).
-            wait = min(timeout, MAX_BLOCK)
+            wait = min(timeout, self.take_wait)
             if taken >= 0:
                 wait = min(wait, max(0.0, (taken - now_ms()) / 1000))
             # Redis turns the timeout into whole milliseconds by truncation, and 0 means
@@ -138,7 +140,7 @@ class Taker:
             taken = hot.wait_then_take(round(wait, 2), claim, order, self.lease_ms, self.worker)
             if isinstance(taken, int):
                 return None
-        return work_item(claim, taken)
+        return work_item(claim, taken, self.recorder.callback_timeout)
 
     def _requeue_orphans(self, child: ChildState) -> None:
         steps = self.connections.steps
@@ -159,7 +161,7 @@ class Taker:
             outcome = corrupt or self.runner.run(fields)
         duration = time.monotonic() - started
         if item.overran():  # returned too late to be ended (held the GIL, never yielded)
-            outcome = overrun(stored_number(fields.get("timeout"), DEFAULT_TIMEOUT))
+            outcome = overrun(job_timeout(fields, self.recorder.callback_timeout))
         # Failures are rare: only a success takes the next job in the same step.
         next_claim = chain() if chain is not None and outcome.exc is None else None
         take = None if next_claim is None else (next_claim, self.take_order(), self.lease_ms)

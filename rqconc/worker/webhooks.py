@@ -16,7 +16,21 @@ from urllib.parse import urlsplit, urlunsplit
 
 from rqconc import errors
 
-TIMEOUT_SECONDS = 10
+# How long one POST may take, as the seed's webhooks had; a worker sets its own
+# (`--webhook-timeout`, `Supervisor(webhook_timeout=...)`) in each child it starts.
+TIMEOUT_SECONDS = 15.0
+_timeout = TIMEOUT_SECONDS
+
+
+def set_timeout(seconds: float) -> None:
+    """The timeout of the webhooks this process delivers from now on (one per process: the
+    children of one worker share it, as they share the worker's settings)."""
+    global _timeout
+    _timeout = seconds
+
+
+def timeout() -> float:
+    return _timeout
 
 
 class WebhookUnavailable(errors.RQConcError):
@@ -66,7 +80,7 @@ def deliver(job: Any, outcome: Any, url: str) -> int:
         headers={"Content-Type": "application/json", "User-Agent": "rqconc-webhook"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
+        with urllib.request.urlopen(request, timeout=_timeout) as response:
             return response.status
     except urllib.error.HTTPError as exc:
         if exc.code == 429 or exc.code >= 500:
