@@ -66,24 +66,14 @@ class RedisSource(WorkSource):
         self.runner = JobRunner(self.connections, allow, allow_pickle, cli)
         self.recorder = Recorder(self.connections, self.name, callback_timeout)
         self.taker = Taker(
-            self.connections,
-            self.runner,
-            self.recorder,
-            self.queues,
-            strategy,
-            lease_seconds,
-            take_wait,
+            self.connections, self.runner, self.recorder, self.queues, strategy, lease_seconds
         )
+        self.taker.take_wait = take_wait
         self.webhook_timeout = webhook_timeout
         self.duties = Duties(
-            self.connections,
-            self.recorder,
-            self.queues,
-            lease_seconds,
-            max_lost,
-            registry_ttl,
-            maintenance_interval,
-        )
+            self.connections, self.recorder, self.queues,
+            lease_seconds, max_lost, registry_ttl, maintenance_interval,
+        )  # fmt: skip
 
     @property
     def lease_seconds(self) -> float:

@@ -7,7 +7,7 @@ import os
 import socket
 import time
 import uuid
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 import redis
 
@@ -21,12 +21,19 @@ from rqconc.worker.source import RedisSource
 from rqconc.worker.taking import MAX_BLOCK
 
 
-def check_seconds(setting: str, value: float) -> None:
-    """A duration setting is a finite number of seconds above 0."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{setting} must be a number of seconds, not {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{setting} must be a finite number of seconds above 0, not {value!r}")
+def one_or_many(names: Union[str, Sequence[str]]) -> List[str]:
+    return [names] if isinstance(names, str) else list(names)
+
+
+def checked_seconds(**settings: float) -> Dict[str, float]:
+    """Duration settings, each a finite number of seconds above 0."""
+    for setting, value in settings.items():
+        shown = "worker_ttl" if setting == "registry_ttl" else setting  # the Supervisor's name
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{shown} must be a number of seconds, not {value!r}")
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{shown} must be a finite number of seconds above 0, not {value!r}")
+    return settings
 
 
 def default_worker_name() -> str:
@@ -71,36 +78,20 @@ class Supervisor(BaseSupervisor):
         **engine_options: Any,
     ) -> None:
         # One name is one name: a str is a Sequence whose items are its letters.
-        if isinstance(queues, str):
-            queues = [queues]
-        if isinstance(allow, str):
-            allow = [allow]
+        queues, allow = one_or_many(queues), one_or_many(allow)
         name = name or default_worker_name()
-        for setting, value in (
-            ("worker_ttl", worker_ttl),
-            ("take_wait", take_wait),
-            ("webhook_timeout", webhook_timeout),
-            ("callback_timeout", callback_timeout),
-        ):
-            check_seconds(setting, value)
+        timings = checked_seconds(
+            registry_ttl=worker_ttl,
+            take_wait=take_wait,
+            webhook_timeout=webhook_timeout,
+            callback_timeout=callback_timeout,
+        )
         if source is None:
             source = RedisSource(
-                url=connection,
-                queues=list(queues),
-                strategy=strategy,
-                allow=list(allow),
-                lease_seconds=lease_seconds,
-                max_lost=max_lost,
-                namespace=namespace,
-                name=name,
-                allow_pickle=allow_pickle,
-                cli=cli,
-                registry_ttl=worker_ttl,
-                take_wait=take_wait,
-                webhook_timeout=webhook_timeout,
-                callback_timeout=callback_timeout,
-            )
-        self.queues = list(queues)
+                connection, queues, strategy, allow, lease_seconds, max_lost, namespace, name,
+                allow_pickle=allow_pickle, cli=cli, **timings,
+            )  # fmt: skip
+        self.queues = queues
         # The engine's take timeout is the longest a child's take may last: the same wait.
         engine_options.setdefault("take_timeout", take_wait)
         super().__init__(backend, size, source, name=name, **engine_options)
