@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from typing import Any, Dict, Optional
 
 import click
@@ -36,6 +37,15 @@ def describe_job(job: Job) -> Dict[str, Any]:
         "next_id": job.next_id,
     }
     report.update({name: value for name, value in links.items() if value})
+    report["lost"] = job.lost  # leases lost: its worker vanished mid-run that many times
+    log_tag = job.meta.get("log_tag")
+    if log_tag is not None:
+        report["log_tag"] = log_tag
+    if report["status"] == "started" and job.started_at is not None:
+        # On Redis' clock, which stamped started_at: this host's clock may differ.
+        seconds, micros = job.connection.time()
+        now = datetime.fromtimestamp(seconds + micros / 1e6, tz=timezone.utc)
+        report["elapsed"] = round((now - job.started_at).total_seconds(), 3)
     if job.serializer == "json":  # pickled arguments stay opaque here
         report["args"], report["kwargs"] = job.args, job.kwargs
     if report["status"] == "finished":
@@ -52,6 +62,8 @@ def render(report: Dict[str, Any]) -> str:
         if name == "error":
             lines.append(f"{'error':<12} {value['type']}: {value['message']}")
             lines.extend("  " + line for line in value["traceback"].splitlines())
+        elif name == "elapsed":
+            lines.append(f"{name:<12} {value:.1f} s (running)")
         elif name in ("args", "kwargs", "result"):
             lines.append(f"{name:<12} {json.dumps(value)}")
         else:
@@ -64,7 +76,8 @@ def render(report: Dict[str, Any]) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @url_option
 def job(job_id: str, as_json: bool, url: Optional[str]) -> None:
-    """Show one job: status, function, queue, priority, attempts, times, result or error."""
+    """Show one job: status, function, queue, priority, attempts, leases lost, log_tag,
+    times (and how long a running job has run), result or error."""
     client = client_for(url)
     try:
         with translated_errors(client):

@@ -148,6 +148,34 @@ def common_fields(
     return fields, priority
 
 
+EVENT_DETAILS = ("basic", "full")
+
+
+def queue_defaults(timeout: Any, result_ttl: Any, retry: Any) -> Dict[str, Any]:
+    """A queue's default options (`Queue(default_timeout=...)`), validated as the per-job
+    options are; the ones left None are not defaults."""
+    defaults = {"timeout": timeout, "result_ttl": result_ttl, "retry": retry}
+    defaults = {name: value for name, value in defaults.items() if value is not None}
+    try:
+        common_fields(defaults, "default", "json")
+    except ValueError as exc:
+        raise ValueError(f"Queue(...): default_{exc}") from None
+    return defaults
+
+
+def with_defaults(options: Dict[str, Any], defaults: Dict[str, Any]) -> Dict[str, Any]:
+    """A call's options, a queue's defaults filling those it does not set (or sets None)."""
+    if not defaults:
+        return options
+    return {**defaults, **{name: value for name, value in options.items() if value is not None}}
+
+
+def check_event_detail(detail: Any) -> str:
+    if detail not in EVENT_DETAILS:
+        raise ValueError(f"event_detail must be 'basic' or 'full', not {detail!r}")
+    return str(detail)
+
+
 def may_vanish(fields: Dict[str, str]) -> bool:
     """Whether jobs with these common fields may be deleted within ENQUEUE_MARK_MS of being
     stored (kept 0 s, or briefly, once they end). A resend of their enqueue after a lost
@@ -233,5 +261,7 @@ __all__ = [
     "due_ms_at",
     "due_ms_in",
     "job_id_of",
+    "queue_defaults",
     "take_options",
+    "with_defaults",
 ]

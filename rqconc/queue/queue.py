@@ -9,6 +9,7 @@ the fields a batch shares are sent once.
 from __future__ import annotations
 
 import os
+import socket
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -27,15 +28,19 @@ from rqconc.queue.options import (
     Call,
     Func,
     Priority,
+    check_event_detail,
     check_priority,
     common_fields,
     due_ms_at,
     due_ms_in,
     job_id_of,
     may_vanish,
+    queue_defaults,
     refuse,
     take_options,
+    with_defaults,
 )
+from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import check_utf8, dump_arguments, function_name, get_serializer
 from rqconc.queue.steps import EnqueueReply, Steps, now_ms, text
 
@@ -58,10 +63,22 @@ class Queue:
         connection: ConnectionLike = None,
         serializer: str = "json",
         namespace: str = "rqconc",
+        default_timeout: Optional[float] = None,
+        default_result_ttl: Optional[int] = None,
+        default_retry: Optional[Retry] = None,
+        event_detail: str = "basic",
     ) -> None:
         self.name = check_queue_name(name)
         self.serializer = get_serializer(serializer)
         self.keys = KeySpace(namespace)
+        # Options for every job of this queue that does not set its own (SPEC section 14).
+        self.defaults = queue_defaults(default_timeout, default_result_ttl, default_retry)
+        # "full": its jobs' events also carry the call, the outcome, the host and
+        # meta["log_tag"]; stored on each job, where the Lua steps that emit events read it.
+        self.event_detail = check_event_detail(event_detail)
+        self._detail = {"event_detail": "full"} if self.event_detail == "full" else {}
+        if self._detail:
+            self._detail["origin_host"] = socket.gethostname()
         self._connection_arg = connection
         self._client: Optional[redis.Redis] = None
         self._steps: Optional[Steps] = None
@@ -178,7 +195,9 @@ class Queue:
         ]
 
     def _common_fields(self, options: Dict[str, Any]) -> Tuple[Dict[str, str], int]:
-        return common_fields(options, self.name, self.serializer.name)
+        options = with_defaults(options, self.defaults)
+        fields, priority = common_fields(options, self.name, self.serializer.name)
+        return {**fields, **self._detail} if self._detail else fields, priority
 
     def _own_fields(
         self, func: Func, args: Tuple[Any, ...], kwargs: Dict[str, Any], options: Dict[str, Any]

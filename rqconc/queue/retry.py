@@ -14,7 +14,7 @@ import sys
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from rqconc import errors
-from rqconc.queue.serialization import current_name, type_name
+from rqconc.queue.serialization import current_name, mro_names, type_name
 
 ExceptionSpec = Union[type, str]
 
@@ -43,6 +43,38 @@ _TRANSIENT_CLIENT_ERRORS: Tuple[Tuple[str, str], ...] = (
     ("botocore.exceptions", "ConnectionError"),
     ("botocore.exceptions", "ReadTimeoutError"),
     ("botocore.exceptions", "ConnectTimeoutError"),
+    ("botocore.exceptions", "EndpointConnectionError"),
+)
+
+# botocore's ClientError carries the service's answer: retried by default only when that is
+# a throttling or a server-side (5xx) error. A failure's names (`failure_names`) then also
+# hold this tag, which the default policy lists; Retry(on=...) may name it too.
+CLIENT_ERROR = "botocore.exceptions.ClientError"
+TRANSIENT_CLIENT_ERROR = CLIENT_ERROR + "[transient]"
+# The error codes botocore's own retry handler treats as throttling, and the usual 5xx ones.
+_TRANSIENT_CODES = frozenset(
+    (
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "TransactionInProgressException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "LimitExceededException",
+        "RequestThrottled",
+        "SlowDown",
+        "PriorRequestNotComplete",
+        "EC2ThrottledException",
+        "InternalError",
+        "InternalFailure",
+        "InternalServerError",
+        "InternalServerException",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
+    )
 )
 
 
@@ -149,6 +181,30 @@ class Retry:
         return self.delay(attempts)
 
 
+def _is_transient_client_error(exc: BaseException) -> bool:
+    """A botocore ClientError whose code is a throttling one, or whose HTTP status (or
+    numeric code) is 5xx. Read defensively: `response` is whatever the SDK put there."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, dict):
+        return False
+    error = response.get("Error")
+    code = str(error.get("Code", "")) if isinstance(error, dict) else ""
+    metadata = response.get("ResponseMetadata")
+    status = metadata.get("HTTPStatusCode") if isinstance(metadata, dict) else None
+    if code in _TRANSIENT_CODES or (code.isdigit() and 500 <= int(code) <= 599):
+        return True
+    return isinstance(status, int) and 500 <= status <= 599
+
+
+def failure_names(exc: BaseException) -> Tuple[str, ...]:
+    """What a retry policy matches a failure against: the names of its class hierarchy,
+    plus TRANSIENT_CLIENT_ERROR for a throttled or 5xx botocore ClientError."""
+    names = mro_names(type(exc))
+    if CLIENT_ERROR in names and _is_transient_client_error(exc):
+        names.append(TRANSIENT_CLIENT_ERROR)
+    return tuple(names)
+
+
 def transient_error_names() -> List[str]:
     """Names of the transient errors the default policy retries, for the loaded libraries."""
     names = ["ConnectionError", "TimeoutError", type_name(errors.WorkerLost)]
@@ -156,6 +212,8 @@ def transient_error_names() -> List[str]:
         cls = getattr(sys.modules.get(module_name), attribute, None)
         if isinstance(cls, type):
             names.append(type_name(cls))
+    if isinstance(getattr(sys.modules.get("botocore.exceptions"), "ClientError", None), type):
+        names.append(TRANSIENT_CLIENT_ERROR)
     return names
 
 

@@ -4,18 +4,21 @@ Why JSON: a worker that unpickles a payload runs whatever code its author chose.
 can write to Redis can then run code on every worker. Pickle is therefore an explicit
 per-queue opt-in (`Queue(..., serializer="pickle")`), for trusted Redis deployments only.
 
-Functions are stored by reference, as "module:qualname", and resolved in the worker after
-its allow-list has accepted the module (see `check_allowed`), so a refused job is never
-imported.
+Functions are stored by reference, as "module:qualname" (RQ's dotted "module.function" is
+accepted too: see `split_function_name`), and resolved in the worker after its allow-list
+has accepted the module (see `is_allowed`), so a refused job is never imported.
 """
 
 from __future__ import annotations
 
 import base64
 import importlib
+import importlib.util
 import inspect
 import json
 import pickle
+import re
+import sys
 import types
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
@@ -155,9 +158,14 @@ def function_name(func: Union[str, Callable[..., Any]]) -> str:
     """ "module:qualname" of an importable function; ValueError for anything a worker could
     not import by name (lambdas, nested functions, bound methods, objects, __main__)."""
     if isinstance(func, str):
+        if ":" not in func and DOTTED.match(func):
+            return _normalised(func)
         named_module, sep, named_qualname = func.partition(":")
         if not sep or not named_module or not named_qualname or "<" in func:
-            raise ValueError(f"invalid function reference {func!r}: use 'module:qualname'")
+            raise ValueError(
+                f"invalid function reference {func!r}: use 'module:qualname' "
+                "(or RQ's dotted 'module.function')"
+            )
         return func
     module: Optional[str] = getattr(func, "__module__", None)
     qualname: Optional[str] = getattr(func, "__qualname__", None)
@@ -186,8 +194,61 @@ def function_name(func: Union[str, Callable[..., Any]]) -> str:
     return f"{module}:{qualname}"
 
 
-def split_function_name(name: str) -> Tuple[str, str]:
-    module, sep, qualname = current_name(name).partition(":")
+# RQ's form, "myapp.tasks.send_sms": identifiers joined by dots, at least two of them.
+DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+
+
+def _splits(dotted: str) -> List[Tuple[str, str]]:
+    """(module, qualname) candidates of a dotted name, the longest module first."""
+    parts = dotted.split(".")
+    return [(".".join(parts[:i]), ".".join(parts[i:])) for i in range(len(parts) - 1, 0, -1)]
+
+
+def _is_module(name: str) -> Optional[bool]:
+    """Whether module `name` exists (importing its parent packages, as an import would);
+    None when finding out failed for another reason (a parent that raises on import)."""
+    if name in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError as exc:
+        # It, or a parent, does not exist, or a parent is a plain module: not a module here.
+        missing = exc.name or ""
+        if name == missing or name.startswith(missing + "."):
+            return False
+        return None
+    except Exception:
+        return None
+
+
+def _normalised(dotted: str) -> str:
+    """A dotted name as "module:qualname" when the producer can find its module (the
+    longest prefix that is one); else as given, for the worker to split (its own modules
+    may differ from the producer's)."""
+    for module, qualname in _splits(dotted):
+        found = _is_module(module)
+        if found:
+            return f"{module}:{qualname}"
+        if found is None:
+            break
+    return dotted
+
+
+def split_function_name(name: str, allow: Iterable[str] = ()) -> Tuple[str, str]:
+    """(module, qualname) of a stored function name: "module:qualname", or RQ's dotted
+    "myapp.tasks.send_sms", whose module is the longest prefix that the allow-list accepts
+    and that exists here (only allowed modules and their parents are ever imported to find
+    out); with none, the name less its last part, which the allow-list then refuses or whose
+    import then fails, by name."""
+    name = current_name(name)
+    if ":" not in name and DOTTED.match(name):
+        for module, qualname in _splits(name):
+            if is_allowed(module, allow):
+                found = _is_module(module)
+                if found is None or found:  # None: let the import itself say what fails
+                    return module, qualname
+        return _splits(name)[0]
+    module, sep, qualname = name.partition(":")
     if not sep or not module or not qualname:
         raise ValueError(f"invalid function reference {name!r}: expected 'module:qualname'")
     return module, qualname
@@ -209,7 +270,7 @@ def resolve_function(name: str, allow: Iterable[str]) -> Callable[..., Any]:
     module ("myapp.tasks:os.system") or through dunders, and what it names must be defined
     in an allowed module: `from os import system` in myapp.tasks does not make
     "myapp.tasks:system" runnable with `--allow myapp` (`errors.NotAllowed`)."""
-    module_name, qualname = split_function_name(name)
+    module_name, qualname = split_function_name(name, allow)
     target: Any = importlib.import_module(module_name)
     for part in qualname.split("."):
         if part.startswith("__") and part.endswith("__"):

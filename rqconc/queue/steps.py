@@ -54,6 +54,7 @@ def _id_check(
         and len(jobs) == 1
         and "depends_on" not in common
         and "depends_on" not in jobs[0][1]
+        and "event_detail" not in common  # the fast path's event is the basic one
     ):
         return "plain"
     return ""

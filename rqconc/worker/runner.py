@@ -16,11 +16,11 @@ from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.queue.callbacks import callback_arguments
 from rqconc.queue.flows import Next
 from rqconc.queue.job import Job
+from rqconc.queue.retry import failure_names
 from rqconc.queue.serialization import (
     ASYNC_NOT_SUPPORTED,
     get_serializer,
     is_allowed,
-    mro_names,
     resolve_function,
     split_function_name,
     type_name,
@@ -112,7 +112,7 @@ class JobRunner:
         except Exception as exc:  # the job's own failure; BaseException ends the child
             return Outcome(
                 exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
-                exc_mro=tuple(mro_names(type(exc))),
+                exc_mro=failure_names(exc),
             )
         if inspect.iscoroutine(result):  # enqueued by name: the producer could not refuse it
             result.close()  # never awaited: no "coroutine was never awaited" warning
@@ -154,7 +154,7 @@ class JobRunner:
     def _allowed_function(self, name: str) -> Callable[..., Any]:
         """The function a job names, checked against the allow-list before any import."""
         try:
-            module, _ = split_function_name(name)
+            module, _ = split_function_name(name, self.allow)
         except ValueError as exc:
             raise Refused("ValueError", f"corrupt job data: {exc}") from None
         if not is_allowed(module, self.allow):

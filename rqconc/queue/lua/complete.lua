@@ -73,7 +73,7 @@ redis.call('ZREM', KEYS[4], id)
 if cancel_requested then
   redis.call('SREM', KEYS[9], id)  -- finishing first wins over a cancel request
 end
-emit('finished', id, queue)
+emit_with('finished', id, queue, ARGV[3])
 
 -- A job kept for 0 s is deleted below: writing its end state first only matters when a
 -- follow-up or next stage reads it in this step.

@@ -36,10 +36,41 @@ local function bump(key, field)
   return value
 end
 
+-- The fields a job of a queue with event_detail="full" adds to its events (SPEC 14): its
+-- call, its result (`result`, given by complete) or error message, the host (the acting
+-- worker's, from its registry entry; the producer's for client-side steps) and
+-- meta.log_tag. Other jobs pay one HGET.
+local function detail_of(event, id, result)
+  local key = job_key(id)
+  if redis.call('HGET', key, 'event_detail') ~= 'full' then return {} end
+  local f = redis.call('HMGET', key, 'args', 'kwargs', 'meta', 'exc_message', 'origin_host')
+  local host = f[5]
+  if WORKER ~= '' then host = redis.call('HGET', NS .. 'worker:' .. WORKER, 'host') or '' end
+  local detail = {'args', f[1] or '[]', 'kwargs', f[2] or '{}', 'host', host or ''}
+  if result then
+    detail[#detail + 1], detail[#detail + 2] = 'result', result
+  elseif f[4] and (event == 'failed' or event == 'retry') then
+    detail[#detail + 1], detail[#detail + 2] = 'exc_message', f[4]
+  end
+  -- meta is JSON written by Python; a corrupt one just has no log_tag.
+  local ok, meta = pcall(cjson.decode, f[3] or '{}')
+  local tag = ok and type(meta) == 'table' and meta['log_tag']
+  if type(tag) == 'string' or type(tag) == 'number' then
+    detail[#detail + 1], detail[#detail + 2] = 'log_tag', tostring(tag)
+  end
+  return detail
+end
+
 -- One entry of the capped event stream per transition, in the step that makes it.
+local function emit_with(event, id, queue, result, ...)
+  local fields = {'event', event, 'job_id', id, 'queue', queue or '', 'ts', NOW,
+    'worker', WORKER, ...}
+  for _, value in ipairs(detail_of(event, id, result)) do fields[#fields + 1] = value end
+  redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_MAXLEN, '*', unpack(fields))
+end
+
 local function emit(event, id, queue, ...)
-  redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_MAXLEN, '*', 'event', event, 'job_id', id,
-    'queue', queue or '', 'ts', NOW, 'worker', WORKER, ...)
+  emit_with(event, id, queue, nil, ...)
 end
 
 -- Numeric fields are checked here, not trusted: a corrupt write (say '1.5' or 'nan') must

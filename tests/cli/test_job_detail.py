@@ -1,0 +1,49 @@
+"""SPEC section 14: `rqconc job ID` shows log_tag, lost and a running job's elapsed time."""
+
+import json
+
+from click.testing import CliRunner
+
+from rqconc.cli.app import cli
+from rqconc.queue.job import JobStatus
+from rqconc.queue.queue import Queue
+from tests.support.waiting import wait_for
+
+
+def show(url, job_id, *extra):
+    result = CliRunner().invoke(cli, ["job", job_id, "--url", url, *extra])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_rqconc_job_shows_log_tag_lost_and_the_elapsed_time_of_a_running_job(
+    redis_url, start_worker
+):
+    q = Queue("slow", connection=redis_url)
+    job = q.enqueue(
+        "tests.queue.tasks:sleep_then_return", 30, "done", meta={"log_tag": "invoice-12"}
+    )
+    start_worker("threading", 1, redis_url, "-q", "slow")
+    wait_for(lambda: job.refresh() or job.status is JobStatus.STARTED, timeout=15)
+    first = json.loads(show(redis_url, job.id, "--json"))
+    assert first["status"] == "started" and first["log_tag"] == "invoice-12"
+    assert first["lost"] == 0 and 0 <= first["elapsed"] < 30
+    later = wait_for(
+        lambda: (lambda r: r if r["elapsed"] >= first["elapsed"] + 0.5 else None)(
+            json.loads(show(redis_url, job.id, "--json"))
+        ),
+        timeout=10,
+        message="elapsed to grow",
+    )
+    assert later["elapsed"] < 30
+    text = show(redis_url, job.id)
+    assert "log_tag      invoice-12" in text and "lost         0" in text
+    assert "s (running)" in text
+
+
+def test_rqconc_job_shows_leases_lost_and_no_elapsed_once_ended(redis_url):
+    q = Queue(connection=redis_url)
+    job = q.enqueue("tests.queue.tasks:add", 1, 2)
+    q.connection.hset(job.key, mapping={"lost": 2, "status": "failed"})
+    report = json.loads(show(redis_url, job.id, "--json"))
+    assert report["lost"] == 2 and "elapsed" not in report and "log_tag" not in report
