@@ -18,7 +18,7 @@ from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import NextClaim, WorkItem
 from rqconc.queue.defaults import DEFAULT_TIMEOUT
 from rqconc.queue.serialization import mro_names, type_name
-from rqconc.queue.steps import Steps, now_ms, text
+from rqconc.queue.steps import Steps, text
 from rqconc.worker import logs
 from rqconc.worker.connections import ChildState, Connections
 from rqconc.worker.outcomes import (
@@ -125,12 +125,13 @@ class Taker:
         taken = hot.take(claim, order, self.lease_ms, self.worker)
         if isinstance(taken, int):
             # Nothing waits: block on the queues' markers (enqueue and take set them), but no
-            # longer than until the earliest scheduled job is due, and take again in the same
-            # round trip. A child suspended or retiring meanwhile hands that job back (the
-            # child loop checks after every take).
+            # longer than until the earliest scheduled job is due (a delay by Redis' clock:
+            # this host's may be off), and take again in the same round trip. A child
+            # suspended or retiring meanwhile hands that job back (the child loop checks
+            # after every take).
             wait = min(timeout, MAX_BLOCK)
             if taken >= 0:
-                wait = min(wait, max(0.0, (taken - now_ms()) / 1000))
+                wait = min(wait, taken / 1000)
             # Redis turns the timeout into whole milliseconds by truncation, and 0 means
             # "block forever": a wait of about 1 ms could hang the child. Below 10 ms, retake.
             if wait < MIN_BLOCK:
