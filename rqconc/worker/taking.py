@@ -41,7 +41,7 @@ def overrun(seconds: float) -> Outcome:
     """A job that returned past its deadline failed, whatever it returned: the supervisor
     could not end it in time (a GIL-holding C call, a greenlet that never yielded)."""
     return Outcome(
-        exc=(type_name(errors.JobTimeout), f"the job ran past its timeout of {seconds:g} s", ""),
+        exc=(type_name(errors.JobTimeout), errors.JobTimeout.describe(seconds, False), ""),
         exc_mro=tuple(mro_names(errors.JobTimeout)),
     )
 
@@ -154,7 +154,9 @@ class Taker:
 
     def perform(self, item: WorkItem, chain: Optional[NextClaim] = None) -> Optional[WorkItem]:
         fields, corrupt = decoded(item.payload)
-        log_transition(self.worker, "started", item.item_id, fields.get("queue", ""))
+        log_transition(
+            self.worker, "started", item.item_id, fields.get("queue", ""), func=fields.get("func")
+        )
         started = time.monotonic()
         with logs.job_context(item.item_id):  # the job's own log lines name it
             outcome = corrupt or self.runner.run(fields)
