@@ -109,7 +109,10 @@ class Duties:
             view = self._slots.take_over_if_running(seen.index, claim)
             if view is None:
                 continue
-            log.info("job %s canceled: ending child %d", view.item_id, view.index)
+            # The source's own line names the job; this one says what the engine does.
+            log.info(
+                "ending child %d: its job was canceled", view.index, extra={"job_id": view.item_id}
+            )
             self._pool.end(view.index)
             self.source.canceled(claim)
             self._release_next(view)

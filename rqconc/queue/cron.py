@@ -53,6 +53,7 @@ PLANNED_RETENTION_MS = 3600 * 1000  # how long removal still finds a tick's unst
 # tick supersedes it (SPEC 7). The grace spares a tick whose job a busy worker promotes a
 # little late.
 STALE_GRACE_MS = 1000
+SHOWN_RUNS = 3  # next fire times shown at registration: enough to see what an expression means
 
 
 def check_expression(expr: Any) -> str:
@@ -94,6 +95,16 @@ def next_tick(expr: str, after: float) -> int:
     return int(croniter(expr, after).get_next(float))
 
 
+def next_ticks(expr: str, after: float, count: int = SHOWN_RUNS) -> List[int]:
+    """The next `count` ticks after `after`: six-field expressions read seconds last
+    (croniter), so `*/2 * * * * *` is every second of even minutes, which these show."""
+    ticks: List[int] = []
+    for _ in range(count):
+        after = next_tick(expr, after)
+        ticks.append(int(after))
+    return ticks
+
+
 def latest_tick(expr: str, now: float) -> int:
     """The latest tick at or before `now` (ticks are whole seconds)."""
     return int(croniter(expr, float(int(now) + 1)).get_prev(float))
@@ -116,6 +127,11 @@ class CronEntry:
     def next_run(self) -> int:
         """The next tick from now, as a Unix timestamp."""
         return next_tick(self.expr, time.time())
+
+    @property
+    def next_runs(self) -> List[int]:
+        """The next SHOWN_RUNS ticks from now, as Unix timestamps."""
+        return next_ticks(self.expr, time.time())
 
     @property
     def priority(self) -> int:
@@ -176,6 +192,15 @@ def register(
     template = {name: value for name, value in fields.items() if name not in PER_JOB_FIELDS}
     entry = CronEntry(cron_id, expr, fields["func"], queue, uuid.uuid4().hex, time.time(), template)
     _put(client, keys, cron_id, entry)
+    # Said at once, so a six-field expression read seconds last surprises no one.
+    log.info(
+        "cron %s registered on queue %s: %s runs %s, next at %s",
+        cron_id,
+        queue,
+        expr,
+        entry.func,
+        ", ".join(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t)) for t in entry.next_runs),
+    )
     return entry
 
 

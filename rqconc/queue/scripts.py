@@ -50,7 +50,8 @@ TAKE_FIELDS = (
 
 
 def taken(reply: Any) -> Any:
-    """A take's reply as (id, fields present), or the earliest due time (ms, -1: none)."""
+    """A take's reply as (id, fields present), or, when nothing waits, the delay (ms, by
+    Redis' clock) until the earliest scheduled job is due (-1: none scheduled)."""
     if not isinstance(reply, list):
         return int(reply)
     fields = {name: value for name, value in zip(TAKE_FIELDS, reply[1:]) if value is not None}

@@ -112,7 +112,8 @@ class Steps:
         return EnqueueReply(code), text(detail)
 
     def take(self, claim: str, queues: Sequence[str], lease_ms: int, worker: str) -> Any:
-        """The taken job as (id, fields) or, if none, the earliest due time (ms, or -1)."""
+        """The taken job as (id, fields) or, if none, the delay (ms, by Redis' clock) until
+        the earliest scheduled job is due (-1: none scheduled)."""
         keys, args = self._take_call(claim, queues, lease_ms, worker)
         return taken(script("take")(self.client, keys, args))
 

@@ -194,7 +194,8 @@ class Duties:
         queue = text(fields.get("queue", b""))
         requeued = steps.requeue_front(claim, job_id, queue, self.worker, "interrupted")
         if requeued:
-            log_transition(self.worker, "interrupted", job_id, queue)
+            func = text(fields.get("func", b"?"))
+            log_transition(self.worker, "interrupted", job_id, queue, func=func)
         return requeued
 
     def lost(self, claim: str, reason: str) -> None:
@@ -289,7 +290,12 @@ class Duties:
 
         def cancel() -> None:
             job_id = client.hget(keys.claims, claim)
-            if job_id is not None and steps.cancel(text(job_id), claim, self.worker) == 1:
-                log_transition(self.worker, "canceled", text(job_id), "")
+            if job_id is None:
+                return
+            func, queue = (
+                text(v or b"") for v in client.hmget(keys.job(text(job_id)), "func", "queue")
+            )
+            if steps.cancel(text(job_id), claim, self.worker) == 1:
+                log_transition(self.worker, "canceled", text(job_id), queue, func=func)
 
         self._guarded("canceling a stopped job", cancel)

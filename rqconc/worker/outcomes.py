@@ -14,6 +14,7 @@ import math
 import time
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
+from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import WorkItem
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
@@ -63,8 +64,10 @@ def log_transition(
     queue: str,
     duration: Optional[float] = None,
     exc: Optional[ExcInfo] = None,
+    func: Optional[str] = None,
 ) -> None:
-    """One structured line per transition this worker makes (events.py has the stream)."""
+    """One structured line per transition this worker makes (events.py has the stream). The
+    message names the job's function; its id is the `job_id` field, said once."""
     if not log.isEnabledFor(logging.INFO):
         return
     extra: Dict[str, Any] = {"event": event, "job_id": job_id, "queue": queue, "worker": worker}
@@ -75,7 +78,7 @@ def log_transition(
     if exc is not None:
         extra["exc_type"] = exc[0]
         detail += f": {exc[0]}: {exc[1]}"[:300]
-    log.info("job %s %s%s", job_id, event, detail, extra=extra)
+    log.info("job %s %s%s", func or "?", event, detail, extra=extra)
 
 
 def until_recorded(connections: Connections, record: Callable[[], Any]) -> None:
@@ -116,16 +119,18 @@ class Recorder:
                 item.claim, item.item_id, fields, outcome.exc, outcome.exc_mro, duration
             )
             if code == -1:
-                self._stale(item)
+                self._stale(item, fields)
             return None
         queue = fields.get("queue", "")
         code, following = self._complete(item, queue, outcome, take)
         if code is CompleteReply.RECORDED:
-            log_transition(self.worker, "finished", item.item_id, queue, duration)
+            log_transition(
+                self.worker, "finished", item.item_id, queue, duration, func=fields.get("func")
+            )
         elif code is CompleteReply.NEXT_ID_TAKEN:
             self._next_id_taken(item, fields, outcome, duration)
         else:
-            self._stale(item)
+            self._stale(item, fields)
         return following
 
     def _complete(
@@ -177,7 +182,7 @@ class Recorder:
             item.claim, item.item_id, fields, ("ValueError", message, ""), (), duration
         )
         if code == -1:
-            self._stale(item)
+            self._stale(item, fields)
 
     def fail(
         self,
@@ -199,7 +204,7 @@ class Recorder:
         code = int(self.connections.steps.fail(claim, job_id, queue, exc, retry_in, self.worker))
         if code != -1:
             event = "retry" if code == 2 else "failed"
-            log_transition(self.worker, event, job_id, queue, duration, exc)
+            log_transition(self.worker, event, job_id, queue, duration, exc, fields.get("func"))
         return code
 
     def fail_claim(self, claim: str, cls: type, message: str) -> int:
@@ -210,13 +215,39 @@ class Recorder:
             return -1
         job_id, raw = found
         fields = {name: text(value) for name, value in raw.items()}
+        if cls is errors.JobTimeout:  # quote the job's timeout, not its deadline's remainder
+            message = errors.JobTimeout.describe(stored_number(fields.get("timeout"), 180.0))
         return self.fail(claim, job_id, fields, (type_name(cls), message, ""), mro_names(cls))
 
-    @staticmethod
-    def _stale(item: WorkItem) -> None:
+    def _stale(self, item: WorkItem, fields: Dict[str, str]) -> None:
+        """This run's outcome was refused (its claim no longer holds the job): say what
+        became of the job instead, read from Redis."""
+        try:
+            happened = self._what_happened(item.item_id)
+        except REDIS_DOWN:
+            happened = "what became of it is unknown (Redis is unreachable)"
         log.warning(
-            "job %s: its lease was lost (claim %s is stale), so its outcome is "
-            "dropped; the job runs again elsewhere",
-            item.item_id,
-            item.claim,
+            "job %s: this run's outcome is dropped: %s",
+            fields.get("func") or "?",
+            happened,
+            extra={"job_id": item.item_id, "queue": fields.get("queue", ""), "claim": item.claim},
         )
+
+    def _what_happened(self, job_id: str) -> str:
+        client, keys = self.connections.client, self.connections.keys
+        raw = client.hmget(keys.job(job_id), "status", "worker", "exc_type", "exc_message")
+        status, worker, exc_type, exc_message = (None if v is None else text(v) for v in raw)
+        failure = f"{exc_type}: {exc_message}"[:200]
+        if status is None:
+            return "the job was deleted meanwhile"
+        if status == "finished":
+            if worker == self.worker:  # a completion sent again after its reply was lost
+                return "it is recorded finished already by this worker (a reply was lost)"
+            return f"it was finished meanwhile by worker {worker} (this run's lease was lost)"
+        if status == "failed":
+            return f"it failed meanwhile ({failure}) and is in the dead letters"
+        if status == "scheduled":
+            return f"it failed meanwhile ({failure}) and waits for a retry"
+        if status == "canceled":
+            return "it was canceled meanwhile"
+        return f"this run's lease was lost; the job is {status} and runs again elsewhere"

@@ -151,6 +151,10 @@ class JobRunner:
             args = [*self._callback_arguments(fields), *args]
         return func, args, kwargs, serializer
 
+    def allowed_text(self) -> str:
+        """The allow-list as the worker's start line and refusals show it."""
+        return ", ".join(self.allow) or "none besides rqconc.demo"
+
     def _allowed_function(self, name: str) -> Callable[..., Any]:
         """The function a job names, checked against the allow-list before any import."""
         try:
@@ -158,7 +162,7 @@ class JobRunner:
         except ValueError as exc:
             raise Refused("ValueError", f"corrupt job data: {exc}") from None
         if not is_allowed(module, self.allow):
-            allowed = ", ".join(self.allow) or "none besides rqconc.demo"
+            allowed = self.allowed_text()
             raise Refused(
                 type_name(errors.NotAllowed),
                 f"function {name} is not allowed on this worker: module {module!r} "

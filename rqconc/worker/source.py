@@ -14,6 +14,7 @@ lost its lease can no longer record anything about that job.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from typing import Optional, Sequence, Tuple, Union
@@ -30,6 +31,8 @@ from rqconc.worker.outcomes import Recorder
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.runner import JobRunner
 from rqconc.worker.taking import MAX_BLOCK, STRATEGIES, Taker
+
+log = logging.getLogger("rqconc.worker")
 
 __all__ = ["STRATEGIES", "RedisSource", "url_of"]
 
@@ -110,6 +113,15 @@ class RedisSource(WorkSource):
 
     # ---- supervisor side ----
     def supervisor_started(self, info: SupervisorInfo) -> None:
+        # What this worker serves, said once: the queues, the Redis (no password) and the
+        # allow-list, the first things to check when jobs wait or fail as not allowed.
+        log.info(
+            "worker %s serves queues %s on %s; allowed modules: %s",
+            self.name,
+            ", ".join(self.queues),
+            self.connections.describe(),
+            self.runner.allowed_text(),
+        )
         self.duties.started(info)
 
     def supervisor_stopped(self, info: SupervisorInfo) -> None:

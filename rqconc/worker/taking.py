@@ -17,7 +17,7 @@ from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import NextClaim, WorkItem
 from rqconc.queue.serialization import mro_names, type_name
-from rqconc.queue.steps import Steps, now_ms, text
+from rqconc.queue.steps import Steps, text
 from rqconc.worker import logs
 from rqconc.worker.connections import ChildState, Connections
 from rqconc.worker.outcomes import (
@@ -41,7 +41,7 @@ def overrun(seconds: float) -> Outcome:
     """A job that returned past its deadline failed, whatever it returned: the supervisor
     could not end it in time (a GIL-holding C call, a greenlet that never yielded)."""
     return Outcome(
-        exc=(type_name(errors.JobTimeout), f"the job ran past its timeout of {seconds:g} s", ""),
+        exc=(type_name(errors.JobTimeout), errors.JobTimeout.describe(seconds, False), ""),
         exc_mro=tuple(mro_names(errors.JobTimeout)),
     )
 
@@ -127,12 +127,13 @@ class Taker:
         taken = hot.take(claim, order, self.lease_ms, self.worker)
         if isinstance(taken, int):
             # Nothing waits: block on the queues' markers (enqueue and take set them), but no
-            # longer than until the earliest scheduled job is due, and take again in the same
-            # round trip. A child suspended or retiring meanwhile hands that job back (the
-            # child loop checks after every take).
+            # longer than until the earliest scheduled job is due (a delay by Redis' clock:
+            # this host's may be off), and take again in the same round trip. A child
+            # suspended or retiring meanwhile hands that job back (the child loop checks
+            # after every take).
             wait = min(timeout, self.take_wait)
             if taken >= 0:
-                wait = min(wait, max(0.0, (taken - now_ms()) / 1000))
+                wait = min(wait, taken / 1000)
             # Redis turns the timeout into whole milliseconds by truncation, and 0 means
             # "block forever": a wait of about 1 ms could hang the child. Below 10 ms, retake.
             if wait < MIN_BLOCK:
@@ -155,7 +156,9 @@ class Taker:
 
     def perform(self, item: WorkItem, chain: Optional[NextClaim] = None) -> Optional[WorkItem]:
         fields, corrupt = decoded(item.payload)
-        log_transition(self.worker, "started", item.item_id, fields.get("queue", ""))
+        log_transition(
+            self.worker, "started", item.item_id, fields.get("queue", ""), func=fields.get("func")
+        )
         started = time.monotonic()
         with logs.job_context(item.item_id):  # the job's own log lines name it
             outcome = corrupt or self.runner.run(fields)

@@ -163,11 +163,12 @@ def test_a_lost_child_is_a_failed_attempt_that_the_default_policy_retries(queue,
 def test_a_timeout_fails_with_job_timeout_and_is_retried_only_when_listed(
     queue, source, retry, status
 ):
-    job = queue.enqueue(tasks.add, 1, 2, retry=retry)
+    job = queue.enqueue(tasks.add, 1, 2, retry=retry, timeout=3)
     item = source.take("claim-1", 1)
-    source.timed_out(item.claim, 3.0)
+    source.timed_out(item.claim, 2.999963)  # what was left of the deadline
     assert job.status == status and job.attempts == 1
-    assert job.exc_info[0] == "rqconc.errors.JobTimeout" and "3 s" in job.exc_info[1]
+    assert job.exc_info[0] == "rqconc.errors.JobTimeout"
+    assert "timeout of 3 s" in job.exc_info[1]  # the job's own timeout
 
 
 # ---- leases and fences ----

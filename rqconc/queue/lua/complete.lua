@@ -34,7 +34,7 @@ ARGV[11]         nq, the number of listened queues (0 without a next claim)
 ARGV[12...]      with a next stage: its id, queue name, k, then k field/value pairs
 
 Returns {1} when recorded, {1, next} when recorded and a next claim was given (next as the
-take step returns it: the job's fields, or the earliest due time / -1), {-1} when the claim
+take step returns it: the job's fields, or the delay until the earliest due time / -1), {-1} when the claim
 is stale, {-2, next id} when a job with the next stage's id exists (in both refusals
 nothing is written, nothing taken).
 

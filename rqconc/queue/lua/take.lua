@@ -21,8 +21,9 @@ ARGV[5]          namespace prefix "{ns}:": the popped id is only known here, so 
                  key is completed from it (the pattern of keys.py)
 
 Returns {id, v1, v2, ...}: the taken job's TAKE_FIELDS (include/take.lua), already marked
-        started; or, when every listened queue is empty, the earliest due time (ms) of
-        their scheduled jobs, or -1 when none is scheduled.
+        started; or, when every listened queue is empty, the delay (ms, >= 0, by Redis'
+        clock) until the earliest of their scheduled jobs is due, or -1 when none is
+        scheduled.
 ]]
 local NS, SEQ, EVENTS, WORKER = ARGV[5], KEYS[1], KEYS[4], ARGV[3]
 --#include clock

@@ -16,8 +16,9 @@ compare for this.
 
 Returns the taken job as {id, v1, v2, ...}: the values of TAKE_FIELDS in order (false, i.e.
 nil in the reply, where a field is absent), already started and leased under `claim`; or,
-when every listened queue is empty, the earliest due time (ms) of their scheduled jobs, or
--1 when none is scheduled.
+when every listened queue is empty, how long (ms, >= 0) until the earliest of their
+scheduled jobs is due by Redis' clock (NOW), or -1 when none is scheduled. A delay, not a
+due time: a worker whose own clock is off would wait the wrong time for it (issue 14).
 ]]
 -- What a worker needs to run a job: keep in step with scripts.TAKE_FIELDS. (An HMGET of
 -- these, not HGETALL: a job hash holds twice as many fields the worker never reads.)
@@ -120,5 +121,6 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
       earliest = tonumber(head[2])
     end
   end
-  return earliest
+  if earliest < 0 then return -1 end
+  return math.max(0, earliest - now)
 end
