@@ -21,9 +21,10 @@ from typing import Optional, Sequence, Tuple, Union
 import redis
 
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
-from rqconc.queue.keys import KeySpace, check_queue_name
+from rqconc.queue.keys import KeySpace
 from rqconc.worker.connections import Connections, url_of
 from rqconc.worker.duties import Duties
+from rqconc.worker.listened import Listened
 from rqconc.worker.outcomes import Recorder
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.runner import JobRunner
@@ -33,7 +34,8 @@ __all__ = ["STRATEGIES", "RedisSource", "url_of"]
 
 
 class RedisSource(WorkSource):
-    """Takes jobs from `queues` in a Redis namespace (see docs/architecture.md). Picklable:
+    """Takes jobs from `queues` in a Redis namespace (see docs/architecture.md); `["*"]`
+    takes from every queue of the namespace, including those that appear later. Picklable:
     process backends hand each child a copy, which opens its own connections."""
 
     def __init__(
@@ -51,22 +53,21 @@ class RedisSource(WorkSource):
         allow_pickle: bool = False,
         cli: bool = False,
     ) -> None:
-        if not queues:
-            raise ValueError("a worker needs at least one queue")
-        self.queues = [check_queue_name(q) for q in queues]
         self.keys = KeySpace(namespace)
+        self.listened = Listened(queues, self.keys)  # the names, or "*": every queue
+        self.queues = self.listened.given
         self.name = name or f"{socket.gethostname()}.{os.getpid()}"
         self.connections = Connections(url, self.keys)
         self.url = self.connections.url
         self.runner = JobRunner(self.connections, allow, allow_pickle, cli)
         self.recorder = Recorder(self.connections, self.name)
         self.taker = Taker(
-            self.connections, self.runner, self.recorder, self.queues, strategy, lease_seconds
+            self.connections, self.runner, self.recorder, self.listened, strategy, lease_seconds
         )
         self.duties = Duties(
             self.connections,
             self.recorder,
-            self.queues,
+            self.listened,
             lease_seconds,
             max_lost,
             registry_ttl,
