@@ -1,9 +1,12 @@
-"""`rqconc info [-W] [--json]`: queue counts and, with -W, the live workers."""
+"""`rqconc info [QUEUE ...] [-W] [--by-queue] [--json] [-i S]`: queue counts and, with -W,
+the live workers; `-i` repeats it every S seconds until Ctrl+C (SPEC sections 7 and 14)."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, Optional
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import click
 import redis
@@ -12,6 +15,8 @@ from rqconc.cli.common import client_for, table, unix_to_iso, url_option
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import COUNTS, queue_counts
+from rqconc.queue.keys import check_queue_name
+from rqconc.worker.listened import EVERY
 from rqconc.worker.registry import list_workers
 
 WORKER_FIELDS = (
@@ -27,17 +32,56 @@ WORKER_FIELDS = (
     "current_jobs",
     "last_heartbeat",
 )
+# On a terminal, each tick redraws in place: cursor home, every line cleared to its end,
+# then everything below cleared (no blank flash, as a full clear before drawing would give).
+HOME, CLEAR_LINE, CLEAR_BELOW = "\x1b[H", "\x1b[K", "\x1b[J"
 
 
-def gather(client: redis.Redis, with_workers: bool) -> Dict[str, Any]:
-    report: Dict[str, Any] = {"queues": queue_counts(client)}
+def serves(worker: Dict[str, Any], queue: str) -> bool:
+    """Whether `worker` takes from `queue` (a `-q all` worker takes from every queue)."""
+    return queue in worker["queues"] or EVERY in worker["queues"]
+
+
+def gather(
+    client: redis.Redis,
+    with_workers: bool,
+    names: Optional[Sequence[str]] = None,
+    by_queue: bool = False,
+) -> Dict[str, Any]:
+    """The report: every known queue, or only `names` (and only the workers serving them)."""
+    report: Dict[str, Any] = {"queues": queue_counts(client, list(names) if names else None)}
     if is_suspended(client):  # only then: the SPEC's shape stays as it is otherwise
         report["suspended"] = True
-    if with_workers:
+    if with_workers or by_queue:
         with translated_errors(client):
-            workers = list_workers(client)
-        report["workers"] = [{f: w.get(f) for f in WORKER_FIELDS} for w in workers]
+            workers = [{f: w.get(f) for f in WORKER_FIELDS} for w in list_workers(client)]
+        if names:
+            workers = [w for w in workers if any(serves(w, q) for q in names)]
+        report["workers"] = workers
+        if by_queue:
+            report["by_queue"] = group(workers, [q["name"] for q in report["queues"]], names)
     return report
+
+
+def group(
+    workers: List[Dict[str, Any]], known: List[str], names: Optional[Sequence[str]]
+) -> Dict[str, List[str]]:
+    """{queue: names of the workers serving it}, over the queues shown; without a filter,
+    also the queues workers listen on that never received a job."""
+    queues = list(known)
+    if not names:
+        named = {q for w in workers for q in w["queues"] if q != EVERY}
+        queues = sorted(set(queues) | named)
+    return {q: [w["name"] for w in workers if serves(w, q)] for q in queues}
+
+
+def _workers_table(workers: List[Dict[str, Any]]) -> str:
+    rows = [
+        [w[f] for f in WORKER_FIELDS[:-2]]
+        + [len(w["current_jobs"]), unix_to_iso(w["last_heartbeat"])]
+        for w in workers
+    ]
+    return table(WORKER_FIELDS[:-2] + ("jobs", "last_heartbeat"), rows)
 
 
 def render(report: Dict[str, Any]) -> str:
@@ -47,25 +91,86 @@ def render(report: Dict[str, Any]) -> str:
         if queues
         else "no queues"
     ]
-    if "workers" in report:
-        workers = report["workers"]
-        rows = [
-            [w[f] for f in WORKER_FIELDS[:-2]]
-            + [len(w["current_jobs"]), unix_to_iso(w["last_heartbeat"])]
-            for w in workers
+    if "by_queue" in report:
+        parts += [
+            _group_text(q, served, report["workers"]) for q, served in report["by_queue"].items()
         ]
-        headers = WORKER_FIELDS[:-2] + ("jobs", "last_heartbeat")
-        parts.append(table(headers, rows) if workers else "no workers")
+    elif "workers" in report:
+        parts.append(_workers_table(report["workers"]) if report["workers"] else "no workers")
     if report.get("suspended"):
         parts.insert(0, "workers are suspended: they take no new job (`rqconc resume` ends it)")
     return "\n\n".join(parts)
 
 
+def _group_text(queue: str, served: List[str], workers: List[Dict[str, Any]]) -> str:
+    if not served:
+        return f"{queue}: no workers"
+    rows = _workers_table([w for w in workers if w["name"] in served])
+    count = f"{len(served)} worker" + ("s" if len(served) > 1 else "")
+    return f"{queue}: {count}\n" + "\n".join("  " + line for line in rows.splitlines())
+
+
+def live(show: Callable[[], Dict[str, Any]], interval: float, as_json: bool) -> None:
+    """Show the report every `interval` s until Ctrl+C (which ends it with exit 0): in place
+    on a terminal, else one after another (one JSON object per line with --json)."""
+    redraw = not as_json and sys.stdout.isatty()
+    try:
+        while True:
+            started = time.monotonic()
+            report = show()
+            if as_json:
+                click.echo(json.dumps(dict(report, time=round(time.time(), 3))))
+            elif redraw:
+                heading = f"every {interval:g} s, {time.strftime('%H:%M:%S')} (Ctrl+C ends)"
+                lines = [heading, "", *render(report).splitlines()]
+                click.echo(
+                    HOME + "".join(line + CLEAR_LINE + "\n" for line in lines) + CLEAR_BELOW,
+                    nl=False,
+                )
+            else:
+                click.echo(f"-- {time.strftime('%Y-%m-%d %H:%M:%S')}\n{render(report)}\n")
+            sys.stdout.flush()
+            time.sleep(max(0.0, interval - (time.monotonic() - started)))
+    except KeyboardInterrupt:
+        pass
+
+
 @click.command()
+@click.argument("queues", nargs=-1)
 @click.option("-W", "--workers", "with_workers", is_flag=True, help="Also list the workers.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--by-queue", is_flag=True, help="Group the workers under the queues they serve (implies -W)."
+)
+@click.option(
+    "-i",
+    "--interval",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="S",
+    help="Repeat every S seconds until Ctrl+C (in place on a terminal).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (per tick).")
 @url_option
-def info(with_workers: bool, as_json: bool, url: Optional[str]) -> None:
-    """Queues with their job counts and (with -W) the live workers."""
-    report = gather(client_for(url), with_workers)
+def info(
+    queues: Sequence[str],
+    with_workers: bool,
+    by_queue: bool,
+    interval: Optional[float],
+    as_json: bool,
+    url: Optional[str],
+) -> None:
+    """Queues (all, or only QUEUE ...) with their job counts and (with -W) the live workers."""
+    for name in queues:
+        try:
+            check_queue_name(name)
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
+    client = client_for(url)
+
+    def show() -> Dict[str, Any]:
+        return gather(client, with_workers, queues, by_queue)
+
+    if interval is not None:
+        return live(show, interval, as_json)
+    report = show()
     click.echo(json.dumps(report) if as_json else render(report))

@@ -23,6 +23,7 @@ from rqconc.engine.source import WorkSource
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.queue.keys import check_queue_name
 from rqconc.worker import logs, webhooks
+from rqconc.worker.listened import EVERY
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.supervisor import Supervisor
 from rqconc.worker.taking import MAX_BLOCK, MIN_BLOCK
@@ -65,7 +66,8 @@ def worker_options(command: Callable) -> Callable:
             "--queues",
             default="default",
             show_default=True,
-            help="Comma list of queues to listen on.",
+            help="Comma list of queues to listen on; `all` (or '*'): every queue of the "
+            "namespace, including those that appear later.",
         ),
         env_option(
             "--url", default=None, help="Redis URL (default: REDIS_URL, else the embedded server)."
@@ -304,10 +306,18 @@ def check_backend_and_size(backend: str, size: int) -> None:
         )
 
 
+EVERY_QUEUE = {"all", EVERY}  # -q all, -q '*'
+
+
 def split_queues(text: str) -> Sequence[str]:
+    """The queue names of `-q`; `all` or `*` alone: every queue of the namespace (`*`)."""
     queues = [q.strip() for q in text.split(",") if q.strip()]
     if not queues:
         raise click.UsageError("--queues needs at least one queue name")
+    if set(queues) & EVERY_QUEUE:
+        if len(queues) > 1:
+            raise click.UsageError("-q all (or '*') listens on every queue: name no other")
+        return [EVERY]
     for queue in queues:
         try:
             check_queue_name(queue)

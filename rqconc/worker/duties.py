@@ -22,6 +22,7 @@ from rqconc.engine.source import SupervisorInfo
 from rqconc.queue.steps import text
 from rqconc.worker.clock import redis_time_ms
 from rqconc.worker.connections import Connections
+from rqconc.worker.listened import Listened
 from rqconc.worker.outcomes import Recorder, log_transition
 from rqconc.worker.registry import WorkerRegistry
 from rqconc.worker.scheduler import run_scheduler
@@ -39,7 +40,7 @@ class Duties:
         self,
         connections: Connections,
         recorder: Recorder,
-        queues: Sequence[str],
+        queues: Listened,
         lease_seconds: float,
         max_lost: int,
         registry_ttl: float,
@@ -48,7 +49,7 @@ class Duties:
         self.connections = connections
         self.recorder = recorder
         self.worker = recorder.worker
-        self.queues = list(queues)
+        self.queues = queues
         self.lease_seconds = lease_seconds
         self.max_lost = max_lost
         self.registry_ttl = registry_ttl
@@ -96,7 +97,7 @@ class Duties:
 
     def started(self, info: SupervisorInfo) -> None:
         registry = self._registry()
-        self._guarded("registering the worker", lambda: registry.register(info, self.queues))
+        self._guarded("registering the worker", lambda: registry.register(info, self.queues.given))
 
     def stopped(self, info: SupervisorInfo) -> None:
         if self._pending:
@@ -124,7 +125,7 @@ class Duties:
         if self._pending:
             self._run_pending()
         registry = self._registry()
-        self._guarded("heartbeating", lambda: registry.heartbeat(info, self.queues))
+        self._guarded("heartbeating", lambda: registry.heartbeat(info, self.queues.given))
         if time.monotonic() >= self._recover_not_before:
             self._guarded("recovering expired leases", self.maintain)
         client, keys = self.connections.client, self.connections.keys
@@ -166,7 +167,7 @@ class Duties:
         def check() -> bool:
             now = redis_time_ms(client)  # due times are on Redis' clock (clock.py)
             pipe = client.pipeline(transaction=False)
-            for queue in self.queues:
+            for queue in self.queues.names(client):
                 pipe.zcard(keys.queue(queue))
                 pipe.zcount(keys.scheduled(queue), "-inf", now)
             return not any(pipe.execute())

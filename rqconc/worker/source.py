@@ -23,10 +23,11 @@ import redis
 
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
-from rqconc.queue.keys import KeySpace, check_queue_name
+from rqconc.queue.keys import KeySpace
 from rqconc.worker import webhooks
 from rqconc.worker.connections import Connections, url_of
 from rqconc.worker.duties import Duties
+from rqconc.worker.listened import Listened
 from rqconc.worker.outcomes import Recorder
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.runner import JobRunner
@@ -38,7 +39,8 @@ __all__ = ["STRATEGIES", "RedisSource", "url_of"]
 
 
 class RedisSource(WorkSource):
-    """Takes jobs from `queues` in a Redis namespace (see docs/architecture.md). Picklable:
+    """Takes jobs from `queues` in a Redis namespace (see docs/architecture.md); `["*"]`
+    takes from every queue of the namespace, including those that appear later. Picklable:
     process backends hand each child a copy, which opens its own connections."""
 
     def __init__(
@@ -59,22 +61,21 @@ class RedisSource(WorkSource):
         webhook_timeout: float = webhooks.TIMEOUT_SECONDS,
         callback_timeout: float = CALLBACK_TIMEOUT,
     ) -> None:
-        if not queues:
-            raise ValueError("a worker needs at least one queue")
-        self.queues = [check_queue_name(q) for q in queues]
         self.keys = KeySpace(namespace)
+        self.listened = Listened(queues, self.keys)  # the names, or "*": every queue
+        self.queues = self.listened.given
         self.name = name or f"{socket.gethostname()}.{os.getpid()}"
         self.connections = Connections(url, self.keys)
         self.url = self.connections.url
         self.runner = JobRunner(self.connections, allow, allow_pickle, cli)
         self.recorder = Recorder(self.connections, self.name, callback_timeout)
         self.taker = Taker(
-            self.connections, self.runner, self.recorder, self.queues, strategy, lease_seconds
+            self.connections, self.runner, self.recorder, self.listened, strategy, lease_seconds
         )
         self.taker.take_wait = take_wait
         self.webhook_timeout = webhook_timeout
         self.duties = Duties(
-            self.connections, self.recorder, self.queues,
+            self.connections, self.recorder, self.listened,
             lease_seconds, max_lost, registry_ttl, maintenance_interval,
         )  # fmt: skip
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import List, Optional, Sequence
+from typing import List, Optional
 
 import redis
 
@@ -20,6 +20,7 @@ from rqconc.queue.serialization import mro_names, type_name
 from rqconc.queue.steps import Steps, text
 from rqconc.worker import logs
 from rqconc.worker.connections import ChildState, Connections
+from rqconc.worker.listened import Listened
 from rqconc.worker.outcomes import (
     Recorder,
     job_timeout,
@@ -54,7 +55,7 @@ class Taker:
         connections: Connections,
         runner: JobRunner,
         recorder: Recorder,
-        queues: Sequence[str],
+        queues: Listened,
         strategy: str,
         lease_seconds: float,
         take_wait: float = MAX_BLOCK,
@@ -65,7 +66,7 @@ class Taker:
         self.runner = runner
         self.recorder = recorder
         self.worker = recorder.worker
-        self.queues = list(queues)
+        self.queues = queues
         self.strategy = strategy
         self.lease_ms = int(lease_seconds * 1000)
         self.take_wait = take_wait
@@ -114,16 +115,19 @@ class Taker:
             self.connections.redis_up()
         return item
 
-    def take_order(self) -> List[str]:
-        order = self.queues
-        if self.strategy == "round-robin":
+    def take_order(self, client: redis.Redis, keep_on_error: bool = False) -> List[str]:
+        order = self.queues.names(client, keep_on_error)
+        if self.strategy == "round-robin" and order:
             shift = self._rotation % len(order)
             self._rotation += 1
             order = order[shift:] + order[:shift]
         return order
 
     def _take(self, hot: Steps, claim: str, timeout: float) -> Optional[WorkItem]:
-        order = self.take_order()
+        order = self.take_order(hot.client)
+        if not order:  # `-q all` in a namespace without queues yet: wait as a take would
+            time.sleep(min(max(timeout, 0.0), MAX_BLOCK))
+            return None
         taken = hot.take(claim, order, self.lease_ms, self.worker)
         if isinstance(taken, int):
             # Nothing waits: block on the queues' markers (enqueue and take set them), but no
@@ -167,7 +171,12 @@ class Taker:
             outcome = overrun(job_timeout(fields, self.recorder.callback_timeout))
         # Failures are rare: only a success takes the next job in the same step.
         next_claim = chain() if chain is not None and outcome.exc is None else None
-        take = None if next_claim is None else (next_claim, self.take_order(), self.lease_ms)
+        take = None
+        if next_claim is not None:
+            client = self.connections.child().steps.client
+            order = self.take_order(client, keep_on_error=True)
+            take = (next_claim, order, self.lease_ms) if order else None
+            next_claim = next_claim if order else None  # no queue yet: no take to chain
         try:
             return self.recorder.record(item, fields, outcome, duration, take)
         except REDIS_DOWN as exc:
