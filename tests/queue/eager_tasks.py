@@ -3,7 +3,7 @@ what they saw is kept here."""
 
 from rqconc import Next
 
-SEEN = []  # (what, ...) in the order it happened
+SEEN: list = []  # (what, ...) in the order it happened
 
 
 class Flaky(Exception):
@@ -27,7 +27,7 @@ def returns_object():
     return object()
 
 
-_LEFT = {}
+_LEFT: dict = {}
 
 
 def fails_then_returns(token, failures, value):

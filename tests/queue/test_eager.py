@@ -284,3 +284,10 @@ def test_a_bad_group_member_is_refused_before_any_job_runs(q):
 
 def test_rqconc_queue_is_the_eager_queue(nowhere):
     assert rqconc.Queue is Queue
+
+
+def test_a_pickle_queue_runs_eagerly_with_its_own_serializer(nowhere):
+    q = Queue("eager-pickle", connection=nowhere, serializer="pickle", eager=True)
+    job = q.enqueue(eager_tasks.echo, {1, 2})
+    assert job.get() == {"args": [{1, 2}], "kwargs": {}}
+    forget_jobs()
