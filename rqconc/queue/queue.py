@@ -22,6 +22,7 @@ from rqconc.connection.pooled import pooled_or_plain
 from rqconc.queue import cron
 from rqconc.queue.cron import CronEntry
 from rqconc.queue.dead_letters import DeadLetters
+from rqconc.queue.eager import EagerRunner, eager_mode
 from rqconc.queue.job import Job, describe_call
 from rqconc.queue.keys import KeySpace, check_queue_name
 from rqconc.queue.options import (
@@ -67,6 +68,7 @@ class Queue:
         default_result_ttl: Optional[int] = None,
         default_retry: Optional[Retry] = None,
         event_detail: str = "basic",
+        eager: Optional[bool] = None,
     ) -> None:
         self.name = check_queue_name(name)
         self.serializer = get_serializer(serializer)
@@ -82,6 +84,13 @@ class Queue:
         self._connection_arg = connection
         self._client: Optional[redis.Redis] = None
         self._steps: Optional[Steps] = None
+        # Eager mode (for application tests, docs/testing.md): jobs run inline at enqueue,
+        # and nothing here ever reaches Redis. None: the RQCONC_EAGER environment variable.
+        self._eager = EagerRunner(self) if eager_mode(eager) else None
+
+    @property
+    def eager(self) -> bool:
+        return self._eager is not None
 
     def __repr__(self) -> str:
         return f"Queue({self.name!r}, namespace={self.keys.namespace!r})"
@@ -90,6 +99,8 @@ class Queue:
     def connection(self) -> redis.Redis:
         # Opened on first use: creating a Queue touches nothing (nor starts any server).
         if self._client is None:
+            if self._eager is not None:
+                raise RuntimeError(f"{self!r} is eager (docs/testing.md): it has no Redis")
             self._client = connect(self._connection_arg)
         return self._client
 
@@ -144,9 +155,18 @@ class Queue:
             batch.append((call[0], tuple(call[1]), dict(kwargs or {})))
         return self._store(batch, options, None) if batch else []
 
+    def enqueue_group(self, signatures: Sequence[Any], chord: Any = None) -> Any:
+        """The one entry for groups (`rqconc.group(...).enqueue(queue)`): an eager queue
+        runs them inline (rqconc/queue/eager.py)."""
+        if self._eager is not None:
+            return self._eager.enqueue_group(signatures, chord)
+        raise NotImplementedError("groups on Redis come with rqconc/queue/groups.py")
+
     def _store(
         self, calls: Sequence[Call], options: Dict[str, Any], due_ms: Optional[int]
     ) -> List[Job]:
+        if self._eager is not None:
+            return self._eager.run(calls, options)
         common, priority = self._common_fields(options)
         jobs = [self._own_fields(func, args, kwargs, options) for func, args, kwargs in calls]
         client = self.connection

@@ -1,0 +1,73 @@
+"""Job functions for the eager-mode tests: eager jobs run in the test's own process, so
+what they saw is kept here."""
+
+from rqconc import Next
+
+SEEN: list = []  # (what, ...) in the order it happened
+
+
+class Flaky(Exception):
+    """Raised by `fails_then_returns` until its count runs out."""
+
+
+def add(a, b):
+    return a + b
+
+
+def echo(*args, **kwargs):
+    SEEN.append(("echo", args, kwargs))
+    return {"args": list(args), "kwargs": kwargs}
+
+
+def boom(message="boom"):
+    raise ValueError(message)
+
+
+def returns_object():
+    return object()
+
+
+_LEFT: dict = {}
+
+
+def fails_then_returns(token, failures, value):
+    """Raises Flaky `failures` times per token, then returns value."""
+    left = _LEFT.setdefault(token, failures)
+    if left:
+        _LEFT[token] = left - 1
+        raise Flaky(f"{left} failure(s) left")
+    return value
+
+
+def connection_drops(token, failures):
+    """Raises ConnectionError (transient: the default policy retries it) `failures` times."""
+    left = _LEFT.setdefault(token, failures)
+    if left:
+        _LEFT[token] = left - 1
+        raise ConnectionError("the network hiccuped")
+    return "through"
+
+
+def on_success(job, result):
+    SEEN.append(("success", job.id, result))
+
+
+def on_failure(job, error):
+    SEEN.append(("failure", job.id, error.exc_type, error.exc_message))
+
+
+def first_stage(x):
+    return Next("eager-stage2", "tests.queue.eager_tasks:second_stage", x + 1, result=f"one:{x}")
+
+
+def second_stage(x):
+    return x * 10
+
+
+def bad_next():
+    return Next("eager-stage2", second_stage, object())
+
+
+def total(results, extra=0):
+    SEEN.append(("total", results, extra))
+    return sum(results) + extra
