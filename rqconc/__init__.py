@@ -30,6 +30,8 @@ _EXPORTS = {
     "Dependency": "rqconc.queue.dependency",
     "Next": "rqconc.queue.flows",
     "EventStream": "rqconc.queue.events",
+    "task": "rqconc.queue.task",
+    "Task": "rqconc.queue.task",
 }
 
 __all__ = sorted(_EXPORTS)
