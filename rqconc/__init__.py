@@ -7,7 +7,7 @@ entry points can patch the standard library before redis or threading are import
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -30,9 +30,35 @@ _EXPORTS = {
     "Dependency": "rqconc.queue.dependency",
     "Next": "rqconc.queue.flows",
     "EventStream": "rqconc.queue.events",
+    "task": "rqconc.queue.task",
+    "Task": "rqconc.queue.task",
 }
 
 __all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    # What __getattr__ returns, for type checkers (mypy cannot see through it): every name
+    # of _EXPORTS, re-exported by `as` (tests/typing/test_mypy_strict.py holds them equal).
+    from rqconc.engine.source import WorkItem as WorkItem
+    from rqconc.engine.source import WorkSource as WorkSource
+    from rqconc.errors import ConnectionError as ConnectionError
+    from rqconc.errors import JobCanceled as JobCanceled
+    from rqconc.errors import JobFailed as JobFailed
+    from rqconc.errors import JobTimeout as JobTimeout
+    from rqconc.errors import NoSuchJob as NoSuchJob
+    from rqconc.errors import NotAllowed as NotAllowed
+    from rqconc.errors import WorkerLost as WorkerLost
+    from rqconc.queue.dependency import Dependency as Dependency
+    from rqconc.queue.events import EventStream as EventStream
+    from rqconc.queue.flows import Next as Next
+    from rqconc.queue.job import Job as Job
+    from rqconc.queue.queue import Priority as Priority
+    from rqconc.queue.queue import Queue as Queue
+    from rqconc.queue.retry import Retry as Retry
+    from rqconc.queue.status import JobStatus as JobStatus
+    from rqconc.queue.task import Task as Task
+    from rqconc.queue.task import task as task
+    from rqconc.worker.supervisor import Supervisor as Supervisor
 
 
 def __getattr__(name: str) -> Any:

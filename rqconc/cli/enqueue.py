@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import click
 
 from rqconc.cli.common import client_for, url_option
+from rqconc.queue.options import OPTION_NAMES
 from rqconc.queue.queue import Queue
+from rqconc.queue.retry import Retry
 
 
 def parse_json_args(values: Sequence[str]) -> List[Any]:
@@ -39,6 +41,46 @@ def parse_at(value: Optional[str]) -> Optional[datetime]:
         ) from None
 
 
+def parse_json_object(value: Optional[str], hint: str) -> Optional[Dict[str, Any]]:
+    """`--meta` / `--kwargs`: a JSON object, else misuse naming the option."""
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"{value!r} is not valid JSON ({exc})", param_hint=hint) from None
+    if not isinstance(parsed, dict):
+        raise click.BadParameter(f"{value!r} is not a JSON object ({{...}})", param_hint=hint)
+    return parsed
+
+
+def job_options(
+    priority: Optional[int],
+    timeout: Optional[float],
+    retry: Optional[int],
+    job_id: Optional[str],
+    meta: Optional[str],
+) -> Dict[str, Any]:
+    """The enqueue options given on the command line (the queue's defaults for the rest)."""
+    options: Dict[str, Any] = {"priority": priority, "timeout": timeout, "job_id": job_id}
+    if retry is not None:
+        options["retry"] = Retry(max=retry)
+    options["meta"] = parse_json_object(meta, "--meta")
+    return {name: value for name, value in options.items() if value is not None}
+
+
+def later_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """--kwargs for --in / --at, where enqueue_in/enqueue_at would take an argument named
+    like an option (timeout, meta, ...) as that option: refused rather than misread."""
+    clash = sorted(set(kwargs).intersection(OPTION_NAMES))
+    if clash:
+        raise click.BadParameter(
+            f"with --in or --at, --kwargs cannot name enqueue options ({', '.join(clash)})",
+            param_hint="--kwargs",
+        )
+    return kwargs
+
+
 # A negative number is a JSON argument, not an unknown option (`rqconc enqueue ... f:g -5`).
 @click.command(context_settings={"ignore_unknown_options": True})
 @click.option("-q", "--queue", "queue_name", required=True, help="The queue to put the job on.")
@@ -63,32 +105,59 @@ def parse_at(value: Optional[str]) -> Optional[datetime]:
     metavar="ISO",
     help="Run no earlier than this ISO 8601 time (naive means UTC).",
 )
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Fail the job with JobTimeout after SECONDS (default 180).",
+)
+@click.option(
+    "--retry",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="Retry up to N times (rqconc.Retry(max=N): exponential backoff, jitter).",
+)
+@click.option("--job-id", default=None, help="The job's id (refused if a job has it already).")
+@click.option("--meta", default=None, metavar="JSON", help="A JSON object stored as job.meta.")
+@click.option(
+    "--kwargs",
+    "kwargs_json",
+    default=None,
+    metavar="JSON",
+    help="A JSON object of keyword arguments for the function.",
+)
+@click.option("--namespace", default="rqconc", show_default=True, help="The key namespace.")
 @url_option
 @click.argument("function", metavar="module:function")
 @click.argument("json_args", nargs=-1, metavar="[JSON_ARG]...")
 def enqueue(
     queue_name: str,
-    priority: Optional[int],
     delay: Optional[float],
     at: Optional[str],
+    kwargs_json: Optional[str],
+    namespace: str,
     url: Optional[str],
     function: str,
     json_args: Sequence[str],
+    **given: Any,
 ) -> None:
-    """Enqueue module:function(*JSON_ARGs) and print the new job's id."""
+    """Enqueue module:function(*JSON_ARGs, **--kwargs) and print the new job's id."""
     if delay is not None and at is not None:
         raise click.UsageError("--in and --at exclude each other: give one of them")
     args = parse_json_args(json_args)
+    kwargs = parse_json_object(kwargs_json, "--kwargs") or {}
     when = parse_at(at)
-    options = {} if priority is None else {"priority": priority}
+    options = job_options(**given)
     try:
-        queue = Queue(queue_name, connection=client_for(url))
+        queue = Queue(queue_name, connection=client_for(url), namespace=namespace)
         if delay is not None:
-            job = queue.enqueue_in(delay, function, *args, **options)
+            job = queue.enqueue_in(delay, function, *args, **later_kwargs(kwargs), **options)
         elif when is not None:
-            job = queue.enqueue_at(when, function, *args, **options)
+            job = queue.enqueue_at(when, function, *args, **later_kwargs(kwargs), **options)
         else:
-            job = queue.enqueue_call(function, args, None, **options)
+            job = queue.enqueue_call(function, args, kwargs, **options)
     except (ValueError, TypeError) as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(job.id)

@@ -18,6 +18,7 @@ import redis
 
 from rqconc import errors
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
+from rqconc.queue import admin
 from rqconc.queue.defaults import (
     DEFAULT_FAILURE_TTL,
     DEFAULT_PRIORITY,
@@ -303,6 +304,22 @@ class Job:
         if code is CancelReply.MISSING:
             raise self._missing()
         return code is not CancelReply.ENDED
+
+    def delete(self) -> bool:
+        """Delete the job (hash, result, its place in its queue's sets); False if it did
+        not exist. A job deleted before it finished cancels its dependents (those that allow
+        failure run) and wakes its waiters with JobCanceled. ValueError for a running job:
+        `cancel()` it first, or delete it once it has ended."""
+        return admin.delete_job(self.connection, self._keys, self.id)
+
+    @property
+    def position(self) -> Optional[int]:
+        """0-based place in its queue in run order (0 runs next); None if it is not waiting
+        there (scheduled, deferred, running, ended or deleted)."""
+        queue = self.queue_name or self._read("queue")[1] or "default"
+        with translated_errors(self.connection):
+            rank: Any = self.connection.zrank(self._keys.queue(queue), self.id)
+        return None if rank is None else int(rank)
 
     @property
     def worker_name(self) -> Optional[str]:

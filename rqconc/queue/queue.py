@@ -19,7 +19,7 @@ import redis
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
 from rqconc.connection.direct import ReplyLost
 from rqconc.connection.pooled import pooled_or_plain
-from rqconc.queue import cron
+from rqconc.queue import admin, cron
 from rqconc.queue.cron import CronEntry
 from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.eager import EagerRunner, eager_mode
@@ -277,6 +277,31 @@ class Queue:
     def fetch_job(self, job_id: str) -> Job:
         pickled = self.serializer.name == "pickle"  # a JSON queue's client never unpickles
         return Job.fetch(job_id, self.connection, self.keys.namespace, allow_pickle=pickled)
+
+    def fetch_jobs(self, job_ids: Sequence[str]) -> List[Optional[Job]]:
+        """Load jobs in one round trip, in order; None where a job does not exist (any more)."""
+        jobs = Job.fetch_many(list(job_ids), self.connection, self.keys.namespace)
+        for job in jobs:
+            if job is not None:
+                job.allow_pickle = self.serializer.name == "pickle"
+        return jobs
+
+    # ---- admin (rqconc/queue/admin.py) ----
+    def delete(self) -> int:
+        """Delete this queue: its cron entries and every job of it that is not running
+        (waiting, scheduled, deferred, finished, dead letters); returns how many jobs.
+        Running jobs finish as usual (`job.cancel()` stops one); see rqconc/queue/admin.py."""
+        # Crons first, or a tick could enqueue into the queue while it is being emptied.
+        for entry in self.crons():
+            self.remove_cron(entry.id)
+        return admin.delete_queue(self.connection, self.keys, self.name)
+
+    def promote(self, job_id: Union[str, Job]) -> bool:
+        """Make a scheduled or deferred job of this queue run now (it joins the back of the
+        queue; a deferred one no longer waits for its parents). False if it is neither;
+        `NoSuchJob` if there is no such job, ValueError if it is of another queue."""
+        job_id = job_id.id if isinstance(job_id, Job) else job_id
+        return admin.promote(self.connection, self.keys, self.name, job_id)
 
     def empty(self) -> int:
         """Delete every waiting job (not scheduled or running ones); returns how many.

@@ -91,6 +91,15 @@ class CancelReply(IntEnum):
     STOPPING = 2  # running: its worker was asked to stop it
 
 
+class PromoteReply(IntEnum):
+    """promote.lua."""
+
+    OTHER_QUEUE = -2  # the job belongs to another queue (nothing written)
+    MISSING = -1
+    NOT_WAITING = 0  # neither scheduled nor deferred (nothing written)
+    PROMOTED = 1
+
+
 class AwaitReply(IntEnum):
     """await.lua: the first element of its reply."""
 

@@ -21,6 +21,7 @@ from rqconc.queue.scripts import (
     CronPutReply,
     EnqueueReply,
     FailReply,
+    PromoteReply,
     now_ms,
     script,
     taken,
@@ -155,14 +156,8 @@ class Steps:
     def requeue_failed(self, queue: str, job_id: str) -> bool:
         """Move a dead letter back into its queue; False if it is not one."""
         k = self.keys
-        keys = [
-            k.seq,
-            k.failed(queue),
-            k.job(job_id),
-            k.done(job_id),
-            k.events,
-            k.failed_expiry(queue),
-        ]
+        keys = [k.seq, k.failed(queue), k.job(job_id), k.done(job_id), k.events]
+        keys.append(k.failed_expiry(queue))
         return script("requeue_failed")(self.client, keys, [job_id, k.prefix]) == 1
 
     def purge_failed(self, queue: str, job_ids: Sequence[str]) -> int:
@@ -291,6 +286,20 @@ class Steps:
         args = [job_id, k.prefix, claim, worker]
         return CancelReply(script("cancel")(self.client, keys, args))
 
+    def promote(self, queue: str, job_id: str) -> PromoteReply:
+        """Move a scheduled or deferred job of `queue` to the back of that queue."""
+        k = self.keys
+        keys = [k.job(job_id), k.scheduled(queue), k.deferred(queue), k.seq, k.events]
+        return PromoteReply(script("promote")(self.client, keys, [job_id, k.prefix, queue]))
+
+    def delete_jobs(self, job_ids: Sequence[str], queue: str = "") -> Tuple[int, int]:
+        """Delete the jobs not running (of `queue` only, if given): (deleted, left running)."""
+        k = self.keys
+        keys = [k.seq, k.events, *map(k.job, job_ids)]
+        args = [k.prefix, queue, DONE_GRACE_SECONDS, *job_ids]
+        deleted, running = script("delete_jobs")(self.client, keys, args)
+        return int(deleted), int(running)
+
     def await_outcome(self, job_id: str) -> Tuple[AwaitReply, List[Any]]:
         """(PUSHED, [outcome]); (MISSING, []) when the job does not exist; else (PENDING,
         [status, serializer, result, exc_type, exc_message, traceback]), and the job is
@@ -327,13 +336,8 @@ class Steps:
         args: List[Any] = [max_lost, k.prefix]
         for job_id, (queue, token) in zip(expired, pipe.execute()):
             name = text(queue) if queue is not None else "-"
-            keys += [
-                k.job(job_id),
-                k.started(name),
-                k.failed(name),
-                k.failed_expiry(name),
-                k.done(job_id),
-            ]
+            keys += [k.job(job_id), k.started(name), k.failed(name), k.failed_expiry(name)]
+            keys.append(k.done(job_id))
             args += [job_id, text(token) if token is not None else ""]
         requeued, dead = script("recover")(self.client, keys, args)
         return int(requeued), int(dead)
@@ -370,14 +374,8 @@ class Steps:
         """Record that tick's job `job_id` (`created` by this caller) is enqueued; UNDONE
         deletes the job this caller created when its entry changed or the tick ran before."""
         k = self.keys
-        keys = [
-            k.crons,
-            k.cron_last,
-            k.cron_planned(cron_id),
-            k.job(job_id),
-            k.scheduled(queue),
-            k.queue(queue),
-        ]
+        keys = [k.crons, k.cron_last, k.cron_planned(cron_id), k.job(job_id)]
+        keys += [k.scheduled(queue), k.queue(queue)]
         args = [cron_id, version, tick, "1" if created else "0", job_id, now_ms(), retention_ms]
         return CronAdvanceReply(script("cron_advance")(self.client, keys, args))
 

@@ -1,0 +1,76 @@
+"""Deleting and promoting jobs (SPEC section 12): what `Queue.delete`, `Queue.promote` and
+`Job.delete` do, through the Lua steps lua/delete_jobs.lua and lua/promote.lua.
+
+What `q.delete()` does to running jobs: nothing. A job's worker owns it while it runs, and
+stopping it is `job.cancel()`'s business; it finishes (or fails) as usual, its outcome is
+recorded and its waiters get it, and its hash then expires by its result_ttl or failure_ttl.
+The queue's name stays listed (`rqconc info`) until no job of it runs, so that the sets those
+jobs end in are still trimmed.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+import redis
+
+from rqconc.connection.clients import translated_errors
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.outcome import missing_job
+from rqconc.queue.steps import PromoteReply, Steps, text
+
+# Ids read and deleted per step: bounds how long one step holds Redis.
+DELETE_BATCH = 500
+
+
+def _ids_of(client: redis.Redis, sets: List[str]) -> List[str]:
+    """Up to DELETE_BATCH ids from each set, in one round trip, without repeats."""
+    pipe = client.pipeline(transaction=False)
+    for key in sets:
+        pipe.zrange(key, 0, DELETE_BATCH - 1)
+    return list(dict.fromkeys(text(i) for found in pipe.execute() for i in found))
+
+
+def delete_queue(client: redis.Redis, keys: KeySpace, name: str) -> int:
+    """Delete every job of queue `name` that is not running (waiting, scheduled, deferred,
+    finished, dead letters); returns how many. Its cron entries go first (Queue.delete)."""
+    with translated_errors(client):
+        steps, deleted = Steps(client, keys), 0
+        sets = [keys.queue(name), keys.scheduled(name), keys.deferred(name)]
+        sets += [keys.finished(name), keys.failed(name), keys.failed_expiry(name)]
+        # Every id a pass reads leaves these sets (lua/delete_jobs.lua), so passes end
+        # unless producers keep enqueueing faster.
+        while True:
+            ids = _ids_of(client, sets)
+            if not ids:
+                break
+            deleted += steps.delete_jobs(ids, name)[0]
+        client.delete(keys.marker(name))
+        if not client.zcard(keys.started(name)):
+            client.srem(keys.queues, name)
+    return deleted
+
+
+def delete_job(client: redis.Redis, keys: KeySpace, job_id: str) -> bool:
+    """Delete one job that is not running; False if there was none. ValueError for a
+    running job: cancel() it, or delete it once it ended."""
+    with translated_errors(client):
+        deleted, running = Steps(client, keys).delete_jobs([job_id])
+    if running:
+        raise ValueError(
+            f"job {job_id} is running: cancel() it first, or delete it once it has ended"
+        )
+    return deleted == 1
+
+
+def promote(client: redis.Redis, keys: KeySpace, queue: str, job_id: str) -> bool:
+    """Make a scheduled or deferred job of `queue` run now (the back of its queue); False
+    if it is neither (waiting already, running or ended). NoSuchJob if there is no such
+    job, ValueError if it belongs to another queue."""
+    with translated_errors(client):
+        reply = Steps(client, keys).promote(queue, job_id)
+    if reply is PromoteReply.MISSING:
+        raise missing_job(job_id)
+    if reply is PromoteReply.OTHER_QUEUE:
+        raise ValueError(f"job {job_id} is not a job of queue {queue!r}")
+    return reply is PromoteReply.PROMOTED

@@ -1,0 +1,56 @@
+--[[ delete_jobs: delete jobs that are not running (job.delete(), q.delete()).
+
+Each job leaves every set of its queue (waiting, scheduled, deferred, finished, failed) and
+its hash and outcome list go. A running job is left alone (its worker records its outcome as
+usual). A job deleted before it finished cancels its dependents (or releases those that allow
+failure): they would otherwise wait for ever. A caller blocked in job.get() wakes with
+JobCanceled (the outcome list holds `canceled:` for DONE_GRACE seconds).
+
+KEYS[1]          seq                 INCR counter
+KEYS[2]          events              the event stream
+KEYS[3..]        job:<id>            the hash of each job, in the order of the ids
+
+ARGV[1]          namespace prefix "{ns}:"
+ARGV[2]          queue name the jobs must belong to, or "" (any queue)
+ARGV[3]          seconds the outcome list `canceled:` lasts for waiters
+ARGV[4..]        job ids
+
+Returns {deleted, running}: how many were deleted, how many were left running. With a
+queue given, every id leaves that queue's sets (also one of no job, counted in neither).
+]]
+local NS, SEQ, EVENTS, WORKER = ARGV[1], KEYS[1], KEYS[2], ''
+--#include clock
+--#include lifecycle
+
+local only, grace = ARGV[2], tonumber(ARGV[3])
+local function forget(queue, id)
+  for _, name in ipairs({'q:', 'scheduled:', 'deferred:', 'finished:', 'failed:',
+      'failed_expiry:'}) do
+    redis.call('ZREM', NS .. name .. queue, id)
+  end
+end
+
+local deleted, running = 0, 0
+for i = 4, #ARGV do
+  local id, key = ARGV[i], KEYS[i - 1]
+  local status = redis.call('HGET', key, 'status')
+  local queue = redis.call('HGET', key, 'queue') or 'default'
+  -- Out of the given queue's sets whatever it is, so that q.delete()'s passes end.
+  if only ~= '' then forget(only, id) end
+  if status == 'started' then
+    running = running + 1
+  elseif status and (only == '' or queue == only) then
+    forget(queue, id)
+    redis.call('DEL', key)
+    local done = done_key(id)
+    redis.call('DEL', done)
+    if status ~= 'finished' and status ~= 'failed' and status ~= 'canceled' then
+      settle_dependents(id, false)
+      redis.call('RPUSH', done, 'canceled:')
+      redis.call('EXPIRE', done, grace)
+    end
+    redis.call('DEL', dependents_key(id))
+    deleted = deleted + 1
+  end
+end
+return {deleted, running}

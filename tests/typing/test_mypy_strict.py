@@ -1,0 +1,103 @@
+"""The package is typed for its users (SPEC section 12): `mypy --strict` passes on a user's
+module that calls the public API (tests/typing/user_module.py), and fails on one that
+calls it wrongly, so the types are real and not Any.
+
+mypy runs in a subprocess, from a directory outside the checkout, and finds rqconc as an
+installed package (PEP 561: through py.typed), as it would in a user's project: a bare
+virtualenv whose .pth lists a directory holding rqconc and this venv's site-packages (the
+editable install's import hook is invisible to mypy)."""
+
+import ast
+import configparser
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+import rqconc
+
+PACKAGE = Path(rqconc.__file__).parent
+HERE = Path(__file__).parent
+SITE_PACKAGES = next(p for p in sys.path if p.endswith("site-packages"))
+
+WRONG = """
+from rqconc import Job, Queue, task
+
+
+@task("sms")
+def send_sms(number: str, text: str) -> str:
+    return text
+
+
+job: Job = send_sms.delay(4912345, "hi")  # an int where a str is expected
+length: int = send_sms("+49", "hi").upper()  # a str where an int is expected
+position: int = Queue("sms").enqueue(send_sms, "+49", "x").position  # may be None
+"""
+
+
+@pytest.fixture(scope="module")
+def user_python(tmp_path_factory):
+    """A Python whose installed packages are rqconc (as its files) and this venv's."""
+    root = tmp_path_factory.mktemp("typing")
+    env = root / "venv"
+    venv.EnvBuilder(with_pip=False).create(env)
+    found = subprocess.run(
+        [str(env / "bin" / "python"), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    installed = root / "installed"
+    installed.mkdir()
+    (installed / "rqconc").symlink_to(PACKAGE)
+    (Path(found.stdout.strip()) / "user.pth").write_text(f"{installed}\n{SITE_PACKAGES}\n")
+    return env / "bin" / "python"
+
+
+def strict_mypy(python, module: Path):
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental"]
+        + ["--python-executable", str(python), module.name],
+        cwd=module.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_mypy_strict_passes_on_a_users_typed_module(user_python, tmp_path):
+    module = tmp_path / "user_module.py"
+    module.write_text((HERE / "user_module.py").read_text())
+    result = strict_mypy(user_python, module)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy_strict_catches_wrong_calls_of_the_public_api(user_python, tmp_path):
+    module = tmp_path / "wrong_module.py"
+    module.write_text(WRONG)
+    result = strict_mypy(user_python, module)
+    assert result.returncode == 1
+    assert 'Argument 1 to "delay" of "Task" has incompatible type "int"' in result.stdout
+    assert 'expression has type "str", variable has type "int"' in result.stdout
+    assert 'expression has type "int | None", variable has type "int"' in result.stdout
+
+
+def test_the_package_ships_py_typed():
+    assert (PACKAGE / "py.typed").is_file()
+    setup = configparser.ConfigParser()
+    setup.read(PACKAGE.parent / "setup.cfg")
+    assert "py.typed" in setup["options.package_data"]["rqconc"]
+
+
+def test_type_checkers_see_every_lazy_export():
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    guarded = next(n for n in tree.body if isinstance(n, ast.If))
+    seen = {
+        alias.asname: f"{node.module}"
+        for node in guarded.body
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert seen == rqconc._EXPORTS
