@@ -30,6 +30,8 @@ _EXPORTS = {
     "Dependency": "rqconc.queue.dependency",
     "Next": "rqconc.queue.flows",
     "EventStream": "rqconc.queue.events",
+    "group": "rqconc.queue.groups",
+    "Group": "rqconc.queue.groups",
 }
 
 __all__ = sorted(_EXPORTS)

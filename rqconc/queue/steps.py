@@ -7,6 +7,7 @@ module calls a script (tests/queue/test_lua_steps.py holds this).
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import redis
@@ -19,6 +20,7 @@ from rqconc.queue.scripts import (
     CronAdvanceReply,
     CronLeaseReply,
     CronPutReply,
+    EnqueueGroupReply,
     EnqueueReply,
     FailReply,
     now_ms,
@@ -111,6 +113,28 @@ class Steps:
             return None
         return EnqueueReply(code), text(detail)
 
+    def enqueue_group(
+        self,
+        queue: str,
+        group_id: str,
+        jobs: Sequence[Tuple[str, int, Dict[str, Any]]],
+        chord: Optional[Tuple[str, Dict[str, Any]]],
+        ttl: int,
+    ) -> EnqueueGroupReply:
+        """Store a group's members (id, priority, fields), its record (kept `ttl` s once it
+        ended) and its chord callback (id, fields) deferred, in one step."""
+        k = self.keys
+        keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.events, k.group(group_id)]
+        keys.append(k.deferred(queue))
+        args = [queue, now_ms(), len(jobs), k.prefix, group_id, ttl, chord[0] if chord else ""]
+        for job_id, priority, fields in jobs:
+            keys.append(k.job(job_id))
+            args += [job_id, priority, len(fields), *chain.from_iterable(fields.items())]
+        if chord:
+            keys.append(k.job(chord[0]))
+            args += [len(chord[1]), *chain.from_iterable(chord[1].items())]
+        return EnqueueGroupReply(script("enqueue_group")(self.client, keys, args))
+
     def take(self, claim: str, queues: Sequence[str], lease_ms: int, worker: str) -> Any:
         """The taken job as (id, fields) or, if none, the delay (ms, by Redis' clock) until
         the earliest scheduled job is due (-1: none scheduled)."""
@@ -155,14 +179,8 @@ class Steps:
     def requeue_failed(self, queue: str, job_id: str) -> bool:
         """Move a dead letter back into its queue; False if it is not one."""
         k = self.keys
-        keys = [
-            k.seq,
-            k.failed(queue),
-            k.job(job_id),
-            k.done(job_id),
-            k.events,
-            k.failed_expiry(queue),
-        ]
+        keys = [k.seq, k.failed(queue), k.job(job_id), k.done(job_id), k.events]
+        keys.append(k.failed_expiry(queue))
         return script("requeue_failed")(self.client, keys, [job_id, k.prefix]) == 1
 
     def purge_failed(self, queue: str, job_ids: Sequence[str]) -> int:
@@ -203,17 +221,8 @@ class Steps:
         With `next_take` = (next claim, queues, lease ms) the same step takes the next job:
         returns (RECORDED, what `take` returns) or (the refusal, None)."""
         k = self.keys
-        keys = [
-            k.active,
-            k.claims,
-            k.job(job_id),
-            k.started(queue),
-            k.finished(queue),
-            k.done(job_id),
-            k.seq,
-            k.events,
-            k.canceling,
-        ]
+        keys = [k.active, k.claims, k.job(job_id), k.started(queue), k.finished(queue)]
+        keys += [k.done(job_id), k.seq, k.events, k.canceling]
         args = [claim, job_id, result, serializer, DONE_GRACE_SECONDS, k.prefix, worker]
         self._add_next_take(keys, args, next_take)
         if next_stage is not None:
@@ -254,19 +263,9 @@ class Steps:
         """FAILED for good, RETRYING (scheduled `retry_in_ms` from now, on Redis' clock), or
         STALE claim (nothing written)."""
         k = self.keys
-        keys = [
-            k.active,
-            k.claims,
-            k.job(job_id),
-            k.started(queue),
-            k.failed(queue),
-            k.scheduled(queue),
-            k.done(job_id),
-            k.seq,
-            k.events,
-            k.canceling,
-            k.failed_expiry(queue),
-        ]
+        keys = [k.active, k.claims, k.job(job_id), k.started(queue), k.failed(queue)]
+        keys += [k.scheduled(queue), k.done(job_id), k.seq, k.events, k.canceling]
+        keys.append(k.failed_expiry(queue))
         args = [
             claim,
             job_id,
