@@ -32,6 +32,8 @@ _EXPORTS = {
     "EventStream": "rqconc.queue.events",
     "task": "rqconc.queue.task",
     "Task": "rqconc.queue.task",
+    "group": "rqconc.queue.groups",
+    "Group": "rqconc.queue.groups",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -51,6 +53,8 @@ if TYPE_CHECKING:
     from rqconc.queue.dependency import Dependency as Dependency
     from rqconc.queue.events import EventStream as EventStream
     from rqconc.queue.flows import Next as Next
+    from rqconc.queue.groups import Group as Group
+    from rqconc.queue.groups import group as group
     from rqconc.queue.job import Job as Job
     from rqconc.queue.queue import Priority as Priority
     from rqconc.queue.queue import Queue as Queue

@@ -154,6 +154,11 @@ class KeySpace:
         lifecycle.lua builds this name too, from the same pattern)."""
         return self.prefix + "dependents:" + job_id
 
+    def group(self, group_id: str) -> str:
+        """A group's record: member ids, pending count, chord (lua/include/lifecycle.lua
+        builds this name too, from the same pattern)."""
+        return self.prefix + "group:" + group_id
+
     def worker(self, name: str) -> str:
         return self.prefix + "worker:" + name
 

@@ -14,7 +14,7 @@ import os
 from datetime import datetime, timedelta, timezone
 from enum import IntEnum
 from functools import partial
-from typing import Any, Callable, Dict, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from rqconc.queue.callbacks import followup_fields
 from rqconc.queue.defaults import (
@@ -265,3 +265,24 @@ __all__ = [
     "take_options",
     "with_defaults",
 ]
+
+
+def id_check(
+    jobs: Sequence[Tuple[str, Dict[str, Any]]],
+    due_ms: Optional[int],
+    common: Dict[str, Any],
+    fresh_ids: bool,
+) -> str:
+    """How the enqueue step checks ids: "1" that each is free, "" not at all (fresh random
+    ids), "plain" not at all and one immediate job with no parent (the step's fast path)."""
+    if not fresh_ids:
+        return "1"
+    if (
+        due_ms is None
+        and len(jobs) == 1
+        and "depends_on" not in common
+        and "depends_on" not in jobs[0][1]
+        and "event_detail" not in common  # the fast path's event is the basic one
+    ):
+        return "plain"
+    return ""

@@ -23,6 +23,8 @@ from rqconc.queue import admin, cron
 from rqconc.queue.cron import CronEntry
 from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.eager import EagerRunner, eager_mode
+from rqconc.queue.eager_group import EagerGroup
+from rqconc.queue.group_handle import Group, new_group_id, prepare_group
 from rqconc.queue.job import Job, describe_call
 from rqconc.queue.keys import KeySpace, check_queue_name
 from rqconc.queue.options import (
@@ -43,6 +45,7 @@ from rqconc.queue.options import (
 )
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import check_utf8, dump_arguments, function_name, get_serializer
+from rqconc.queue.signature import Signature
 from rqconc.queue.steps import EnqueueReply, Steps, now_ms, text
 
 
@@ -155,12 +158,34 @@ class Queue:
             batch.append((call[0], tuple(call[1]), dict(kwargs or {})))
         return self._store(batch, options, None) if batch else []
 
-    def enqueue_group(self, signatures: Sequence[Any], chord: Any = None) -> Any:
-        """The one entry for groups (`rqconc.group(...).enqueue(queue)`): an eager queue
-        runs them inline (rqconc/queue/eager.py)."""
+    def enqueue_group(
+        self, calls: Sequence[Any], chord: Optional[Signature] = None
+    ) -> Union[Group, EagerGroup]:
+        """Store a group of jobs (Signatures or (func, args[, kwargs]) tuples), and a chord's
+        callback (run with their results once all finished), in one step; what
+        `rqconc.group(...).enqueue(queue)` calls (rqconc/queue/groups.py). An eager queue runs
+        them inline (rqconc/queue/eager.py)."""
         if self._eager is not None:
-            return self._eager.enqueue_group(signatures, chord)
-        raise NotImplementedError("groups on Redis come with rqconc/queue/groups.py")
+            return self._eager.enqueue_group(calls, chord)
+        members, callback, ttl = prepare_group(self.prepare, calls, chord)
+        client, group_id = self.connection, new_group_id()
+        if self._steps is None:
+            self._steps = Steps(pooled_or_plain(client), self.keys)
+        send = partial(self._steps.enqueue_group, self.name, group_id, members, callback, ttl)
+        with translated_errors(client):
+            try:
+                send()
+            except ReplyLost:  # it may have run: the step stores a group id once
+                send()
+        keys, link = self.keys, {"group_id": group_id}
+        jobs = [
+            Job.stored(job_id, client, keys, {**fields, **link, "group_index": str(i)})
+            for i, (job_id, _, fields) in enumerate(members, 1)
+        ]
+        if callback is None:
+            return Group(group_id, jobs)
+        chord_fields = {**callback[1], "chord_of": group_id}
+        return Group(group_id, jobs, Job.stored(callback[0], client, keys, chord_fields))
 
     def _store(
         self, calls: Sequence[Call], options: Dict[str, Any], due_ms: Optional[int]

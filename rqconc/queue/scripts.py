@@ -46,6 +46,7 @@ TAKE_FIELDS = (
     "parent_serializer",
     "parent_result",
     "parent_exc",
+    "chord_results",  # a chord callback's: its group's results (lua/include/lifecycle.lua)
 )
 
 
@@ -64,6 +65,13 @@ class EnqueueReply(IntEnum):
     EXISTS = 0  # a job with a caller's id exists already (nothing written)
     STORED = 1
     MISSING_PARENT = 2  # depends_on names a job that does not exist (nothing written)
+
+
+class EnqueueGroupReply(IntEnum):
+    """enqueue_group.lua."""
+
+    STORED = 1
+    ALREADY_STORED = 2  # the group exists: this request, sent again after a lost reply
 
 
 class CompleteReply(IntEnum):

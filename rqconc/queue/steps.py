@@ -7,11 +7,13 @@ module calls a script (tests/queue/test_lua_steps.py holds this).
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import redis
 
 from rqconc.queue.keys import KeySpace
+from rqconc.queue.options import id_check
 from rqconc.queue.scripts import (
     AwaitReply,
     CancelReply,
@@ -19,6 +21,7 @@ from rqconc.queue.scripts import (
     CronAdvanceReply,
     CronLeaseReply,
     CronPutReply,
+    EnqueueGroupReply,
     EnqueueReply,
     FailReply,
     PromoteReply,
@@ -38,27 +41,6 @@ TRIM_BATCH = 1000
 TRIM_QUEUES_PER_CALL = 50
 # Far longer than a take can be on its way to Redis: afterwards the key just expires.
 REVOKED_MS = 600_000
-
-
-def _id_check(
-    jobs: Sequence[Tuple[str, Dict[str, Any]]],
-    due_ms: Optional[int],
-    common: Dict[str, Any],
-    fresh_ids: bool,
-) -> str:
-    """How the enqueue step checks ids: "1" that each is free, "" not at all (fresh random
-    ids), "plain" not at all and one immediate job with no parent (the step's fast path)."""
-    if not fresh_ids:
-        return "1"
-    if (
-        due_ms is None
-        and len(jobs) == 1
-        and "depends_on" not in common
-        and "depends_on" not in jobs[0][1]
-        and "event_detail" not in common  # the fast path's event is the basic one
-    ):
-        return "plain"
-    return ""
 
 
 class Steps:
@@ -94,7 +76,7 @@ class Steps:
             len(jobs),
             k.prefix,
             priority,
-            _id_check(jobs, due_ms, common, fresh_ids),
+            id_check(jobs, due_ms, common, fresh_ids),
             len(common),
         ]
         for pair in common.items():
@@ -111,6 +93,28 @@ class Steps:
         if code == 1:
             return None
         return EnqueueReply(code), text(detail)
+
+    def enqueue_group(
+        self,
+        queue: str,
+        group_id: str,
+        jobs: Sequence[Tuple[str, int, Dict[str, Any]]],
+        chord: Optional[Tuple[str, Dict[str, Any]]],
+        ttl: int,
+    ) -> EnqueueGroupReply:
+        """Store a group's members (id, priority, fields), its record (kept `ttl` s once it
+        ended) and its chord callback (id, fields) deferred, in one step."""
+        k = self.keys
+        keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.events, k.group(group_id)]
+        keys.append(k.deferred(queue))
+        args = [queue, now_ms(), len(jobs), k.prefix, group_id, ttl, chord[0] if chord else ""]
+        for job_id, priority, fields in jobs:
+            keys.append(k.job(job_id))
+            args += [job_id, priority, len(fields), *chain.from_iterable(fields.items())]
+        if chord:
+            keys.append(k.job(chord[0]))
+            args += [len(chord[1]), *chain.from_iterable(chord[1].items())]
+        return EnqueueGroupReply(script("enqueue_group")(self.client, keys, args))
 
     def take(self, claim: str, queues: Sequence[str], lease_ms: int, worker: str) -> Any:
         """The taken job as (id, fields) or, if none, the delay (ms, by Redis' clock) until
@@ -198,17 +202,8 @@ class Steps:
         With `next_take` = (next claim, queues, lease ms) the same step takes the next job:
         returns (RECORDED, what `take` returns) or (the refusal, None)."""
         k = self.keys
-        keys = [
-            k.active,
-            k.claims,
-            k.job(job_id),
-            k.started(queue),
-            k.finished(queue),
-            k.done(job_id),
-            k.seq,
-            k.events,
-            k.canceling,
-        ]
+        keys = [k.active, k.claims, k.job(job_id), k.started(queue), k.finished(queue)]
+        keys += [k.done(job_id), k.seq, k.events, k.canceling]
         args = [claim, job_id, result, serializer, DONE_GRACE_SECONDS, k.prefix, worker]
         self._add_next_take(keys, args, next_take)
         if next_stage is not None:
@@ -249,19 +244,9 @@ class Steps:
         """FAILED for good, RETRYING (scheduled `retry_in_ms` from now, on Redis' clock), or
         STALE claim (nothing written)."""
         k = self.keys
-        keys = [
-            k.active,
-            k.claims,
-            k.job(job_id),
-            k.started(queue),
-            k.failed(queue),
-            k.scheduled(queue),
-            k.done(job_id),
-            k.seq,
-            k.events,
-            k.canceling,
-            k.failed_expiry(queue),
-        ]
+        keys = [k.active, k.claims, k.job(job_id), k.started(queue), k.failed(queue)]
+        keys += [k.scheduled(queue), k.done(job_id), k.seq, k.events, k.canceling]
+        keys.append(k.failed_expiry(queue))
         args = [
             claim,
             job_id,

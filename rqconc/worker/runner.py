@@ -7,9 +7,10 @@ returns.
 from __future__ import annotations
 
 import inspect
+import json
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN
@@ -68,6 +69,19 @@ def _loads(serializer: Any, data: Optional[str], empty_text: str, empty: type) -
     if data is None or (data == empty_text and serializer.name == "json"):
         return empty()
     return serializer.loads(data)
+
+
+def _chord_results(serializer: Any, stored: str) -> List[Any]:
+    """The group's results, in group order, that the step firing the chord copied into its
+    callback job (lua/include/lifecycle.lua fire_chord): a JSON list of serialized values
+    (the group's queue is the callback's, so is their serializer)."""
+    try:
+        values = json.loads(stored)
+        return [serializer.loads(v) if isinstance(v, str) else None for v in values]
+    except Exception as exc:
+        raise Refused(
+            "ValueError", f"corrupt chord data: cannot decode its results: {exc}"
+        ) from None
 
 
 class Refused(Exception):
@@ -149,6 +163,8 @@ class JobRunner:
             ) from None
         if fields.get("callback_of"):  # a callback or webhook: (job, result or error) first
             args = [*self._callback_arguments(fields), *args]
+        if "chord_results" in fields:  # a chord's callback: its group's results first
+            args = [_chord_results(serializer, fields["chord_results"]), *args]
         return func, args, kwargs, serializer
 
     def allowed_text(self) -> str:

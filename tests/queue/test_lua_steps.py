@@ -39,6 +39,7 @@ def test_every_script_file_has_a_header_listing_keys_argv_and_returns():
         "requeue_failed",
         "purge_failed",
         "trim_ended",
+        "enqueue_group",
     ):
         header = script(name).source.split("]]")[0]
         assert "KEYS[1]" in header and "ARGV[1]" in header and "Returns" in header, name
@@ -367,7 +368,7 @@ def test_key_names_built_inside_lua_match_keyspace(client, keys):
         + "\n"
         "return {job_key('j'), queue_key('q'), marker_key('q'), scheduled_key('q'), "
         "started_key('q'), deferred_key('q'), done_key('j'), dependents_key('j'), "
-        "NS .. 'revoked:' .. 'c'}"
+        "NS .. 'revoked:' .. 'c', group_key('g')}"
     )
     built = [b.decode() for b in client.eval(source, 0, keys.prefix)]
     assert built == [
@@ -380,6 +381,7 @@ def test_key_names_built_inside_lua_match_keyspace(client, keys):
         keys.done("j"),
         keys.dependents("j"),
         keys.revoked("c"),
+        keys.group("g"),
     ]
 
 

@@ -3,9 +3,10 @@
 A worker whose lease was lost (the job was recovered and may run elsewhere) presents a
 stale claim and gets -1: it must drop its result, so a job is never completed twice.
 In the same step: waiters of job.get() are woken (done:<id>, only if one marked the job), dependents waiting on this
-job are released, follow-up jobs (on_success, success_url) are created, and, when the job
-returned rqconc.Next, the next stage of its flow is enqueued, so a crash can neither drop
-nor duplicate it.
+job are released, follow-up jobs (on_success, success_url) are created, when the job
+returned rqconc.Next, the next stage of its flow is enqueued, and when it is the last
+member of a group to finish, the group's chord callback is enqueued (include/lifecycle's
+group_member_finished), so a crash can neither drop nor duplicate them.
 
 KEYS[1]          active              leased jobs
 KEYS[2]          claims              claim -> job id
@@ -39,7 +40,7 @@ is stale, {-2, next id} when a job with the next stage's id exists (in both refu
 nothing is written, nothing taken).
 
 Every job pays for this step, so it reads the job once (one HMGET) and skips what a plain
-job does not have: no dependents, callbacks, flow stage, waiter or kept result.
+job does not have: no dependents, callbacks, flow stage, group, waiter or kept result.
 ]]
 local NS, SEQ, EVENTS, WORKER = ARGV[6], KEYS[7], KEYS[8], ARGV[7]
 --#include clock
@@ -49,9 +50,9 @@ local NS, SEQ, EVENTS, WORKER = ARGV[6], KEYS[7], KEYS[8], ARGV[7]
 local claim, id, now = ARGV[1], ARGV[2], tonumber(NOW)
 local key, done = KEYS[3], KEYS[6]
 local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl', 'flow_id',
-  'on_success_jobs', 'cancel_requested', 'waiters')
-local token, queue, attempts, result_ttl, flow_id, followups, cancel_requested, waiters =
-  unpack(job, 1, 8)
+  'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index')
+local token, queue, attempts, result_ttl, flow_id, followups, cancel_requested, waiters,
+  group_id, group_index = unpack(job, 1, 10)
 -- The token is the fence: it is the claim of the run that holds the lease, or nothing.
 if token ~= claim then
   return {-1}
@@ -103,6 +104,9 @@ end
 
 settle_dependents(id, true)
 spawn_followups(id, key, 'success', 'parent_result', ARGV[3], followups)
+if group_id then  -- a member of a group (the last one fires its chord, in this step)
+  group_member_finished(group_id, group_index, ARGV[3])
+end
 
 -- get() marks a job it waits for (await.lua), so nobody-waits costs nothing here; a later
 -- get() reads the result from the hash.

@@ -28,6 +28,7 @@ local function started_key(name) return NS .. 'started:' .. name end
 local function deferred_key(name) return NS .. 'deferred:' .. name end
 local function done_key(id) return NS .. 'done:' .. id end
 local function dependents_key(id) return NS .. 'dependents:' .. id end
+local function group_key(id) return NS .. 'group:' .. id end
 
 -- Counters are read with tonumber, not HINCRBY: a corrupt field must not break a step.
 local function bump(key, field)
@@ -176,12 +177,80 @@ local function mark_canceled(id, key, reason)
   emit('canceled', id, queue)
 end
 
+-- Groups (queue/groups.py): group:<id> holds the member ids in order (`jobs`), how many have
+-- not finished (`pending`), `state` (running, done, failed), the chord callback's id
+-- (`chord_id`; that job waits `deferred`, with `chord_of`) and, per member index i, `r<i>`:
+-- its serialized result (a chord's) or "" once it finished.
+
+-- The group ended: the kept results go, and its record expires like a result would.
+local function end_group(g, state)
+  redis.call('HSET', g, 'state', state)
+  local n = tonumber(redis.call('HGET', g, 'total')) or 0
+  for first = 1, n, 1000 do
+    local fields = {}
+    for i = first, math.min(first + 999, n) do fields[#fields + 1] = 'r' .. i end
+    redis.call('HDEL', g, unpack(fields))
+  end
+  local ttl = ttl_of(g, 'ttl', DEFAULT_RESULT_TTL)
+  if ttl > 0 then redis.call('EXPIRE', g, ttl) end
+end
+
+-- The chord callback of a finished group, with the members' results in group order.
+local function fire_chord(g, chord, n)
+  local key = job_key(chord)
+  if redis.call('HGET', key, 'status') ~= 'deferred' then return end  -- canceled by a user
+  local results = {}
+  for first = 1, n, 1000 do
+    local fields = {}
+    for i = first, math.min(first + 999, n) do fields[#fields + 1] = 'r' .. i end
+    for _, value in ipairs(redis.call('HMGET', g, unpack(fields))) do
+      results[#results + 1] = value
+    end
+  end
+  redis.call('ZREM', deferred_key(redis.call('HGET', key, 'queue') or 'default'), chord)
+  redis.call('HSET', key, 'chord_results', cjson.encode(results))
+  push_queued(chord, key, false)
+end
+
+-- Member `index` of group `group_id` finished for good (complete). HSETNX counts each
+-- member once, whatever runs twice; the step that finishes the last one fires the chord.
+-- A retry or a lease recovery is no end: only this step and a final failure settle.
+local function group_member_finished(group_id, index, result)
+  local g = group_key(group_id)
+  if redis.call('HGET', g, 'state') ~= 'running' then return end
+  local chord = redis.call('HGET', g, 'chord_id')
+  if redis.call('HSETNX', g, 'r' .. index, chord and result or '') == 0 then return end
+  if redis.call('HINCRBY', g, 'pending', -1) > 0 then return end
+  if chord then fire_chord(g, chord, tonumber(redis.call('HGET', g, 'total')) or 0) end
+  end_group(g, 'done')
+end
+
+-- A member ended without finishing (failed for good, poison pill, canceled): the group
+-- failed and its chord callback is canceled; returns the callback's id if it was.
+local function group_member_failed(id)
+  local group_id = redis.call('HGET', job_key(id), 'group_id')
+  if not group_id then return nil end
+  local g = group_key(group_id)
+  if redis.call('HGET', g, 'state') ~= 'running' then return nil end
+  end_group(g, 'failed')
+  local chord = redis.call('HGET', g, 'chord_id')
+  if chord and redis.call('HGET', job_key(chord), 'status') == 'deferred' then
+    mark_canceled(chord, job_key(chord), 'job ' .. id .. ' of its group did not finish')
+    return chord
+  end
+  return nil
+end
+
 -- The parent ended: on success (or for dependents that allow failure) one parent less to
 -- wait for; on a final failure the dependents are canceled, and theirs in turn.
 local function settle_dependents(parent_id, parent_ok)
   local work = {{parent_id, parent_ok}}
   while #work > 0 do
     local item = table.remove(work)
+    if not item[2] then  -- every final failure passes here: its group's chord is canceled
+      local chord = group_member_failed(item[1])
+      if chord then table.insert(work, {chord, false}) end
+    end
     local set = dependents_key(item[1])
     local children = redis.call('ZRANGE', set, 0, -1)  -- in the order they were enqueued
     if #children > 0 then redis.call('DEL', set) end  -- most jobs have none: one call

@@ -23,7 +23,8 @@ due time: a worker whose own clock is off would wait the wrong time for it (issu
 -- What a worker needs to run a job: keep in step with scripts.TAKE_FIELDS. (An HMGET of
 -- these, not HGETALL: a job hash holds twice as many fields the worker never reads.)
 local TAKE_FIELDS = {'func', 'args', 'kwargs', 'serializer', 'timeout', 'queue', 'attempts',
-  'retry', 'callback_of', 'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc'}
+  'retry', 'callback_of', 'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc',
+  'chord_results'}
 local TAKE_QUEUE = 6
 local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 

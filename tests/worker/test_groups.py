@@ -1,0 +1,161 @@
+"""Groups and chords (SPEC section 12) on real workers: `rqconc.group(...).enqueue(q)`,
+`Group.get/status`, and a chord's callback enqueued once, in the step that finishes the
+last job of its group, with the results in group order (docs/architecture.md, Groups)."""
+
+import json
+import signal
+
+import pytest
+
+import rqconc
+from rqconc import Group, JobFailed, Queue, Retry
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.signature import Signature
+from tests.support.waiting import wait_for
+from tests.support.worker_process import BACKENDS
+
+JOBS = "tests.worker.group_jobs"
+
+
+def runs(client, key):
+    return [json.loads(entry) for entry in client.lrange(key, 0, -1)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_group_get_returns_the_results_in_order_and_status_counts_them(
+    backend, redis_server, start_worker
+):
+    q = Queue(connection=redis_server.url)
+    calls = [(f"{JOBS}:square", (i, 0.01 * (5 - i))) for i in range(5)]
+    group = rqconc.group(*calls).enqueue(q)
+    assert len(group.jobs) == 5 and group.chord is None
+    assert group.status() == {"queued": 5}
+    start_worker(backend, 3, redis_server.url)
+    assert group.get(timeout=20) == [0, 1, 4, 9, 16]
+    assert group.status() == {"finished": 5}
+    fetched = Group.fetch(group.id, redis_server.url)
+    assert [job.id for job in fetched.jobs] == [job.id for job in group.jobs]
+    assert fetched.get(timeout=1) == [0, 1, 4, 9, 16]
+    assert {job.field("group_id") for job in fetched.jobs} == {group.id}
+
+
+def test_group_enqueue_stores_every_job_in_one_step(redis_server):
+    q = Queue(connection=redis_server.url)
+    client = redis_server.client()
+    rqconc.group((f"{JOBS}:square", (0,))).enqueue(q)  # loads the script
+
+    def script_calls():
+        stats = client.info("commandstats")
+        return sum(stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in ("evalsha", "eval"))
+
+    before = script_calls()
+    spec = rqconc.group(*[(f"{JOBS}:square", (i,)) for i in range(50)])
+    group = spec.then(f"{JOBS}:record", redis_server.url, "runs").enqueue(q)
+    assert script_calls() - before == 1
+    assert q.job_ids[1:] == [job.id for job in group.jobs]
+    assert group.chord.status == "deferred" and group.chord.field("chord_of") == group.id
+
+
+def test_group_takes_signatures_and_their_options(redis_server, start_worker):
+    q = Queue(connection=redis_server.url)
+    urgent = Signature(f"{JOBS}:square", (3,), options={"priority": 50})
+    group = rqconc.group((f"{JOBS}:square", (2,)), urgent).enqueue(q)
+    assert q.job_ids == [group.jobs[1].id, group.jobs[0].id]  # priority holds in a group
+    with pytest.raises(ValueError, match="job_id"):
+        rqconc.group(Signature(f"{JOBS}:square", (1,), options={"job_id": "x"})).enqueue(q)
+    with pytest.raises(ValueError, match="at least one"):
+        rqconc.group()
+    start_worker("threading", 2, redis_server.url)
+    assert group.get(timeout=20) == [4, 9]
+
+
+@pytest.mark.parametrize("backend", ["forking", "gevent"])
+def test_a_job_failing_for_good_fails_get_and_cancels_the_chord(
+    backend, redis_server, start_worker
+):
+    q = Queue(connection=redis_server.url)
+    client = redis_server.client()
+    calls = [(f"{JOBS}:fail_on", (i, 2)) for i in range(4)]
+    group = rqconc.group(*calls).then(f"{JOBS}:record", redis_server.url, "runs").enqueue(q)
+    start_worker(backend, 2, redis_server.url)
+    with pytest.raises(JobFailed) as info:
+        group.get(timeout=20)
+    assert info.value.job_id == group.jobs[2].id and info.value.exc_type == "ValueError"
+    with pytest.raises(JobFailed) as canceled:
+        group.chord.get(timeout=10)
+    assert canceled.value.exc_type == "rqconc.errors.JobCanceled"
+    assert group.chord.status == "canceled"
+    group.chord.refresh()
+    assert group.jobs[2].id in group.chord.field("exc_message")
+    wait_for(lambda: group.status() == {"finished": 3, "failed": 1}, 20, message="the rest")
+    events = [e["event"] for e in rqconc.EventStream(redis_server.url).for_job(group.chord.id)]
+    assert events == ["deferred", "canceled"]
+    assert runs(client, "runs") == []
+
+
+def test_a_retried_job_does_not_end_its_group(redis_server, start_worker):
+    q = Queue(connection=redis_server.url)
+    client = redis_server.client()
+    retry = {"retry": Retry(max=2, backoff=0.1, jitter=False)}
+    calls = [
+        Signature(f"{JOBS}:flaky", (i, redis_server.url, "tries"), options=retry) for i in range(3)
+    ]
+    group = rqconc.group(*calls).then(f"{JOBS}:record", redis_server.url, "runs").enqueue(q)
+    start_worker("forking", 2, redis_server.url)
+    assert group.chord.get(timeout=20) == 3
+    assert runs(client, "runs") == [[0, 1, 2]]
+    assert [job.attempts for job in group.jobs] == [2, 2, 2]
+
+
+def test_chord_of_100_jobs_over_3_workers_of_different_backends_fires_once_in_order(
+    redis_server, start_worker
+):
+    q = Queue(connection=redis_server.url)
+    client = redis_server.client()
+    for backend in ("forking", "threading", "gevent"):
+        start_worker(backend, 4, redis_server.url)
+    workers = KeySpace().workers
+    wait_for(lambda: client.zcard(workers) == 3, 20, message="three workers registered")
+    calls = [(f"{JOBS}:square", (i, 0.02)) for i in range(100)]
+    group = rqconc.group(*calls).then(f"{JOBS}:record", redis_server.url, "runs").enqueue(q)
+    assert group.chord.get(timeout=60) == 100
+    assert runs(client, "runs") == [[i * i for i in range(100)]]
+    workers = {job.worker_name for job in Group.fetch(group.id, redis_server.url).jobs}
+    assert len(workers) == 3, workers  # spread over the three workers
+    assert group.chord.attempts == 1
+
+
+def test_chord_fires_once_in_order_when_a_worker_is_killed_mid_group(redis_server, start_worker):
+    q = Queue(connection=redis_server.url)
+    client = redis_server.client()
+    lease = ("--lease-seconds", "1")
+    victim = start_worker("forking", 4, redis_server.url, *lease)
+    calls = [(f"{JOBS}:square", (i, 0.05)) for i in range(100)]
+    group = rqconc.group(*calls).then(f"{JOBS}:record", redis_server.url, "runs").enqueue(q)
+    wait_for(lambda: group.status().get("finished", 0) >= 8, 20, message="jobs finished")
+    victim.signal_group(signal.SIGKILL)
+    start_worker("threading", 4, redis_server.url, *lease)
+    start_worker("gevent", 4, redis_server.url, *lease)
+    assert group.chord.get(timeout=60) == 100
+    assert runs(client, "runs") == [[i * i for i in range(100)]]
+    assert sum(job.lost for job in group.jobs) >= 1  # some came back by lease recovery
+    assert group.status() == {"finished": 100}
+
+
+def test_many_small_chords_over_several_workers_each_fire_exactly_once(redis_server, start_worker):
+    """Two jobs of a group finishing at the same instant on two workers: the pending count
+    is settled inside each completion step, so exactly one of them fires the callback."""
+    q = Queue(connection=redis_server.url)
+    client = redis_server.client()
+    for backend in ("forking", "multiprocessing", "gevent"):
+        start_worker(backend, 4, redis_server.url)
+    groups = [
+        rqconc.group((f"{JOBS}:square", (i,)), (f"{JOBS}:square", (i + 1,)))
+        .then(f"{JOBS}:record", redis_server.url, f"runs:{n}")
+        .enqueue(q)
+        for n, i in enumerate(range(0, 120, 2))
+    ]
+    for group in groups:
+        assert group.chord.get(timeout=60) == 2
+    for n, i in enumerate(range(0, 120, 2)):
+        assert runs(client, f"runs:{n}") == [[i * i, (i + 1) ** 2]]
