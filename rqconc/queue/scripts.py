@@ -47,6 +47,7 @@ TAKE_FIELDS = (
     "parent_result",
     "parent_exc",
     "chord_results",  # a chord callback's: its group's results (lua/include/lifecycle.lua)
+    "event_detail",  # read for the take's own `started` event (detail_of, lifecycle.lua)
 )
 
 

@@ -50,13 +50,14 @@ local NS, SEQ, EVENTS, WORKER = ARGV[6], KEYS[7], KEYS[8], ARGV[7]
 local claim, id, now = ARGV[1], ARGV[2], tonumber(NOW)
 local key, done = KEYS[3], KEYS[6]
 local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl', 'flow_id',
-  'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index')
+  'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index', 'event_detail')
 local token, queue, attempts, result_ttl, flow_id, followups, cancel_requested, waiters,
-  group_id, group_index = unpack(job, 1, 10)
+  group_id, group_index, event_detail = unpack(job, 1, 11)
 -- The token is the fence: it is the claim of the run that holds the lease, or nothing.
 if token ~= claim then
   return {-1}
 end
+know_detail(id, event_detail)
 local nq = tonumber(ARGV[11])
 local ttl = whole_number(result_ttl, -1, MAX_TTL, DEFAULT_RESULT_TTL)
 local next_stage = ARGV[12]

@@ -106,16 +106,22 @@ if MARK and own_mark and redis.call('GET', MARK) == own_mark then
   return {1, n}  -- sent again after a lost reply: every job was stored (and may have run)
 end
 
+-- Fresh ids are this request's own (128 random bits) and the step is all-or-nothing: when
+-- the first one exists, this very request was stored already (sent again after a lost
+-- reply). So one EXISTS serves a whole batch of fresh ids.
+if not chosen_ids and redis.call('EXISTS', KEYS[7]) == 1 then
+  return {1, n}
+end
+
 -- First pass: check every id and parent before writing anything (all-or-nothing).
 local jobs, pos = {}, common_last + 1
 for i = 1, n do
   local job = {id = ARGV[pos], key = KEYS[6 + i], first = pos + 2,
     last = pos + 1 + 2 * tonumber(ARGV[pos + 1])}
-  if redis.call('EXISTS', job.key) == 1 then
+  if chosen_ids and redis.call('EXISTS', job.key) == 1 then
     local token = field_of(job, 'enqueue_token')
-    -- A fresh id, or a caller's id stored by this same call (sent again): already stored.
-    job.stored = not chosen_ids
-      or (token ~= nil and redis.call('HGET', job.key, 'enqueue_token') == token)
+    -- A caller's id stored by this same call (sent again): already stored.
+    job.stored = token ~= nil and redis.call('HGET', job.key, 'enqueue_token') == token
     if not job.stored then
       return {0, job.id}
     end
@@ -169,6 +175,9 @@ redis.call('SADD', KEYS[2], queue)
 -- One INCRBY numbers the whole batch in order; the score is queue_score's (lifecycle).
 local first_seq = redis.call('INCRBY', SEQ, n) - n
 local waiting, scheduled = {}, {}
+-- event_detail is a queue's setting, sent among the common fields: the events below need
+-- no HGET to learn it (detail_of in include/lifecycle).
+local detail = value_of(9, common_last, 'event_detail')
 
 -- Store the i-th job as waiting, scheduled, deferred or canceled.
 local function put(job, i)
@@ -177,6 +186,7 @@ local function put(job, i)
     redis.call('DEL', done_key(job.id))
   end
   local pending, doomed = 0, nil
+  know_detail(job.id, detail)
   if job.parents then
     pending, doomed = wait_for_parents(job, first_seq + i)
   end

@@ -40,10 +40,20 @@ end
 -- The fields a job of a queue with event_detail="full" adds to its events (SPEC 14): its
 -- call, its result (`result`, given by complete) or error message, the host (the acting
 -- worker's, from its registry entry; the producer's for client-side steps) and
--- meta.log_tag. Other jobs pay one HGET.
+-- meta.log_tag. A step that has read the job's event_detail already (take, complete:
+-- every job pays for those) says so with know_detail, so that a plain job's events cost
+-- no extra command there; elsewhere a job pays one HGET per event.
+local KNOWN_DETAIL = {}
+
+local function know_detail(id, detail)
+  KNOWN_DETAIL[id] = detail or false
+end
+
 local function detail_of(event, id, result)
   local key = job_key(id)
-  if redis.call('HGET', key, 'event_detail') ~= 'full' then return {} end
+  local detail = KNOWN_DETAIL[id]
+  if detail == nil then detail = redis.call('HGET', key, 'event_detail') end
+  if detail ~= 'full' then return {} end
   local f = redis.call('HMGET', key, 'args', 'kwargs', 'meta', 'exc_message', 'origin_host')
   local host = f[5]
   if WORKER ~= '' then host = redis.call('HGET', NS .. 'worker:' .. WORKER, 'host') or '' end

@@ -24,8 +24,9 @@ due time: a worker whose own clock is off would wait the wrong time for it (issu
 -- these, not HGETALL: a job hash holds twice as many fields the worker never reads.)
 local TAKE_FIELDS = {'func', 'args', 'kwargs', 'serializer', 'timeout', 'queue', 'attempts',
   'retry', 'callback_of', 'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc',
-  'chord_results'}
+  'chord_results', 'event_detail'}
 local TAKE_QUEUE = 6
+local TAKE_EVENT_DETAIL = 15
 local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 
 local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
@@ -71,6 +72,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     redis.call('HSET', claims, claim, id)
     redis.call('ZADD', active, now + lease_ms, id)
     redis.call('ZADD', started, now, id)
+    know_detail(id, values[TAKE_EVENT_DETAIL + 1])
     emit('started', id, values[TAKE_QUEUE + 1])
     values[1] = id
     return values
