@@ -17,7 +17,7 @@ class Messages:
 def fail_once(path, exc_name, *args):
     """Raise the botocore error `exc_name` (built from args) on the first run, then return
     "ok": a retried job finishes, one failed for good stays failed."""
-    import botocore.exceptions  # the stub in tests/queue/stubs, on the worker's PYTHONPATH
+    import botocore.exceptions  # here, not at the top: only these jobs load botocore
 
     if os.path.exists(path):
         return "ok"

@@ -1,1 +1,0 @@
-"""A stand-in for botocore in tests: botocore itself is a 13 MB install."""
