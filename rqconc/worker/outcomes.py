@@ -143,27 +143,10 @@ class Recorder:
         """How the completion ended (nothing written unless RECORDED), and the job taken
         next."""
         hot = self.connections.child().steps
+        args = (item.claim, item.item_id, queue, outcome.result, outcome.serializer)
         if take is None:
-            code = hot.complete(
-                item.claim,
-                item.item_id,
-                queue,
-                outcome.result,
-                outcome.serializer,
-                self.worker,
-                outcome.next_stage,
-            )
-            return code, None
-        code, taken = hot.complete(
-            item.claim,
-            item.item_id,
-            queue,
-            outcome.result,
-            outcome.serializer,
-            self.worker,
-            outcome.next_stage,
-            take,
-        )
+            return hot.complete(*args, self.worker, outcome.next_stage), None
+        code, taken = hot.complete(*args, self.worker, outcome.next_stage, take)
         return code, work_item(take[0], taken, self.callback_timeout)
 
     def _next_id_taken(
