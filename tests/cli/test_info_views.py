@@ -13,7 +13,7 @@ from rqconc import Queue
 from rqconc.worker.registry import list_workers
 from tests.cli.test_commands import ENTRY, rqconc
 from tests.support.waiting import wait_for
-from tests.support.worker_process import ROOT
+from tests.support.worker_process import ROOT, default_sigint
 
 
 def enqueue_later(url, *queues):
@@ -75,7 +75,9 @@ def read_lines(stream, count, timeout=20):
 def test_interval_prints_one_json_object_per_tick_until_sigint(redis_server):
     enqueue_later(redis_server.url, "a")
     argv = [sys.executable, "-c", ENTRY, "info", "-i", "0.2", "--json", "--url", redis_server.url]
-    live = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    live = subprocess.Popen(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint
+    )
     try:
         ticks = [json.loads(line) for line in read_lines(live.stdout, 3)]
         assert [t["queues"][0]["scheduled"] for t in ticks] == [1, 1, 1]
@@ -92,7 +94,9 @@ def test_interval_redraws_in_place_on_a_terminal(redis_server):
     enqueue_later(redis_server.url, "a")
     controller, terminal = pty.openpty()
     argv = [sys.executable, "-c", ENTRY, "info", "-i", "0.2", "--url", redis_server.url]
-    live = subprocess.Popen(argv, cwd=ROOT, stdout=terminal, stderr=subprocess.PIPE)
+    live = subprocess.Popen(
+        argv, cwd=ROOT, stdout=terminal, stderr=subprocess.PIPE, preexec_fn=default_sigint
+    )
     os.close(terminal)
     seen = b""
 

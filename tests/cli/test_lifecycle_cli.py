@@ -10,6 +10,7 @@ import threading
 from rqconc import JobStatus, Queue
 from tests.cli.test_commands import ENTRY, ROOT, assert_one_line_error, ok, rqconc
 from tests.support.waiting import wait_for
+from tests.support.worker_process import default_sigint
 
 
 def test_cancel_cancels_waiting_jobs_and_names_the_missing_ones(redis_url):
@@ -76,6 +77,7 @@ def test_events_follow_prints_new_events_until_interrupted(redis_url):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     seen = []
     reader = threading.Thread(

@@ -66,6 +66,13 @@ class Spool:
         return sorted(p.stem for p in self.dir.glob("*.json"))
 
 
+def default_sigint() -> None:
+    """A Popen preexec_fn: SIGINT back to its default in the child, as in a terminal. A test
+    runner started in the background of a shell without job control ignores SIGINT, and an
+    ignored SIGINT is inherited across exec: a command under test would never see Ctrl+C."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def main_py_argv(backend: str, size: int, *extra: str) -> List[str]:
     return [sys.executable, str(ROOT / "main.py"), backend, str(size), *extra]
 
