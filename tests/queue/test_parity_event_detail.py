@@ -6,8 +6,10 @@ import socket
 
 import pytest
 
+from rqconc.connection.clients import connect
 from rqconc.queue.events import EventStream
 from rqconc.queue.queue import Queue
+from rqconc.worker.registry import list_workers
 from tests.support.waiting import wait_for
 from tests.support.worker_process import BACKENDS
 
@@ -28,9 +30,12 @@ def test_a_full_detail_queue_s_events_carry_call_outcome_host_and_log_tag(
     redis_url, start_worker, backend
 ):
     q = Queue("full", connection=redis_url, event_detail="full")
+    start_worker(backend, 2, redis_url, "-q", "full")
+    # The worker's host comes from its registry entry: a job taken before the entry lands
+    # has none (the registration is the supervisor's first step, its children may be quicker).
+    wait_for(lambda: list_workers(connect(redis_url)), message="worker registered")
     ok = q.enqueue(TAGGED, "x", meta={"log_tag": "order-7"})
     bad = q.enqueue(TAGGED, "bad", retry=None)
-    start_worker(backend, 2, redis_url, "-q", "full")
     stream = EventStream(redis_url)
 
     events = events_of(stream, ok, "finished")
