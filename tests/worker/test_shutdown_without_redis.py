@@ -21,7 +21,9 @@ def test_a_cold_shutdown_while_redis_is_away_requeues_its_jobs_as_interrupted(
 ):
     proxy = TcpProxy(redis_server.port).start()
     try:
-        extra = ["--lease-seconds", "10"]
+        # The supervisor waits up to one lease for Redis after the cold shutdown: 30 s is
+        # ten times the outage, so a loaded machine cannot outrun the wait.
+        extra = ["--lease-seconds", "30"]
         if how == "shutdown-timeout":
             extra += ["--shutdown-timeout", "1"]
         worker = start_worker(backend, 2, proxy.url(), *extra)
@@ -35,7 +37,10 @@ def test_a_cold_shutdown_while_redis_is_away_requeues_its_jobs_as_interrupted(
         if how == "second-term":
             wait_for(lambda: "warm shutdown" in worker.output(), message="warm shutdown")
             worker.signal(signal.SIGTERM)
-        assert worker.wait_exit(20) == 1
+        assert worker.wait_exit(60) == 1, worker.output()[-3000:]
+        assert "Redis is back" in worker.output() or "unreachable" not in worker.output(), (
+            worker.output()[-3000:]
+        )
         assert [j.status for j in running] == [JobStatus.QUEUED] * 2, worker.output()[-3000:]
         assert [j.attempts for j in running] == [0, 0]
         assert set(q.job_ids) == {j.id for j in running}
