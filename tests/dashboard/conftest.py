@@ -1,0 +1,26 @@
+import pytest
+
+from tests.dashboard.processes import Dashboard, start_browser
+
+
+@pytest.fixture
+def dashboard(redis_server, tmp_path):
+    """start(*args, env=None): a real `rqconc dashboard` on the test's private Redis."""
+    started = []
+
+    def start(*args, env=None, auth=None):
+        board = Dashboard(redis_server.url, tmp_path, *args, env=env)
+        started.append(board)
+        return board.wait_ready(auth)
+
+    yield start
+    for board in started:
+        board.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium per test module (it takes a second or two to start)."""
+    driver = start_browser()
+    yield driver
+    driver.quit()
