@@ -78,6 +78,8 @@ if ARGV[7] == 'plain' then
   redis.call('XADD', EVENTS, 'MAXLEN', '~', PLAIN_EVENTS_MAXLEN, '*', 'event', 'queued',
     'job_id', id,
     'queue', queue, 'ts', NOW, 'worker', WORKER)
+  -- metric_count of include/metrics, inlined like the rest of this path.
+  redis.call('HINCRBY', NS .. 'metrics', 'enqueued:' .. queue, 1)
   return {1, 1}
 end
 
@@ -214,11 +216,14 @@ local function put(job, i)
   end
 end
 
+local stored = 0
 for i = 1, n do
   if not jobs[i].stored then  -- a job already stored is left as it is (it may have run)
     put(jobs[i], i)
+    stored = stored + 1
   end
 end
+if stored > 0 then metric_count('enqueued', queue, stored) end
 add_all(KEYS[3], waiting)
 add_all(KEYS[5], scheduled)
 if MARK and own_mark then

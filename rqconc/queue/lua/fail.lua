@@ -64,6 +64,7 @@ if delay then
   redis.call('HSET', key, 'status', 'scheduled')
   redis.call('ZADD', KEYS[6], due, id)
   emit('retry', id, queue, 'exc_type', ARGV[3], 'due', due)
+  metric_count('retried', queue)
   return 2
 end
 
@@ -74,6 +75,7 @@ redis.call('DEL', done)
 redis.call('RPUSH', done, 'failed:' .. outcome)
 keep_for_failure_ttl(key, done)
 emit('failed', id, queue, 'exc_type', ARGV[3])
+metric_failed(queue)
 settle_dependents(id, false)
 spawn_followups(id, key, 'failure', 'parent_exc', outcome)
 return 1

@@ -14,6 +14,8 @@ key names from NS; the patterns mirror rqconc/keys.py (KeySpace) and share its h
 so every key stays in one cluster slot. tests/queue/test_lua_steps.py
 (test_key_names_built_inside_lua_match_keyspace) checks that they agree.
 ]]
+--#include metrics
+
 -- Numbers shared with Python (rqconc/queue/defaults.py; a test compares them).
 local EVENTS_MAXLEN = 10000
 local DEFAULT_PRIORITY = 1
@@ -312,6 +314,7 @@ local function spawn_followups(parent_id, parent_key, kind, outcome_field, outco
       redis.call('HSET', key, 'id', id, 'callback_of', parent_id, 'callback_kind', kind,
         outcome_field, outcome, 'created_at', NOW, 'attempts', 0, 'lost', 0, unpack(fields))
       push_queued(id, key, false)
+      metric_count('enqueued', redis.call('HGET', key, 'queue'))
     end
   end
 end
