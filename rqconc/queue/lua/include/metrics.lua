@@ -58,9 +58,10 @@ local function metric_started(queue, enqueued_at)
   redis.call('HINCRBY', key, 'wait_ms:' .. q, ms)
 end
 
--- A run finished (complete): counted, and its run time observed, in total and per minute.
-local function metric_finished(queue, started_at)
-  local ms, q, key = metric_elapsed(started_at), queue or 'default', metrics_key()
+-- A run finished (complete) after `ms` (metric_elapsed since its start): counted, and its
+-- run time observed, in total and per minute.
+local function metric_finished(queue, ms)
+  local q, key = queue or 'default', metrics_key()
   local bucket = 'run:' .. metric_bucket(ms) .. ':' .. q
   redis.call('HINCRBY', key, 'finished:' .. q, 1)
   redis.call('HINCRBY', key, bucket, 1)
