@@ -26,7 +26,7 @@ from rqconc.dashboard.settings import (
 from rqconc.queue.keys import KeySpace
 
 APP_FACTORY = "rqconc.dashboard.app:app_from_environment"
-WEB_PACKAGES = ("starlette", "uvicorn")
+WEB_PACKAGES = ("starlette", "uvicorn", "prometheus_client")
 
 
 def _settings(

@@ -24,6 +24,8 @@ from rqconc.connection.clients import connect
 from rqconc.dashboard import api
 from rqconc.dashboard.security import Guard, new_csrf_token
 from rqconc.dashboard.settings import DashboardSettings
+from rqconc.metrics.exposition import CONTENT_TYPE
+from rqconc.metrics.exposition import render as render_metrics
 
 STATIC = Path(__file__).resolve().parent / "static"
 PAGES = {
@@ -50,8 +52,9 @@ def _shell(title: str) -> Callable[[Request], HTMLResponse]:
 
 
 def metrics(request: Request) -> Response:
-    body = b""  # METRICS-TODO
-    return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+    state = request.app.state
+    body = render_metrics(state.client, state.namespace)
+    return Response(body, media_type=CONTENT_TYPE)
 
 
 def _http_error(request: Request, exc: Exception) -> JSONResponse:

@@ -1,0 +1,117 @@
+"""What the metrics counters and richer events cost a no-op job (SPEC 13: at most 5%).
+
+    .venv/bin/python bench/metrics_cost.py [--base main] [--head HEAD] [--rounds 5]
+                                           [--jobs 20000]
+
+Checks both revisions out into temporary worktrees and, alternating round by round on one
+private Redis, drains N queued no-op jobs with `main.py forking 2` of each tree. Per round
+it records the throughput between the 500th and the last job, Redis' CPU per job (psutil,
+user + system of redis-server) and the Redis CPU of the Lua steps per job (INFO
+commandstats, evalsha). On a shared, loaded machine throughput swings by 2x from run to
+run; Redis' CPU per job is what the counters add to, and it moves much less.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import psutil
+import redis
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import COUNTER, ROOT, PrivateRedis, kill_group, worker_env  # noqa: E402
+
+
+def fill(tree: Path, url: str, n: int) -> None:
+    """N no-op jobs (result_ttl=0), enqueued by the tree's own code."""
+    code = (
+        "import sys\nfrom rqconc import Queue\n"
+        f"q = Queue('bench', connection={url!r})\n"
+        f"for s in range(0, {n}, 1000):\n"
+        f"    q.enqueue_many([('bench.tasks:noop', ())] * min(1000, {n} - s), result_ttl=0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=str(tree), check=True)
+
+
+def evalsha_usec(client: redis.Redis) -> int:
+    stats = client.info("commandstats")
+    return int(stats.get("cmdstat_evalsha", {}).get("usec", 0))
+
+
+def one_round(tree: Path, server: PrivateRedis, jobs: int) -> Dict[str, float]:
+    client = redis.Redis.from_url(server.url)
+    client.flushall()
+    fill(tree, server.url, jobs)
+    client.config_resetstat()
+    argv = [sys.executable, "main.py", "forking", "2", "-q", "bench", "--url", server.url]
+    argv += ["--allow", "bench", "--log-level", "WARNING", "--burst"]
+    worker = subprocess.Popen(
+        argv, cwd=str(tree), env=worker_env(server.url), start_new_session=True
+    )
+    redis_proc = psutil.Process(server.process.pid)
+    try:
+        while int(client.get(COUNTER) or 0) < 500:
+            time.sleep(0.002)
+        cpu0, usec0 = sum(redis_proc.cpu_times()[:2]), evalsha_usec(client)
+        count0, t0 = int(client.get(COUNTER) or 0), time.perf_counter()
+        while int(client.get(COUNTER) or 0) < jobs:
+            time.sleep(0.005)
+        count1, t1 = int(client.get(COUNTER) or 0), time.perf_counter()
+        cpu1, usec1 = sum(redis_proc.cpu_times()[:2]), evalsha_usec(client)
+    finally:
+        worker.wait(30)
+        kill_group(worker.pid)
+    done = count1 - count0
+    return {
+        "jobs/s": done / (t1 - t0),
+        "redis CPU us/job": (cpu1 - cpu0) / done * 1e6,
+        "Lua us/job": (usec1 - usec0) / done,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--base", default="main")
+    parser.add_argument("--head", default="HEAD")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, default=20000)
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="rqconc-metrics-cost-"))
+    trees = {side: scratch / side for side in ("base", "head")}
+    for side, rev in (("base", args.base), ("head", args.head)):
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(trees[side]), rev],
+            check=True,
+        )
+    server = PrivateRedis().start()
+    results: Dict[str, List[Dict[str, float]]] = {"base": [], "head": []}
+    try:
+        for _ in range(args.rounds):
+            for side in ("base", "head"):
+                results[side].append(one_round(trees[side], server, args.jobs))
+    finally:
+        server.stop()
+        for tree in trees.values():
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)])
+    print(
+        f"{args.base} (base) against {args.head} (head), forking 2, {args.jobs} no-op jobs, "
+        f"{args.rounds} rounds each, medians"
+    )
+    for measure in results["base"][0]:
+        base = statistics.median(r[measure] for r in results["base"])
+        head = statistics.median(r[measure] for r in results["head"])
+        print(f"  {measure:18} base {base:9,.1f}  head {head:9,.1f}  head/base {head / base:.3f}")
+        for side in ("base", "head"):
+            print(f"  {'':18} {side} runs {[round(r[measure], 1) for r in results[side]]}")
+
+
+if __name__ == "__main__":
+    main()
