@@ -19,8 +19,19 @@ def dashboard(redis_server, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def browser():
+def chromium():
     """One headless Chromium per test module (it takes a second or two to start)."""
     driver = start_browser()
     yield driver
     driver.quit()
+
+
+@pytest.fixture
+def browser(chromium, dashboard):
+    """The module's Chromium on a blank page with an empty console log, left on a blank page
+    before the test's dashboard stops (its polling must not outlive the test into the next)."""
+    chromium.get("about:blank")
+    chromium.get_log("browser")
+    yield chromium
+    chromium.get("about:blank")
+    chromium.get_log("browser")

@@ -259,7 +259,7 @@ async function jobPage(main) {
   main.replaceChildren(
     el("h1", {}, "Job ", el("span", { class: "mono", text: job.id })),
     el("div", { class: "toolbar" }, cancelable ? el("button", { class: "danger", id: "cancel", onclick: action(`/api/jobs/${encodeURIComponent(job.id)}/cancel`, {}, "Cancel this job?"), text: "Cancel" }) : null),
-    el("div", { class: "panel" }, jobFacts(job)), jobOutcome(job), flow,
+    el("div", { class: "panel" }, jobFacts(job)), ...jobOutcome(job), ...flow,
     el("h2", { text: "Events" }), table(EVENT_HEADERS, job.events.map((e) => eventRow(e, false))));
 }
 
