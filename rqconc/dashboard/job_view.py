@@ -13,9 +13,12 @@ from rqconc.queue.job import Job
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.steps import text
 
-# The stream is capped (about 10,000 entries); a job's events are among the latest ones,
-# so the page reads at most this many from the end instead of the whole stream.
-EVENTS_SCANNED = 5000
+# The stream is capped (about 10,000 entries) and its ids are Redis-clock milliseconds: a
+# job's events come after it was created, so the page reads from then on, at most this many
+# entries, instead of the whole stream. created_at comes from the enqueuing client's clock:
+# a minute's margin covers hosts whose clocks disagree.
+EVENTS_SCANNED = 2000
+CLOCK_MARGIN_MS = 60_000
 FLOW_STAGES_SHOWN = 50
 
 
@@ -73,10 +76,12 @@ def _dead_letter(client: redis.Redis, keys: KeySpace, job: Job) -> Optional[str]
     return queue if listed is not None else None
 
 
-def _events(client: redis.Redis, keys: KeySpace, job_id: str) -> List[Dict[str, Any]]:
-    entries: Any = client.xrevrange(keys.events, count=EVENTS_SCANNED)
-    found = []
-    for entry_id, raw in reversed(entries):
+def _events(client: redis.Redis, keys: KeySpace, job: Job) -> List[Dict[str, Any]]:
+    created = job.field("created_at") or job.field("enqueued_at")
+    since = f"{max(0, int(created) - CLOCK_MARGIN_MS)}-0" if created else "-"
+    entries: Any = client.xrange(keys.events, since, "+", count=EVENTS_SCANNED)
+    found, job_id = [], job.id
+    for entry_id, raw in entries:
         event: Dict[str, Any] = {text(k): text(v) for k, v in raw.items()}
         if event.get("job_id") == job_id:
             event["ts"], event["id"] = int(event.get("ts") or 0), text(entry_id)
@@ -105,7 +110,7 @@ def job_page(client: redis.Redis, namespace: str, job_id: str) -> Optional[Dict[
                 "flow": _flow(job),
                 "flow_id": job.flow_id,
                 "dead_letter_of": _dead_letter(client, keys, job),
-                "events": _events(client, keys, job.id),
+                "events": _events(client, keys, job),
                 **{name: _seconds(job.field(name)) for name in _TIMES},
                 **_call(job),
                 **_outcome(job, status),

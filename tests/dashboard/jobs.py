@@ -24,3 +24,10 @@ def fail_once(marker):
 def fail_with(text):
     """Fails for good with attacker-controlled text in its message and traceback."""
     raise RuntimeError(text)
+
+
+def first_stage(n):
+    """A two-stage flow: this stage hands on to `add(n, 1)`."""
+    from rqconc import Next
+
+    return Next("default", "tests.dashboard.jobs:add", n, 1, result="handed on")
