@@ -1,11 +1,38 @@
+"""One Redis and one dashboard process per test module (a dashboard takes seconds to start
+on a busy machine), flushed before each test; tests that need their own command line (auth,
+host) start one with `dashboard(...)`."""
+
 import pytest
 
 from tests.dashboard.processes import Dashboard, start_browser
+from tests.support.redis_server import RedisServer
+
+
+@pytest.fixture(scope="module")
+def module_redis(redis_binary):
+    server = RedisServer(redis_binary).start()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def redis_server(module_redis):
+    """The module's Redis, empty for this test."""
+    module_redis.client().flushall()
+    return module_redis
+
+
+@pytest.fixture(scope="module")
+def board(module_redis, tmp_path_factory):
+    """A real `rqconc dashboard` on the module's Redis."""
+    started = Dashboard(module_redis.url, tmp_path_factory.mktemp("dashboard"))
+    yield started.wait_ready()
+    started.close()
 
 
 @pytest.fixture
 def dashboard(redis_server, tmp_path):
-    """start(*args, env=None): a real `rqconc dashboard` on the test's private Redis."""
+    """start(*args, env=None, auth=None): a dashboard of the test's own command line."""
     started = []
 
     def start(*args, env=None, auth=None):
@@ -27,9 +54,9 @@ def chromium():
 
 
 @pytest.fixture
-def browser(chromium, dashboard):
+def browser(chromium, board):
     """The module's Chromium on a blank page with an empty console log, left on a blank page
-    before the test's dashboard stops (its polling must not outlive the test into the next)."""
+    after the test (its page's polling must not outlive the test into the next)."""
     chromium.get("about:blank")
     chromium.get_log("browser")
     yield chromium

@@ -34,7 +34,7 @@ def _count(driver, queue, status):
 
 
 def test_every_page_loads_without_console_errors_and_shows_counts_and_children(
-    browser, dashboard, redis_server, start_worker
+    browser, board, redis_server, start_worker
 ):
     q = Queue("mail", connection=redis_server.url)
     start_worker("threading", 3, redis_server.url, "-q", "mail")
@@ -43,7 +43,6 @@ def test_every_page_loads_without_console_errors_and_shows_counts_and_children(
     waiting = [later.enqueue("tests.dashboard.jobs:add", i, 1) for i in range(4)]
     wait_for(lambda: all(j.status == "started" for j in running), 30, message="2 jobs running")
     q.enqueue_in(3600, "tests.dashboard.jobs:add", 5, 5)
-    board = dashboard()
     for path, css in PAGES.items():
         browser.get(board.base + path)
         wait_page(browser, css)
@@ -65,13 +64,12 @@ def test_every_page_loads_without_console_errors_and_shows_counts_and_children(
 
 
 def test_a_click_on_requeue_brings_a_failed_job_back(
-    browser, dashboard, redis_server, start_worker, tmp_path
+    browser, board, redis_server, start_worker, tmp_path
 ):
     q = Queue("default", connection=redis_server.url)
     start_worker("threading", 2, redis_server.url)
     job = q.enqueue("tests.dashboard.jobs:fail_once", str(tmp_path / "ran-once"))
     wait_for(lambda: job.id in q.failed, 30, message="the job among the dead letters")
-    board = dashboard()
     browser.get(board.base + "/failed?queue=default")
     row = wait_page(browser, f'tr[data-job-id="{job.id}"]')
     assert "first run fails on purpose" in row.text
@@ -88,8 +86,7 @@ def test_a_click_on_requeue_brings_a_failed_job_back(
     assert console_errors(browser) == []
 
 
-def test_a_new_job_appears_in_the_live_feed_without_a_reload(browser, dashboard, redis_server):
-    board = dashboard()
+def test_a_new_job_appears_in_the_live_feed_without_a_reload(browser, board, redis_server):
     browser.get(board.base + "/events")
     wait_page(browser, "#feed")
     browser.execute_script("window.__same_page = true")
@@ -103,13 +100,12 @@ def test_a_new_job_appears_in_the_live_feed_without_a_reload(browser, dashboard,
 
 
 def test_job_text_that_looks_like_markup_is_shown_as_text_and_never_runs(
-    browser, dashboard, redis_server, start_worker
+    browser, board, redis_server, start_worker
 ):
     q = Queue("default", connection=redis_server.url)
     start_worker("threading", 1, redis_server.url)
     jobs = [q.enqueue("tests.dashboard.jobs:fail_with", text) for text in XSS]
     wait_for(lambda: all(j.id in q.failed for j in jobs), 30, message="the jobs failed")
-    board = dashboard()
     pages = ["/", "/failed?queue=default", "/events"] + [f"/jobs/{j.id}" for j in jobs]
     for path in pages:
         browser.get(board.base + path)

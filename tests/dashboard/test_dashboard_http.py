@@ -70,10 +70,9 @@ def test_the_auth_may_come_from_the_environment_and_then_any_host_is_allowed(das
 
 
 def test_actions_without_the_csrf_token_are_refused_and_change_nothing(
-    dashboard, redis_server, start_worker, tmp_path
+    board, redis_server, start_worker, tmp_path
 ):
     q, job = _failed_job(redis_server, start_worker, tmp_path)
-    board = dashboard()
     token = _csrf(board)
     for path, body in ACTIONS + [(f"/api/jobs/{job.id}/cancel", {})]:
         for headers in ({}, {"X-CSRF-Token": "forged"}, {"X-CSRF-Token": token + "x"}):
@@ -92,11 +91,10 @@ def _snapshot(client):
     return {key: (client.dump(key), client.pttl(key) > 0) for key in client.keys("*")}
 
 
-def test_no_get_changes_anything_in_redis(dashboard, redis_server, start_worker, tmp_path):
+def test_no_get_changes_anything_in_redis(board, redis_server, start_worker, tmp_path):
     q, job = _failed_job(redis_server, start_worker, tmp_path)
     q.enqueue_in(3600, "tests.dashboard.jobs:add", 1, 2)
     q.cron("*/5 * * * *", "tests.dashboard.jobs:add", 3, 4, id="every-five")
-    board = dashboard()
     client = redis_server.client()
     wait_for(lambda: not client.zcard("{rqconc}:workers"), 30, message="the burst worker gone")
     before = _snapshot(client)
@@ -105,8 +103,7 @@ def test_no_get_changes_anything_in_redis(dashboard, redis_server, start_worker,
     assert _snapshot(client) == before
 
 
-def test_a_missing_job_and_bad_parameters_answer_one_line_errors(dashboard):
-    board = dashboard()
+def test_a_missing_job_and_bad_parameters_answer_one_line_errors(board):
     missing = (404, b'{"error":"no such job (it may have expired)"}')
     assert board.request("/api/jobs/nope") == missing
     assert board.request("/api/failed?queue=a%20b")[0] == 400

@@ -14,7 +14,7 @@ def _csrf(board):
 
 
 def test_the_job_page_shows_its_flow_its_events_and_its_dead_letter(
-    dashboard, redis_server, start_worker, tmp_path
+    board, redis_server, start_worker, tmp_path
 ):
     q = Queue("default", connection=redis_server.url)
     start_worker("threading", 2, redis_server.url)
@@ -22,7 +22,6 @@ def test_the_job_page_shows_its_flow_its_events_and_its_dead_letter(
     failed = q.enqueue("tests.dashboard.jobs:fail_once", str(tmp_path / "once"))
     wait_for(lambda: first.next_id and q.fetch_job(first.next_id).status == "finished", 30)
     wait_for(lambda: failed.id in q.failed, 30, message="a dead letter")
-    board = dashboard()
     page = board.get_json(f"/api/jobs/{first.next_id}")
     assert [s["id"] for s in page["flow"]] == [first.id, first.next_id]
     assert page["flow_id"] == first.id and page["result"] == 42
@@ -35,13 +34,12 @@ def test_the_job_page_shows_its_flow_its_events_and_its_dead_letter(
 
 
 def test_workers_show_each_child_with_its_job_and_the_heartbeat_age(
-    dashboard, redis_server, start_worker
+    board, redis_server, start_worker
 ):
     q = Queue("default", connection=redis_server.url)
     start_worker("gevent", 3, redis_server.url, "--name", "w-one")
     job = q.enqueue("tests.dashboard.jobs:nap", 60)
     wait_for(lambda: job.status == "started", 30)
-    board = dashboard()
 
     def shown():
         workers = board.get_json("/api/workers")["workers"]
@@ -53,12 +51,11 @@ def test_workers_show_each_child_with_its_job_and_the_heartbeat_age(
     assert 0 <= worker["heartbeat_age"] < 10
 
 
-def test_scheduled_jobs_and_cron_entries_are_listed(dashboard, redis_server):
+def test_scheduled_jobs_and_cron_entries_are_listed(board, redis_server):
     q = Queue("mail", connection=redis_server.url)
     soon = q.enqueue_in(600, "tests.dashboard.jobs:add", 1, 1)
     later = q.enqueue_in(1200, "tests.dashboard.jobs:add", 2, 2)
     q.cron("0 * * * *", "tests.dashboard.jobs:add", 3, 3, id="hourly")
-    board = dashboard()
     page = board.get_json("/api/scheduled?queue=mail")
     assert [j["id"] for j in page["jobs"]] == [soon.id, later.id] and page["total"] == 2
     assert page["jobs"][0]["due"] < page["jobs"][1]["due"]
@@ -68,13 +65,12 @@ def test_scheduled_jobs_and_cron_entries_are_listed(dashboard, redis_server):
 
 
 def test_the_overview_carries_the_last_minutes_rates_and_the_hours_chart(
-    dashboard, redis_server, start_worker
+    board, redis_server, start_worker
 ):
     q = Queue("default", connection=redis_server.url)
     start_worker("threading", 2, redis_server.url)
     jobs = q.enqueue_many([("tests.dashboard.jobs:add", (i, i)) for i in range(20)])
     wait_for(lambda: all(j.status == "finished" for j in jobs), 30, message="20 jobs done")
-    board = dashboard()
     overview = board.get_json("/api/overview")
     (row,) = overview["queues"]
     assert row["name"] == "default" and row["finished"] == 20 and row["queued"] == 0
@@ -83,10 +79,9 @@ def test_the_overview_carries_the_last_minutes_rates_and_the_hours_chart(
     assert sum(p["finished"] for p in overview["timeline"][-2:]) == 20
 
 
-def test_cancel_suspend_and_resume_act_with_the_token(dashboard, redis_server):
+def test_cancel_suspend_and_resume_act_with_the_token(board, redis_server):
     q = Queue("default", connection=redis_server.url)
     job = q.enqueue("tests.dashboard.jobs:add", 1, 2)
-    board = dashboard()
     token = _csrf(board)
     assert board.request(f"/api/jobs/{job.id}/cancel", "POST", {}, token)[0] == 200
     assert job.status == "canceled"

@@ -24,6 +24,11 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+// replaceChildren without the nulls and nested lists that optional parts leave.
+function fill(node, ...children) {
+  node.replaceChildren(...children.flat(2).filter((c) => c !== null && c !== undefined));
+}
+
 function svg(tag, attrs) {
   const node = document.createElementNS(SVG_NS, tag);
   for (const [name, value] of Object.entries(attrs || {})) node.setAttribute(name, String(value));
@@ -57,6 +62,12 @@ function ms(seconds) {
 
 function json(value) {
   return JSON.stringify(value, null, 2);
+}
+
+// Short values on one line, long ones indented.
+function compact(value) {
+  const line = JSON.stringify(value);
+  return line.length <= 100 ? line : json(value);
 }
 
 function table(headers, rows, attrs) {
@@ -113,12 +124,17 @@ function action(path, body, confirmText) {
 // ---- the header: suspension switch and freshness ----
 function renderSuspension(suspended) {
   const box = document.getElementById("suspension");
-  box.replaceChildren(
-    suspended ? badge("suspended") : null,
+  fill(box, 
+    suspended ? [badge("suspended"), " "] : null,
     suspended
       ? el("button", { id: "resume", onclick: action("/api/resume"), text: "Resume workers" })
       : el("button", { id: "suspend", onclick: action("/api/suspend", {}, "Stop every worker from taking new jobs?"), text: "Suspend workers" })
   );
+}
+
+// Pages that do not read the overview themselves still show the suspension switch.
+async function header() {
+  renderSuspension((await getJSON("/api/overview")).suspended);
 }
 
 function stamp() {
@@ -127,7 +143,7 @@ function stamp() {
 
 // ---- pages ----
 function chart(points) {
-  const width = 720, height = 150, pad = 22;
+  const width = 1100, height = 170, pad = 24;
   const box = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": "jobs per minute, last hour" });
   const top = Math.max(1, ...points.map((p) => p.finished + p.failed));
   const slot = (width - pad) / Math.max(60, points.length);
@@ -175,9 +191,9 @@ async function queuesPage(main) {
     numCell(q.failed_last_minute ?? 0, "failed_last_minute"),
     el("td", { class: "num", text: ms(q.run_p50) }),
     el("td", { class: "num", text: ms(q.run_p95) })));
-  main.replaceChildren(
+  fill(main, 
     el("h1", { text: "Queues" }),
-    el("p", { class: "muted", text: `${data.workers} live worker${data.workers === 1 ? "" : "s"} · throughput and run times over the last minute` }),
+    el("p", { class: "muted", text: `${data.workers} live worker${data.workers === 1 ? "" : "s"} · finished/min, failed/min and run times: the last full minute` }),
     data.queues.length ? table(headers, rows, { id: "queues" }) : el("p", { class: "muted", text: "No queue has received a job yet." }),
     el("h2", { text: "Last hour, every queue" }),
     el("div", { class: "panel chart" }, chart(data.timeline || []), legend()));
@@ -196,8 +212,8 @@ function workerCard(w) {
 }
 
 async function workersPage(main) {
-  const data = await getJSON("/api/workers");
-  main.replaceChildren(
+  const [data] = await Promise.all([getJSON("/api/workers"), header()]);
+  fill(main, 
     el("h1", { text: "Workers" }),
     data.workers.length
       ? el("div", { class: "workers" }, data.workers.map(workerCard))
@@ -231,8 +247,8 @@ function jobFacts(job) {
 function jobOutcome(job) {
   const parts = [];
   if (job.pickled) parts.push(el("p", { class: "muted", text: "Arguments are pickled: not shown (unpickling runs code)." }));
-  else parts.push(el("h2", { text: "Arguments" }), el("pre", { id: "job-args", text: json({ args: job.args, kwargs: job.kwargs }) }));
-  if ("result" in job) parts.push(el("h2", { text: "Result" }), el("pre", { id: "job-result", text: job.result_pickled ? "(pickled)" : json(job.result) }));
+  else parts.push(el("h2", { text: "Arguments" }), el("pre", { id: "job-args", text: compact({ args: job.args, kwargs: job.kwargs }) }));
+  if ("result" in job) parts.push(el("h2", { text: "Result" }), el("pre", { id: "job-result", text: job.result_pickled ? "(pickled)" : compact(job.result) }));
   if (job.error) parts.push(el("h2", { text: "Error" }), el("p", {}, el("strong", { text: job.error.type }), ": ", job.error.message), el("pre", { id: "job-traceback", text: job.error.traceback }));
   if (Object.keys(job.meta || {}).length) parts.push(el("h2", { text: "Meta" }), el("pre", { text: json(job.meta) }));
   return parts;
@@ -251,15 +267,15 @@ const EVENT_HEADERS = ["time", "event", "job", "queue", "worker", "detail"];
 
 async function jobPage(main) {
   const id = decodeURIComponent(location.pathname.slice("/jobs/".length));
-  const job = await getJSON("/api/jobs/" + encodeURIComponent(id));
+  const [job] = await Promise.all([getJSON("/api/jobs/" + encodeURIComponent(id)), header()]);
   const cancelable = ["queued", "scheduled", "deferred", "started"].includes(job.status);
   const flow = job.flow.length
     ? [el("h2", { text: "Flow" }), el("ol", { id: "flow" }, job.flow.map((s) => el("li", {}, s.id === job.id ? el("strong", { class: "mono", text: s.id }) : jobLink(s.id), " ", el("code", { text: s.function }), " ", badge(s.status))))]
     : [];
-  main.replaceChildren(
+  fill(main, 
     el("h1", {}, "Job ", el("span", { class: "mono", text: job.id })),
     el("div", { class: "toolbar" }, cancelable ? el("button", { class: "danger", id: "cancel", onclick: action(`/api/jobs/${encodeURIComponent(job.id)}/cancel`, {}, "Cancel this job?"), text: "Cancel" }) : null),
-    el("div", { class: "panel" }, jobFacts(job)), ...jobOutcome(job), ...flow,
+    el("div", { class: "panel" }, jobFacts(job)), jobOutcome(job), flow,
     el("h2", { text: "Events" }), table(EVENT_HEADERS, job.events.map((e) => eventRow(e, false))));
 }
 
@@ -289,7 +305,7 @@ async function failedPage(main) {
     el("td", {}, el("button", { class: "requeue", onclick: action("/api/failed/requeue", { queue, job_id: j.id }), text: "Requeue" }))));
   const more = data.total > offset + data.jobs.length
     ? el("a", { href: `/failed?queue=${encodeURIComponent(queue)}&offset=${offset + data.jobs.length}`, text: "older →" }) : null;
-  main.replaceChildren(
+  fill(main, 
     el("h1", { text: "Failed jobs" }),
     el("div", { class: "toolbar" }, chooser, el("span", { class: "muted", id: "failed-total", text: `${data.total} dead letters` }),
       el("button", { id: "requeue-all", onclick: action("/api/failed/requeue", { queue, all: true }, `Requeue every dead letter of ${queue}?`), disabled: !data.total, text: "Requeue all" }),
@@ -307,7 +323,7 @@ async function scheduledPage(main) {
   const crons = data.crons.map((c) => el("tr", { "data-cron": c.id }, el("td", { class: "mono", text: c.id }),
     el("td", { class: "mono", text: c.expr }), el("td", { class: "mono", text: c.description || c.func }),
     el("td", { text: c.queue }), el("td", { text: when(c.next_run) }), el("td", { text: when(c.last_tick) })));
-  main.replaceChildren(
+  fill(main, 
     el("h1", { text: "Scheduled jobs" }),
     el("div", { class: "toolbar" }, chooser, el("span", { class: "muted", text: `${data.total} scheduled` })),
     data.jobs.length ? table(["job", "function", "due", { label: "attempts", num: true }], rows, { id: "scheduled" })
@@ -324,11 +340,12 @@ async function eventsPage(main) {
   if (!feed.body) {
     feed.body = el("tbody", {});
     const head = el("thead", {}, el("tr", {}, EVENT_HEADERS.map((h) => el("th", { text: h }))));
-    main.replaceChildren(el("h1", { text: "Live events" }),
+    fill(main, el("h1", { text: "Live events" }),
       el("p", { class: "muted", text: "Newest first; new events appear as they happen." }),
       el("table", { id: "feed", class: "feed" }, head, feed.body));
   }
-  const data = await getJSON("/api/events" + (feed.last ? "?after=" + encodeURIComponent(feed.last) : ""));
+  const [data] = await Promise.all([
+    getJSON("/api/events" + (feed.last ? "?after=" + encodeURIComponent(feed.last) : "")), header()]);
   const fresh = Boolean(feed.last);
   for (const e of data.events) feed.body.prepend(eventRow(e, fresh));
   while (feed.body.children.length > 500) feed.body.lastChild.remove();
