@@ -17,7 +17,7 @@ from rqconc.queue.steps import text
 # job's events come after it was created, so the page reads from then on, at most this many
 # entries, instead of the whole stream. created_at comes from the enqueuing client's clock:
 # a minute's margin covers hosts whose clocks disagree.
-EVENTS_SCANNED = 2000
+EVENTS_SCANNED = 1000
 CLOCK_MARGIN_MS = 60_000
 FLOW_STAGES_SHOWN = 50
 
@@ -78,12 +78,14 @@ def _dead_letter(client: redis.Redis, keys: KeySpace, job: Job) -> Optional[str]
 
 def _events(client: redis.Redis, keys: KeySpace, job: Job) -> List[Dict[str, Any]]:
     created = job.field("created_at") or job.field("enqueued_at")
+    ended = job.field("ended_at")
     since = f"{max(0, int(created) - CLOCK_MARGIN_MS)}-0" if created else "-"
-    entries: Any = client.xrange(keys.events, since, "+", count=EVENTS_SCANNED)
-    found, job_id = [], job.id
+    until = f"{int(ended) + CLOCK_MARGIN_MS}-0" if ended else "+"
+    entries: Any = client.xrange(keys.events, since, until, count=EVENTS_SCANNED)
+    wanted, found = job.id.encode(), []
     for entry_id, raw in entries:
-        event: Dict[str, Any] = {text(k): text(v) for k, v in raw.items()}
-        if event.get("job_id") == job_id:
+        if raw.get(b"job_id") == wanted:  # decode only this job's entries
+            event: Dict[str, Any] = {text(k): text(v) for k, v in raw.items()}
             event["ts"], event["id"] = int(event.get("ts") or 0), text(entry_id)
             found.append(event)
     return found

@@ -2,9 +2,11 @@
 on a busy machine), flushed before each test; tests that need their own command line (auth,
 host) start one with `dashboard(...)`."""
 
+import subprocess
+
 import pytest
 
-from tests.dashboard.processes import Dashboard, start_browser
+from tests.dashboard.processes import Dashboard, ensure_chromium, start_browser
 from tests.support.redis_server import RedisServer
 
 
@@ -45,9 +47,23 @@ def dashboard(redis_server, tmp_path):
         board.close()
 
 
+CHROMIUM_PROBLEM = []
+
+
+def pytest_collection_modifyitems(items):
+    """Chromium from the OS packages, installed before any test runs when a browser test is
+    collected: apt may take minutes, longer than one test's timeout."""
+    if any("browser" in item.fixturenames for item in items):
+        try:
+            ensure_chromium()
+        except (AssertionError, OSError, subprocess.SubprocessError) as exc:
+            CHROMIUM_PROBLEM.append(str(exc))  # the browser tests fail with it, never skip
+
+
 @pytest.fixture(scope="module")
 def chromium():
     """One headless Chromium per test module (it takes a second or two to start)."""
+    assert not CHROMIUM_PROBLEM, f"Chromium could not be installed: {CHROMIUM_PROBLEM[0]}"
     driver = start_browser()
     yield driver
     driver.quit()

@@ -8,11 +8,13 @@ these machines. When it cannot be installed the tests fail with the reason, neve
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -106,6 +108,14 @@ def ensure_chromium() -> None:
     the machines here run); AssertionError naming the reason when that is impossible."""
     if os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER):
         return
+    # pytest-xdist's workers all get here at once: one installs, the others wait for it.
+    with open(os.path.join(tempfile.gettempdir(), "rqconc-chromium.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+            _apt_install()
+
+
+def _apt_install() -> None:
     apt = shutil.which("apt-get")
     assert apt, "Chromium is missing and there is no apt-get to install chromium, chromium-driver"
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")

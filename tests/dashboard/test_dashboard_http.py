@@ -49,6 +49,14 @@ def test_a_non_loopback_host_without_auth_refuses_to_start_with_exit_2(redis_ser
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "--auth" in lines[0] and "Traceback" not in done.stderr
+    malformed = subprocess.run(
+        [*argv, "--auth", "only-a-user-and-s3cret-password"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert malformed.returncode == 2 and "USER:PASSWORD" in malformed.stderr
+    assert "s3cret" not in malformed.stderr  # never echoed back
 
 
 def test_auth_puts_every_path_behind_basic_credentials(dashboard):
