@@ -7,7 +7,7 @@ redis-py client belongs.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Tuple
 
 import redis
 from starlette.concurrency import run_in_threadpool
@@ -25,15 +25,13 @@ from rqconc.queue.job import Job
 from rqconc.queue.keys import check_queue_name
 from rqconc.queue.queue import Queue
 
-Endpoint = Callable[[Request], JSONResponse]
 
-
-def _where(request: Request) -> tuple:
+def _where(request: Request) -> Tuple[redis.Redis, str]:
     state = request.app.state
     return state.client, state.namespace
 
 
-def _queue_param(request: Request, value: Any) -> str:
+def _queue_name(value: Any) -> str:
     try:
         return check_queue_name(value)
     except ValueError as exc:
@@ -72,13 +70,13 @@ def job(request: Request) -> JSONResponse:
 
 def failed(request: Request) -> JSONResponse:
     client, namespace = _where(request)
-    queue = _queue_param(request, request.query_params.get("queue", "default"))
+    queue = _queue_name(request.query_params.get("queue", "default"))
     return JSONResponse(reads.failed_page(client, namespace, queue, _offset(request)))
 
 
 def scheduled(request: Request) -> JSONResponse:
     client, namespace = _where(request)
-    queue = _queue_param(request, request.query_params.get("queue", "default"))
+    queue = _queue_name(request.query_params.get("queue", "default"))
     page = reads.scheduled_page(client, namespace, queue)
     page["crons"] = reads.crons(client, namespace)
     return JSONResponse(page)
@@ -113,7 +111,7 @@ async def _body(request: Request) -> Dict[str, Any]:
 
 def _dead_letters(request: Request, body: Dict[str, Any]) -> Any:
     client, namespace = _where(request)
-    queue = _queue_param(request, body.get("queue"))
+    queue = _queue_name(body.get("queue"))
     return Queue(queue, connection=client, namespace=namespace).failed
 
 

@@ -51,6 +51,10 @@ def test_every_page_loads_without_console_errors_and_shows_counts_and_children(
     wait_for(lambda: _count(browser, "mail", "started") == "2", 20, message="2 started shown")
     assert _count(browser, "mail", "scheduled") == "1"
     assert _count(browser, "later", "queued") == str(len(waiting))
+    browser.execute_script("window.__same_page = true")
+    later.enqueue_many([("tests.dashboard.jobs:add", (i, 2)) for i in range(3)])
+    wait_for(lambda: _count(browser, "later", "queued") == "7", 20, message="7 queued shown")
+    assert browser.execute_script("return window.__same_page") is True  # no reload
     browser.get(board.base + "/workers")
     wait_page(browser, '.child[data-state="busy"] a')
     busy = browser.find_elements(By.CSS_SELECTOR, '.child[data-state="busy"] a')

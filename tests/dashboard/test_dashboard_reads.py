@@ -90,3 +90,24 @@ def test_cancel_suspend_and_resume_act_with_the_token(board, redis_server):
     assert board.request("/api/resume", "POST", {}, token)[0] == 200
     assert board.get_json("/api/overview")["suspended"] is False
     assert board.request("/api/jobs/nope/cancel", "POST", {}, token)[0] == 404
+
+
+def test_requeue_all_and_purge_act_on_one_queues_dead_letters(board, redis_server, start_worker):
+    q = Queue("default", connection=redis_server.url)
+    other = Queue("other", connection=redis_server.url)
+    start_worker("threading", 2, redis_server.url, "-q", "default,other")
+    jobs = [q.enqueue("tests.dashboard.jobs:fail_with", f"no {i}") for i in range(3)]
+    kept = other.enqueue("tests.dashboard.jobs:fail_with", "stays")
+    wait_for(lambda: len(q.failed) == 3 and len(other.failed) == 1, 30, message="4 failed")
+    page = board.get_json("/api/failed?queue=default")
+    assert page["total"] == 3 and {j["id"] for j in page["jobs"]} == {j.id for j in jobs}
+    token = _csrf(board)
+    answer = board.request("/api/failed/purge", "POST", {"queue": "default"}, token)
+    assert answer == (200, b'{"purged":3}')
+    assert len(q.failed) == 0 and all(
+        redis_server.client().exists(f"{{rqconc}}:job:{j.id}") == 0 for j in jobs
+    )
+    assert kept.id in other.failed
+    body = {"queue": "other", "all": True}
+    assert board.request("/api/failed/requeue", "POST", body, token) == (200, b'{"requeued":1}')
+    wait_for(lambda: kept.id in other.failed and kept.attempts == 1, 30, message="run again")
