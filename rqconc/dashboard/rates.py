@@ -2,8 +2,10 @@
 (rqconc/metrics/read.py): exact across every worker, and O(minutes) to read whatever the
 queue lengths.
 
-"The last minute" is the last complete one: the current minute is still filling, and a rate
-that drops to zero at each minute's start would mislead at a glance. The chart shows it too.
+"The last minute" is a sliding 60 s: the current minute so far, plus the previous minute for
+the share of it still inside the window (a rate that dropped to zero at each minute's start
+would mislead at a glance). The run-time quantiles are those of whichever of the two minutes
+weighs more in the window: quantiles of two minutes cannot be added.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import redis
 
 from rqconc.metrics.read import MinutePoint
 from rqconc.metrics.read import timeline as minute_points
+from rqconc.worker.clock import redis_time
 
 
 def _as_dict(point: MinutePoint) -> Dict[str, Any]:
@@ -27,15 +30,19 @@ def _as_dict(point: MinutePoint) -> Dict[str, Any]:
 
 
 def queue_rates(client: redis.Redis, namespace: str, names: List[str]) -> Dict[str, Dict[str, Any]]:
-    """{queue: finished and failed in the last complete minute, its run-time p50 and p95}."""
+    """{queue: finished and failed over the last 60 s, and run-time p50 and p95}."""
     rates = {}
+    now = redis_time(client)
     for name in names:
-        last_full = minute_points(client, namespace, name, minutes=2)[0]
+        previous, current = minute_points(client, namespace, name, minutes=2)
+        share = max(0.0, 1.0 - (now - current.minute) / 60)  # of the previous minute
+        weighted = previous.finished * share
+        times = previous if weighted > current.finished else current
         rates[name] = {
-            "finished_last_minute": last_full.finished,
-            "failed_last_minute": last_full.failed,
-            "run_p50": last_full.run_p50,
-            "run_p95": last_full.run_p95,
+            "finished_last_minute": round(weighted + current.finished),
+            "failed_last_minute": round(previous.failed * share + current.failed),
+            "run_p50": times.run_p50,
+            "run_p95": times.run_p95,
         }
     return rates
 

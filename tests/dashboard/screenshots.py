@@ -23,7 +23,7 @@ SHOTS = [
 ]
 
 
-def scene(url: str, workers: WorkerProcesses, scratch: Path) -> str:
+def scene(url: str, workers: WorkerProcesses) -> str:
     """Jobs in every state; returns the id of a flow's second stage for the job page."""
     default, mail = Queue("default", connection=url), Queue("mail", connection=url)
     reports = Queue("reports", connection=url)
@@ -53,7 +53,7 @@ def main() -> None:
     workers = WorkerProcesses(scratch)
     board = browser = None
     try:
-        job_id = scene(server.url, workers, scratch)
+        job_id = scene(server.url, workers)
         board = Dashboard(server.url, scratch).wait_ready()
         browser = start_browser(1280, 820)
         for name, path, css in SHOTS + [("job", f"/jobs/{job_id}", "#flow")]:
@@ -63,7 +63,7 @@ def main() -> None:
             if name == "failed":  # a traceback shown (an open one also pauses the refresh)
                 browser.execute_script("document.querySelector('#failed details').open = true")
             height = browser.execute_script("return document.body.scrollHeight")
-            browser.set_window_size(1280, max(720, min(1400, height + 20)))
+            browser.set_window_size(1280, max(720, min(960, height + 20)))
             browser.save_screenshot(str(out / f"dashboard-{name}.png"))
             print(out / f"dashboard-{name}.png")
     finally:

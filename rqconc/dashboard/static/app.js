@@ -193,7 +193,7 @@ async function queuesPage(main) {
     el("td", { class: "num", text: ms(q.run_p95) })));
   fill(main, 
     el("h1", { text: "Queues" }),
-    el("p", { class: "muted", text: `${data.workers} live worker${data.workers === 1 ? "" : "s"} · finished/min, failed/min and run times: the last full minute` }),
+    el("p", { class: "muted", text: `${data.workers} live worker${data.workers === 1 ? "" : "s"} · finished/min, failed/min and run times: the last 60 s` }),
     data.queues.length ? table(headers, rows, { id: "queues" }) : el("p", { class: "muted", text: "No queue has received a job yet." }),
     el("h2", { text: "Last hour, every queue" }),
     el("div", { class: "panel chart" }, chart(data.timeline || []), legend()));
