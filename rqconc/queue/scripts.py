@@ -16,6 +16,8 @@ from typing import Any, Dict, Sequence
 
 import redis
 
+from rqconc.queue.lua_prune import prune
+
 # `--#include NAME` in a script is replaced by lua/include/NAME.lua: Redis scripts cannot
 # call one another, and the steps that end a job must release its dependents identically.
 _INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
@@ -147,7 +149,7 @@ class Script:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.source = expand(read(f"{name}.lua"))
+        self.source = prune(expand(read(f"{name}.lua")))
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
 
     def __call__(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Any]) -> Any:

@@ -1,0 +1,57 @@
+"""Scripts are loaded without the include functions they never call (rqconc/queue/lua_prune)."""
+
+import re
+from importlib import resources
+
+from rqconc.queue.lua_prune import prune
+from rqconc.queue.scripts import expand, read, script
+
+SOURCE = """local NS = ARGV[1]
+-- unused_helper is named in this comment only
+local function used(x) return NS .. x end
+local function only_for_unused(x)
+  return x .. 'b'
+end
+local function unused_helper(x)
+  if x then
+    return only_for_unused(x)
+  end
+  return ''
+end
+local function recursive(n)
+  if n > 0 then return recursive(n - 1) end
+  return used('r')
+end
+return recursive(2)
+"""
+
+
+def functions(source):
+    return re.findall(r"^local function (\w+)\(", source, re.M)
+
+
+def test_prune_drops_functions_nothing_calls_and_those_only_they_call(client):
+    pruned = prune(SOURCE)
+    assert functions(pruned) == ["used", "recursive"]
+    assert client.eval(pruned, 0, "ns:") == client.eval(SOURCE, 0, "ns:") == b"ns:r"
+
+
+def test_every_step_loads_pruned_and_the_hot_steps_define_fewer_closures(client):
+    names = [
+        p.name[: -len(".lua")]
+        for p in resources.files("rqconc.queue").joinpath("lua").iterdir()
+        if p.name.endswith(".lua")
+    ]
+    assert "take" in names and "complete" in names
+    for name in names:
+        step = script(name)
+        # SCRIPT LOAD compiles it: a pruned call to a dropped function would still load, so
+        # every name a kept line calls must still be defined (or be Lua's / Redis').
+        assert client.script_load(step.source) == step.sha
+        defined = set(functions(step.source))
+        for called in functions(expand(read(f"{name}.lua"))):
+            if called not in defined:
+                assert not re.search(rf"\b{called}\(", step.source), (name, called)
+    # A take needs none of the dependents, groups, follow-ups and dead-letter functions.
+    assert len(functions(script("take").source)) < len(functions(expand(read("take.lua"))))
+    assert "settle_dependents" not in functions(script("take").source)
