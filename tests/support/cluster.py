@@ -1,0 +1,144 @@
+"""A private Redis Cluster for tests: 3 masters + 3 replicas on free loopback ports.
+
+Each node is a `RedisServer` (own port, own temporary directory, killed by pid) started with
+cluster mode on; the slots are split by hand (CLUSTER ADDSLOTSRANGE needs 7.0, so ADDSLOTS),
+the nodes meet, each replica follows its master, and the fixture waits for `cluster_state:ok`
+on every node and for every replica to be in sync. A short node timeout (1 s) keeps a
+failover test quick.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Dict, List, Optional
+
+import redis
+
+from tests.support.redis_server import RedisServer
+
+SLOTS = 16384
+NODE_TIMEOUT_MS = 1000
+
+
+class RedisClusterProcesses:
+    """`masters` masters, each with one replica; `url` is a redis+cluster:// URL of them all."""
+
+    def __init__(self, binary: str, masters: int = 3, password: Optional[str] = None) -> None:
+        self.password = password
+        args = (
+            "--cluster-enabled",
+            "yes",
+            "--cluster-node-timeout",
+            str(NODE_TIMEOUT_MS),
+            # A replica promoted however long it was cut off: the test kills its master.
+            "--cluster-replica-validity-factor",
+            "0",
+            "--cluster-require-full-coverage",
+            "no",
+        )
+        self.nodes = [
+            RedisServer(binary, password=password, extra_args=args + ("--masterauth", password))
+            if password
+            else RedisServer(binary, extra_args=args)
+            for _ in range(masters * 2)
+        ]
+        for node in self.nodes:  # each node writes its own config in its own directory
+            node.extra_args += ("--cluster-config-file", f"{node.dir}/nodes.conf")
+        self.masters = masters
+
+    @property
+    def url(self) -> str:
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis+cluster://{auth}" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+
+    def client(self, node: RedisServer) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=node.port, password=self.password)
+
+    def start(self) -> RedisClusterProcesses:
+        for node in self.nodes:
+            node.start()
+        first = self.client(self.nodes[0])
+        for node in self.nodes[1:]:
+            first.execute_command("CLUSTER MEET", "127.0.0.1", node.port)
+        step = SLOTS // self.masters
+        for index, node in enumerate(self.nodes[: self.masters]):
+            end = SLOTS if index == self.masters - 1 else (index + 1) * step
+            self.client(node).execute_command("CLUSTER ADDSLOTS", *range(index * step, end))
+        self._wait(lambda: all(len(self._known(n)) == len(self.nodes) for n in self.nodes))
+        for master, replica in zip(self.nodes, self.nodes[self.masters :]):
+            master_id = self.client(master).execute_command("CLUSTER MYID")
+            self.client(replica).execute_command("CLUSTER REPLICATE", master_id)
+        self.wait_ok()
+        return self
+
+    def _known(self, node: RedisServer) -> List[str]:
+        """The nodes this one has met (handshakes done), as "address flags"."""
+        nodes = self.client(node).cluster("nodes")
+        return [
+            f"{address} {info['flags']}"
+            for address, info in nodes.items()
+            if "handshake" not in info["flags"]
+        ]
+
+    def _wait(self, condition, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if condition():
+                    return
+            except (redis.exceptions.RedisError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the test cluster did not settle: {self.describe()}")
+            time.sleep(0.1)
+
+    def describe(self) -> str:
+        try:
+            return "; ".join(self._known(n)[0] for n in self.live_nodes())
+        except (redis.exceptions.RedisError, OSError) as exc:
+            return repr(exc)
+
+    def live_nodes(self) -> List[RedisServer]:
+        return [n for n in self.nodes if n.process is not None and n.process.poll() is None]
+
+    def wait_ok(self, timeout: float = 60.0) -> None:
+        """Until every live node says cluster_state:ok, every slot has a live master with a
+        replica in sync (when its pair is alive), and they agree on who serves what."""
+        self._wait(self._settled, timeout)
+
+    def _settled(self) -> bool:
+        live = self.live_nodes()
+        for node in live:
+            info = self.client(node).cluster("info")
+            if info.get("cluster_state") != "ok":
+                return False
+        roles = [self.client(n).info("replication") for n in live]
+        replicas = [r for r in roles if r["role"] == "slave"]
+        if any(r.get("master_link_status") != "up" for r in replicas):
+            return False
+        maps = {self._slot_map(n) for n in live}
+        return len(maps) == 1
+
+    def _slot_map(self, node: RedisServer) -> str:
+        slots = self.client(node).execute_command("CLUSTER SLOTS")
+        return repr(sorted((s[0], s[1], s[2][1]) for s in slots))
+
+    def master_ports(self) -> Dict[int, int]:
+        """First slot of each range -> port of its master, as a live node sees it."""
+        slots = self.client(self.live_nodes()[0]).execute_command("CLUSTER SLOTS")
+        return {int(s[0]): int(s[2][1]) for s in slots}
+
+    def master_of_slot(self, slot: int) -> RedisServer:
+        slots = self.client(self.live_nodes()[0]).execute_command("CLUSTER SLOTS")
+        port = next(int(s[2][1]) for s in slots if s[0] <= slot <= s[1])
+        return next(n for n in self.nodes if n.port == port)
+
+    def flushall(self) -> None:
+        for node in self.live_nodes():
+            client = self.client(node)
+            if client.info("replication")["role"] == "master":
+                client.flushall()
+
+    def close(self) -> None:
+        for node in self.nodes:
+            node.close()
