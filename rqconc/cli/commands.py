@@ -1,11 +1,12 @@
 """The `rqconc` inspection and management commands: info, enqueue, job, ping, server,
-suspend, resume, failed, requeue, cancel, events, cron."""
+suspend, resume, failed, requeue, cancel, events, cron, cluster."""
 
 from __future__ import annotations
 
 import click
 
 from rqconc.cli.cancel import cancel
+from rqconc.cli.cluster import cluster
 from rqconc.cli.control import resume, suspend
 from rqconc.cli.cron import cron
 from rqconc.cli.enqueue import enqueue
@@ -32,5 +33,6 @@ def register(group: click.Group) -> None:
         cancel,
         events,
         cron,
+        cluster,
     ):
         group.add_command(command)

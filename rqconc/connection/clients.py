@@ -159,11 +159,6 @@ def _connect_cluster(url: str) -> redis.Redis:
         client = cluster.connect(url, seeds_options, seeds_options["retry"])
     except ValueError as exc:  # cluster.parse_url's message never quotes the URL
         raise ValueError(f"invalid Redis URL {redact(url)!r}: {exc}") from None
-    except redis.exceptions.AuthenticationError as exc:
-        raise errors.ConfigurationError(
-            f"the Redis Cluster at {redact(url)} refused the credentials ({exc}); check the "
-            "user and password in --url / REDIS_URL"
-        ) from None
     return client  # type: ignore[return-value]
 
 

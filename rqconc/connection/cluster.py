@@ -101,15 +101,33 @@ def connect(url: str, socket_options: Dict[str, Any], retry: Retry) -> RedisClus
             retry=retry,
             **options,
         )
-    except redis.exceptions.AuthenticationError:
-        raise
     except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
-        nodes = ",".join(f"{host}:{port}" for host, port in seeds)
-        raise ClusterUnreachable(
-            f"cannot reach the Redis Cluster at {scheme_of(url)}://{nodes} "
-            f"({type(exc).__name__}: {first_line(exc)}); check that its nodes run and that "
-            "--url / REDIS_URL is right"
-        ) from None
+        raise _connect_error(url, seeds, exc) from None
+
+
+def _connect_error(
+    url: str, seeds: List[Tuple[str, int]], exc: BaseException
+) -> errors.ConnectionError:
+    """Why no cluster client could be made: settings no retry fixes (credentials, a node not
+    in cluster mode) are a ConfigurationError; anything else an outage."""
+    nodes = f"{scheme_of(url)}://" + ",".join(_address(host, port) for host, port in seeds)
+    if isinstance(exc.__cause__, redis.exceptions.AuthenticationError) or isinstance(
+        exc, redis.exceptions.AuthenticationError
+    ):
+        return errors.ConfigurationError(
+            f"the Redis Cluster at {nodes} refused the credentials "
+            f"({first_line(exc.__cause__ or exc)}); check "
+            "the user and password in --url / REDIS_URL"
+        )
+    if "Cluster mode is not enabled" in str(exc):
+        return errors.ConfigurationError(
+            f"Redis at {nodes} is not a cluster node (cluster mode is off); give a plain "
+            "Redis as redis://HOST:PORT/DB in --url / REDIS_URL"
+        )
+    return ClusterUnreachable(
+        f"cannot reach the Redis Cluster at {nodes} ({type(exc).__name__}: {first_line(exc)}); "
+        "check that its nodes run and that --url / REDIS_URL is right"
+    )
 
 
 def scheme_of(url: str) -> str:
