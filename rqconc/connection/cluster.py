@@ -16,6 +16,7 @@ from urllib.parse import parse_qsl, quote, unquote
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
+from redis.maint_notifications import MaintNotificationsConfig
 from redis.retry import Retry
 
 from rqconc import errors
@@ -99,6 +100,8 @@ def connect(url: str, socket_options: Dict[str, Any], retry: Retry) -> RedisClus
             startup_nodes=[ClusterNode(host, port) for host, port in seeds],
             require_full_coverage=False,  # a failover leaves slots briefly masterless
             retry=retry,
+            # Not offered by open-source Redis: asking costs each new connection a round trip.
+            maint_notifications_config=MaintNotificationsConfig(enabled=False),
             **options,
         )
     except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:

@@ -9,6 +9,8 @@ failover test quick.
 
 from __future__ import annotations
 
+import random
+import socket
 import time
 from typing import Dict, List, Optional
 
@@ -18,6 +20,38 @@ from tests.support.redis_server import RedisServer
 
 SLOTS = 16384
 NODE_TIMEOUT_MS = 1000
+
+
+def cluster_port() -> int:
+    """A free port for a cluster node: Redis also listens on port + 10000 (the cluster bus),
+    so the port must be at most 55535 and that one free too."""
+    for _ in range(1000):
+        port = random.randint(20000, 55535)
+        if all(_free(p) for p in (port, port + 10000)):
+            return port
+    raise RuntimeError("no free port pair for a cluster node")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _start(node: RedisServer, attempts: int = 5) -> None:
+    """Start one node; another test process may take its ports first: then move elsewhere."""
+    for attempt in range(attempts):
+        try:
+            node.start(_attempts=1)
+            return
+        except (RuntimeError, TimeoutError):
+            node.kill()
+            if attempt == attempts - 1:
+                raise
+            node.process, node.port = None, cluster_port()
 
 
 class RedisClusterProcesses:
@@ -44,6 +78,7 @@ class RedisClusterProcesses:
         ]
         for node in self.nodes:  # each node writes its own config in its own directory
             node.extra_args += ("--cluster-config-file", f"{node.dir}/nodes.conf")
+            node.port = cluster_port()
         self.masters = masters
 
     @property
@@ -56,7 +91,7 @@ class RedisClusterProcesses:
 
     def start(self) -> RedisClusterProcesses:
         for node in self.nodes:
-            node.start()
+            _start(node)
         first = self.client(self.nodes[0])
         for node in self.nodes[1:]:
             first.execute_command("CLUSTER MEET", "127.0.0.1", node.port)
