@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import bare_loop  # noqa: E402
+from bench import bare_loop, cluster_scale  # noqa: E402
 from bench.common import ROOT, PrivateRedis, kill_group  # noqa: E402
 
 BENCH = ROOT / "bench"
@@ -689,6 +689,9 @@ def main() -> None:
                 f"{', '.join(f'{b:,.0f}' for b in bare)} jobs/s",
                 flush=True,
             )
+        scale = cluster_scale.measure(args.runs) if not only else None
+        if scale:
+            print("\n".join(cluster_scale.lines(scale)), flush=True)
         signal.signal(signal.SIGTERM, previous)
     finally:
         server.stop()
@@ -731,6 +734,8 @@ def main() -> None:
     write_results(
         rows, summaries, redis_version, peer_versions(), elapsed, args.backlog, args.runs, bare
     )
+    if scale:
+        cluster_scale.append_section(BENCH / "RESULTS.md", scale)
     print(f"\nwrote bench/RESULTS.md and bench/results.png in {elapsed:.0f} s")
 
 

@@ -9,7 +9,9 @@ import pytest
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
+from bench.cluster_scale import counter, one_run
 from rqconc import Queue
+from rqconc.connection.clients import connect
 from rqconc.queue.keys import KeySpace
 from rqconc.worker.supervisor import Supervisor
 from tests.cli.test_commands import assert_one_line_error, ok, rqconc
@@ -89,3 +91,11 @@ def test_cluster_slots_misuse_and_an_unreachable_cluster_are_one_line(cluster):
     assert_one_line_error(down, 1)
     assert "hunter2" not in down.stderr and "127.0.0.1:1" in down.stderr
     assert time.monotonic() - started < 15
+
+
+def test_the_scale_out_benchmark_counts_every_job_of_each_namespace(cluster):
+    names = ["bench-a", "bench-b"]
+    rate = one_run(cluster.url, names, 200, cluster.flushall)
+    client = connect(cluster.url)
+    assert rate > 0
+    assert [int(client.get(counter(name))) for name in names] == [200, 200]
