@@ -26,6 +26,9 @@ from tests.queue.test_results import (  # noqa: F401
     test_get_raises_job_failed_with_type_message_and_traceback,
     test_get_returns_the_return_value,
 )
+from tests.worker.test_every_queue import (  # noqa: F401
+    test_star_with_burst_drains_every_queue_then_exits_0,
+)
 from tests.worker.test_lifecycle import (  # noqa: F401
     test_a_diamond_of_dependencies_runs_in_order,
     test_a_failing_parent_cancels_its_children_unless_they_allow_failure,
