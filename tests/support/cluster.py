@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import socket
 import time
+from pathlib import Path
 from typing import Dict, List, Optional
 
 import redis
@@ -54,11 +55,47 @@ def _start(node: RedisServer, attempts: int = 5) -> None:
             node.process, node.port = None, cluster_port()
 
 
-class RedisClusterProcesses:
-    """`masters` masters, each with one replica; `url` is a redis+cluster:// URL of them all."""
+class TLSNode(RedisServer):
+    """A node that speaks TLS only, to clients, replicas and the cluster bus alike (`tls`: a
+    directory of server.crt, server.key and ca.crt, as tests/security's `tls_files`)."""
 
-    def __init__(self, binary: str, masters: int = 3, password: Optional[str] = None) -> None:
+    def __init__(self, binary: str, tls: Path, extra_args: tuple) -> None:
+        super().__init__(binary, extra_args=extra_args)
+        self.tls = tls
+
+    def start(self, _attempts: int = 3) -> RedisServer:
+        if not hasattr(self, "_plain_args"):
+            self._plain_args = self.extra_args
+        files = [
+            ("--tls-cert-file", "server.crt"),
+            ("--tls-key-file", "server.key"),
+            ("--tls-ca-cert-file", "ca.crt"),
+        ]
+        self.extra_args = self._plain_args + ("--port", "0", "--tls-port", str(self.port))
+        self.extra_args += ("--tls-cluster", "yes", "--tls-replication", "yes")
+        self.extra_args += ("--tls-auth-clients", "no")
+        for option, name in files:
+            self.extra_args += (option, str(self.tls / name))
+        return super().start(_attempts)
+
+    def client(self) -> redis.Redis:
+        ca = str(self.tls / "ca.crt")
+        return redis.Redis(host="127.0.0.1", port=self.port, ssl=True, ssl_ca_certs=ca)
+
+
+class RedisClusterProcesses:
+    """`masters` masters, each with one replica; `url` is a redis+cluster:// URL of them all
+    (rediss+cluster:// with `tls`, see TLSNode)."""
+
+    def __init__(
+        self,
+        binary: str,
+        masters: int = 3,
+        password: Optional[str] = None,
+        tls: Optional[Path] = None,
+    ) -> None:
         self.password = password
+        self.tls = tls
         args = (
             "--cluster-enabled",
             "yes",
@@ -70,10 +107,10 @@ class RedisClusterProcesses:
             "--cluster-require-full-coverage",
             "no",
         )
+        if password:
+            args += ("--masterauth", password)
         self.nodes = [
-            RedisServer(binary, password=password, extra_args=args + ("--masterauth", password))
-            if password
-            else RedisServer(binary, extra_args=args)
+            TLSNode(binary, tls, args) if tls else RedisServer(binary, password, extra_args=args)
             for _ in range(masters * 2)
         ]
         for node in self.nodes:  # each node writes its own config in its own directory
@@ -84,10 +121,13 @@ class RedisClusterProcesses:
     @property
     def url(self) -> str:
         auth = f":{self.password}@" if self.password else ""
-        return f"redis+cluster://{auth}" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        nodes = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        if self.tls:
+            return f"rediss+cluster://{auth}{nodes}?ssl_ca_certs={self.tls / 'ca.crt'}"
+        return f"redis+cluster://{auth}{nodes}"
 
     def client(self, node: RedisServer) -> redis.Redis:
-        return redis.Redis(host="127.0.0.1", port=node.port, password=self.password)
+        return node.client()
 
     def start(self) -> RedisClusterProcesses:
         for node in self.nodes:
