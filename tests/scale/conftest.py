@@ -17,14 +17,26 @@ from tests.queue.conftest import keys, make_source, queue, source, steps  # noqa
 from tests.support.cluster import RedisClusterProcesses
 
 DEPLOYMENTS = ["cluster"]
-# The backends worker tests run on here (one with processes, one in-process): every backend
-# runs them on one Redis already, and the deployments' share of the suite stays short.
-BACKENDS_HERE = {"forking", "threading"}
+# Every backend runs the worker tests on one Redis already: here they run on `forking`, and
+# the shutdown promises on one in-process backend too, to keep the deployments' share of the
+# suite short.
+BACKENDS_HERE = {"forking"}
+TWO_BACKENDS = {
+    "test_warm_shutdown_loses_nothing": {"forking", "threading"},
+    "test_cold_shutdown_puts_running_jobs_back_at_the_front_without_an_attempt": {
+        "forking",
+        "threading",
+    },
+}
 
 
 def pytest_collection_modifyitems(config, items):
     here = [i for i in items if "tests/scale/" in i.nodeid]
-    dropped = [i for i in here if _backend(i) not in (None, *BACKENDS_HERE)]
+    dropped = [
+        i
+        for i in here
+        if _backend(i) not in (None, *TWO_BACKENDS.get(i.originalname, BACKENDS_HERE))
+    ]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [i for i in items if i not in dropped]

@@ -1,12 +1,11 @@
 """SPEC section 8: "the whole SPEC section 3 behaviour runs against each" deployment. The
 tests below are the existing ones, imported unchanged: tests/scale/conftest.py hands them
-the deployment (a Redis Cluster, ...) where they ask for a Redis. Worker tests keep two
-backends (one process-based, one in-process) to stay within the suite's time budget."""
+the deployment (a Redis Cluster, ...) where they ask for a Redis. Worker tests run on
+`forking` (warm and cold shutdown on `threading` too) to stay within the suite's time budget."""
 
 from tests.cli.test_commands import (  # noqa: F401
     test_enqueue_prints_the_id_alone_and_stores_the_call,
     test_info_counts_each_queue_in_text_and_json,
-    test_suspend_and_resume_set_and_clear_the_flag_every_worker_reads,
 )
 from tests.cli.test_lifecycle_cli import (  # noqa: F401
     test_cancel_cancels_waiting_jobs_and_names_the_missing_ones,
