@@ -3,6 +3,7 @@ SIGKILLed while workers run; the cluster promotes its replica; the workers, neve
 and keeping their children, take and finish jobs again within 10 s of the promotion, and
 client calls meanwhile raise rqconc.ConnectionError within 15 s instead of hanging."""
 
+import json
 import signal
 import threading
 import time
@@ -11,8 +12,9 @@ import pytest
 from redis.crc import key_slot
 
 from rqconc import ConnectionError as RQConcConnectionError
-from rqconc import JobStatus, Queue
+from rqconc import Job, JobStatus, Queue
 from rqconc.queue.keys import KeySpace
+from tests.cli.test_commands import ok
 from tests.support.cluster import RedisClusterProcesses
 from tests.support.waiting import wait_for
 
@@ -71,6 +73,9 @@ def test_workers_and_clients_find_the_promoted_master_by_themselves(own_cluster,
     before = [queues[b].enqueue("tests.worker.jobs:add", 1, 2) for b in BACKENDS]
     assert [job.get(timeout=30) for job in before] == [3, 3]
     children = {b: sorted(w.child_pids()) for b, w in workers.items()}
+    # A job running across the failover: its completion lands on the promoted master, once.
+    across = queues["forking"].enqueue("tests.worker.jobs:nap", 4)
+    wait_for(lambda: across.status == JobStatus.STARTED, timeout=15, message="a long job runs")
 
     prober = Prober(url)
     prober.start()
@@ -100,6 +105,13 @@ def test_workers_and_clients_find_the_promoted_master_by_themselves(own_cluster,
         )
         assert job.return_value == 4
     resumed = time.monotonic() - promoted
+    wait_for(lambda: across.status == JobStatus.FINISHED, timeout=30, message="the long job")
+    fetched = Job.fetch(across.id, connection=url)
+    assert fetched.attempts == 1 and fetched.field("lost") in (None, "0"), fetched.field("lost")
+    # `rqconc cluster slots` names the promoted replica as the namespace's master now.
+    shown = json.loads(ok("cluster", "slots", "--json", "--url", url))
+    (row,) = [r for r in shown["namespaces"] if r["namespace"] == "rqconc"]
+    assert row["master"] == f"127.0.0.1:{replica.port}", row
     prober.stop.set()
     prober.join(20)
 
