@@ -183,7 +183,7 @@ def _unescaped_userinfo(url: str) -> bool:
 def describe(client: redis.Redis) -> str:
     """A printable, password-free name of the server this client talks to."""
     if cluster.is_cluster(client):
-        return cluster.describe(client)  # type: ignore[arg-type]
+        return cluster.describe(client)
     pool = getattr(client, "connection_pool", None)
     kwargs = getattr(pool, "connection_kwargs", None)
     if kwargs is None:
@@ -220,7 +220,7 @@ def connection_kwargs(client: redis.Redis) -> Dict[str, Any]:
 
 def _kwargs(client: redis.Redis) -> Dict[str, Any]:
     if cluster.is_cluster(client):
-        return cluster.connection_kwargs(client)  # type: ignore[arg-type]
+        return cluster.connection_kwargs(client)
     return getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
 
 

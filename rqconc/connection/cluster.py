@@ -11,11 +11,13 @@ for the current map and speaks to whichever master serves the slot now.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
 from urllib.parse import parse_qsl, quote, unquote
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
+from redis.crc import key_slot
 from redis.maint_notifications import MaintNotificationsConfig
 from redis.retry import Retry
 
@@ -45,7 +47,7 @@ def is_cluster_url(url: str) -> bool:
 
 
 def is_cluster(client: Any) -> bool:
-    return isinstance(client, RedisCluster)
+    return isinstance(client, (RedisCluster, LazyRedisCluster))
 
 
 def parse_url(url: str) -> Tuple[List[Tuple[str, int]], Dict[str, Any]]:
@@ -87,25 +89,64 @@ def _host_port(item: str) -> Tuple[str, int]:
     return host, int(port)
 
 
-def connect(url: str, socket_options: Dict[str, Any], retry: Retry) -> RedisCluster:
+def connect(url: str, socket_options: Dict[str, Any], retry: Retry) -> LazyRedisCluster:
     """A cluster client for `url`, with rqconc's socket options on every node's connections.
-
-    redis-py reads the cluster's slot map from the seeds right here: when none answers, that
-    is an outage (`ClusterUnreachable`), not a bad URL."""
+    A bad URL is a ValueError here; nothing is sent yet (see LazyRedisCluster)."""
     seeds, options = parse_url(url)
     options.update(socket_options)
     options.pop("retry", None)  # the cluster client's own retry replaces the per-node one
-    try:
-        return RedisCluster(
-            startup_nodes=[ClusterNode(host, port) for host, port in seeds],
-            require_full_coverage=False,  # a failover leaves slots briefly masterless
-            retry=retry,
-            # Not offered by open-source Redis: asking costs each new connection a round trip.
-            maint_notifications_config=MaintNotificationsConfig(enabled=False),
-            **options,
-        )
-    except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
-        raise _connect_error(url, seeds, exc) from None
+
+    def make() -> RedisCluster:
+        try:
+            return RedisCluster(
+                startup_nodes=[ClusterNode(host, port) for host, port in seeds],
+                require_full_coverage=False,  # a failover leaves slots briefly masterless
+                retry=retry,
+                # Not offered by open-source Redis: asking costs each connection a round trip.
+                maint_notifications_config=MaintNotificationsConfig(enabled=False),
+                **options,
+            )
+        except (redis.exceptions.RedisError, redis.exceptions.RedisClusterException) as exc:
+            raise _connect_error(url, seeds, exc) from None
+
+    return LazyRedisCluster(url, seeds, options, make)
+
+
+class LazyRedisCluster:
+    """A `RedisCluster` made on first use. redis-py's reads the slot map from the seeds as it
+    is made, and fails when none answers; rqconc's clients send nothing until the first
+    command (a worker started while Redis is down retries, a CLI command fails in its own
+    error handling), so the cluster client is made, and its failure raised as an outage
+    (`ClusterUnreachable`, a redis-py ConnectionError), by the first command that needs it.
+    Every attribute but these few is the real client's."""
+
+    def __init__(
+        self,
+        url: str,
+        seeds: List[Tuple[str, int]],
+        options: Dict[str, Any],
+        make: Callable[[], RedisCluster],
+    ) -> None:
+        self.url, self.seeds, self.options = url, seeds, options
+        self._make = make
+        self._client: Optional[RedisCluster] = None
+        self._lock = threading.Lock()
+
+    def real(self) -> RedisCluster:
+        client = self._client
+        if client is None:
+            with self._lock:  # threads of one worker: one slot-map read, not one each
+                if self._client is None:
+                    self._client = self._make()
+                client = self._client
+        return client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
 
 
 def _connect_error(
@@ -141,20 +182,24 @@ def first_line(exc: BaseException) -> str:
     return (str(exc).splitlines() or [""])[0]
 
 
-def connection_kwargs(client: RedisCluster) -> Dict[str, Any]:
+def connection_kwargs(client: Any) -> Dict[str, Any]:
     """The options every node connection of the cluster client gets (password included)."""
+    if isinstance(client, LazyRedisCluster):
+        return dict(client.options)
     return dict(client.nodes_manager.connection_kwargs)
 
 
-def describe(client: RedisCluster) -> str:
+def describe(client: Any) -> str:
     """A printable, password-free name of the cluster: its known nodes (or seeds)."""
     kwargs = connection_kwargs(client)
     scheme = "rediss+cluster" if kwargs.get("ssl") else "redis+cluster"
     return f"{scheme}://{_nodes(client)}"
 
 
-def url_of(client: RedisCluster) -> str:
+def url_of(client: Any) -> str:
     """A URL reaching the same cluster, credentials included, for other processes."""
+    if isinstance(client, LazyRedisCluster):
+        return client.url
     kwargs = connection_kwargs(client)
     user, password = kwargs.get("username"), kwargs.get("password")
     auth = f"{quote(user or '', safe='')}:{quote(password, safe='')}@" if password else ""
@@ -162,7 +207,11 @@ def url_of(client: RedisCluster) -> str:
     return f"{scheme}://{auth}{_nodes(client)}"
 
 
-def _nodes(client: RedisCluster) -> str:
+def _nodes(client: Any) -> str:
+    if isinstance(client, LazyRedisCluster):
+        if client._client is None:  # never made: its seeds, as the URL gave them
+            return ",".join(_address(host, port) for host, port in client.seeds)
+        client = client.real()
     nodes = client.nodes_manager.startup_nodes.values() or client.get_nodes()
     return ",".join(sorted(_address(node.host, node.port) for node in nodes))
 
@@ -173,7 +222,7 @@ def _address(host: str, port: int) -> str:
 
 def master_of(client: RedisCluster, key: str) -> ClusterNode:
     """The master that serves `key`'s slot, by the client's current map."""
-    return client.nodes_manager.get_node_from_slot(client.keyslot(key))
+    return client.nodes_manager.get_node_from_slot(key_slot(key.encode()))
 
 
 def server_time(client: Any, key: str) -> Tuple[int, int]:
@@ -204,7 +253,7 @@ class ClusterDirectConnection(DirectConnection):
 
     def __init__(self, cluster: RedisCluster, key: str) -> None:
         self._cluster = cluster
-        self._slot = cluster.keyslot(key)
+        self._slot = key_slot(key.encode())  # no client needed: made before the first use
         self._connection: Optional[Any] = None  # made on first use, from the current map
         self._sock = None
         self._reader = None

@@ -27,7 +27,7 @@ def url_of(client: redis.Redis) -> str:
     """A URL reaching the same server as `client`, for processes that cannot inherit it.
     (TLS certificate options are not carried over: pass a URL for those.)"""
     if cluster.is_cluster(client):
-        return cluster.url_of(client)  # type: ignore[arg-type]
+        return cluster.url_of(client)
     kwargs = client.connection_pool.connection_kwargs
     user, password = kwargs.get("username"), kwargs.get("password")
     auth = ""
