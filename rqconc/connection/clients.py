@@ -114,7 +114,7 @@ def connect(connection: ConnectionLike = None) -> redis.Redis:
     A client passed in is used as it is. Nothing is sent to Redis here: the first command
     connects (so a client made before a fork is safe to use after it).
     """
-    if isinstance(connection, (redis.Redis, RedisCluster)):
+    if isinstance(connection, redis.Redis) or cluster.is_cluster(connection):
         return connection  # type: ignore[return-value]
     if connection is not None and not isinstance(connection, str):
         raise TypeError(
