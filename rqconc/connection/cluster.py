@@ -22,7 +22,7 @@ from redis.maint_notifications import MaintNotificationsConfig
 from redis.retry import Retry
 
 from rqconc import errors
-from rqconc.connection.direct import DirectConnection, ReplyLost
+from rqconc.connection.direct import _BUFFER_SIZE, DirectConnection, ReplyLost
 
 SCHEMES = ("redis+cluster://", "rediss+cluster://")
 # The TLS options a rediss+cluster:// URL may carry (as redis-py reads them on rediss://).
@@ -227,7 +227,8 @@ def master_of(client: RedisCluster, key: str) -> ClusterNode:
 
 def server_time(client: Any, key: str) -> Tuple[int, int]:
     """TIME (seconds, microseconds) of the server holding `key`: the clock the Lua steps of
-    that key's namespace read (a cluster client's own TIME asks every node)."""
+    that key's namespace read (a cluster client's own TIME asks whichever node is its
+    default, maybe another machine with another clock)."""
     if is_cluster(client):
         reply = client.time(target_nodes=master_of(client, key))
     else:
@@ -257,7 +258,7 @@ class ClusterDirectConnection(DirectConnection):
         self._connection: Optional[Any] = None  # made on first use, from the current map
         self._sock = None
         self._reader = None
-        self._buffer = bytearray(65536)
+        self._buffer = bytearray(_BUFFER_SIZE)
 
     @property
     def node(self) -> ClusterNode:
