@@ -1,0 +1,40 @@
+"""What a plain job's hot path asks of Redis (issue 21): the commands each step calls, counted
+by the server itself (INFO commandstats), so a change that adds one shows here."""
+
+from rqconc import Queue
+from rqconc.queue.scripts import script
+from rqconc.queue.steps import Steps
+
+JOBS = 50
+LEASE_MS = 30_000
+
+
+def calls_per_job(client, jobs):
+    stats = client.info("commandstats")
+    return {
+        name[len("cmdstat_") :]: v["calls"] / jobs
+        for name, v in stats.items()
+        if not name.startswith(("cmdstat_config", "cmdstat_info"))
+    }
+
+
+def test_fused_complete_and_take_of_a_plain_job_calls_twenty_one_commands(redis_url, client, keys):
+    queue = Queue("plain", connection=redis_url)
+    queue.enqueue_many([("tests.queue.tasks:add", (1, 2))] * (JOBS + 1), result_ttl=0)
+    steps = Steps(client, keys)
+    job_id, _ = steps.take("c0", ["plain"], LEASE_MS, "w")
+    client.script_load(script("complete").source)  # not counted: once per server
+    client.config_resetstat()
+    for i in range(1, JOBS + 1):
+        code, (job_id, _) = steps.complete(
+            f"c{i - 1}", job_id, "plain", "3", "json", "w", next_take=(f"c{i}", ["plain"], LEASE_MS)
+        )
+    calls = calls_per_job(client, JOBS)
+    assert calls.pop("evalsha") == 1  # one request per job
+    # No look for dependents (the job has none), no group, waiter, follow-up or flow stage.
+    assert "zrange" not in calls and "smembers" not in calls
+    inner = sum(round(n) for n in calls.values() if n >= 0.5)  # the minute's EXPIRE: once
+    assert inner <= 21, calls
+    # Every promise still paid for: fenced lease, FIFO pop, both events, the counters.
+    assert calls["zpopmin"] == 1 and calls["xadd"] == 2 and calls["hincrby"] == 5
+    assert len(client.xrange(keys.events)) >= 2 * JOBS
