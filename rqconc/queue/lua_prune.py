@@ -25,7 +25,8 @@ _COMMENT = re.compile(r"--\[\[.*?\]\]|--[^\n]*", re.DOTALL)
 
 
 def _definitions(lines: List[str]) -> Dict[str, Tuple[int, int]]:
-    """name -> (first line, last line) of every top-level function."""
+    """name -> (first line, last line) of every top-level function of the expected shape; a
+    definition of any other shape is left out, so it is always kept."""
     found: Dict[str, Tuple[int, int]] = {}
     i = 0
     while i < len(lines):
@@ -33,14 +34,18 @@ def _definitions(lines: List[str]) -> Dict[str, Tuple[int, int]]:
         if not match:
             i += 1
             continue
-        last = i
         follows = lines[i + 1] if i + 1 < len(lines) else ""
-        if follows[:1] in (" ", "\t") or (follows.strip() == "end"):
-            last = i + 1
-            while last < len(lines) and lines[last].rstrip() != "end":
-                last += 1
-        found[match.group(1)] = (i, last)
-        i = last + 1
+        if follows[:1] not in (" ", "\t") and follows.rstrip() != "end":
+            if _COMMENT.sub("", lines[i]).rstrip().endswith(" end"):  # a one-line function
+                found[match.group(1)] = (i, i)
+            i += 1
+            continue
+        last = i + 1
+        while last < len(lines) and (lines[last][:1] in (" ", "\t") or not lines[last].strip()):
+            last += 1
+        if last < len(lines) and lines[last].rstrip() == "end":
+            found[match.group(1)] = (i, last)
+        i = last
     return found
 
 

@@ -55,3 +55,13 @@ def test_every_step_loads_pruned_and_the_hot_steps_define_fewer_closures(client)
     # A take needs none of the dependents, groups, follow-ups and dead-letter functions.
     assert len(functions(script("take").source)) < len(functions(expand(read("take.lua"))))
     assert "settle_dependents" not in functions(script("take").source)
+
+
+def test_a_definition_of_another_shape_is_kept():
+    odd = (
+        "local function flat(x)\nreturn x\nend\n"  # body not indented: not recognised
+        "local function spaced(x)\n  local y = x\n\n  return y\nend\n"
+        "local function unused_one_liner(x) return x end\n"
+        "return 1\n"
+    )
+    assert functions(prune(odd)) == ["flat"]
