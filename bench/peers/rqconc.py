@@ -8,7 +8,12 @@ from typing import List
 from rqconc import Queue
 
 QUEUE = "bench"
-TASKS = {"noop": "bench.tasks:noop", "sleep10": "bench.tasks:sleep10", "stamp": "bench.tasks:stamp"}
+TASKS = {
+    "noop": "bench.tasks:noop",
+    "sleep10": "bench.tasks:sleep10",
+    "asleep10": "bench.tasks:asleep10",
+    "stamp": "bench.tasks:stamp",
+}
 BATCH_API = "Queue.enqueue_many (one Lua step per batch)"
 BATCH = 1000
 
@@ -35,8 +40,8 @@ fill = enqueue_batch
 
 
 def workers(mode: str, python: str) -> List[List[str]]:
-    """mode: BACKEND:SIZE, e.g. forking:2, threading:20, gevent:100."""
-    backend, size = mode.split(":")
+    """mode: BACKEND:SIZE[:SLOTS], e.g. forking:2, threading:20, forking:2:50 (--slots 50)."""
+    backend, size, *slots = mode.split(":")
     return [
         [
             python,
@@ -51,5 +56,6 @@ def workers(mode: str, python: str) -> List[List[str]]:
             "bench",
             "--log-level",
             "WARNING",
+            *(["--slots", slots[0]] if slots else []),
         ]
     ]

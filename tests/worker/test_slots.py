@@ -66,6 +66,7 @@ def test_each_child_runs_k_jobs_at_once_and_info_counts_every_slot(
     assert extra.status == JobStatus.QUEUED  # no slot is free for a 7th
     [info] = wait_for(
         lambda: (w := list_workers(redis_server.client())) and w[0]["busy"] == SIZE * SLOTS and w,
+        timeout=30,
         message="the registry counts 6 busy slots",
     )
     assert (info["size"], info["slots"], info["idle"]) == (SIZE, SLOTS, 0)
@@ -79,6 +80,7 @@ def test_each_child_runs_k_jobs_at_once_and_info_counts_every_slot(
     assert [j.get(timeout=20) for j in jobs] == ["done"] * len(jobs)
     [info] = wait_for(
         lambda: (w := list_workers(redis_server.client())) and w[0]["idle"] == 6 and w,
+        timeout=30,
         message="every slot idle again",
     )
     assert info["busy"] == 0 and info["current_jobs"] == []
