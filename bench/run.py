@@ -599,8 +599,17 @@ def write_results(
 # Settings of the peers tried before choosing each row's (RESULTS.md lists them): keep in step
 # with ROWS when a row changes.
 PEER_SETTINGS_TRIED = [
-    "no-op, 2 processes, Dramatiq: `-p 2 -t 1` 490, `-p 2 -t 8` about 3,600 (chosen: threads "
-    "overlap its consumer's round trips), `-p 2 -t 50` no better than -t 8",
+    "no-op, 2 processes, Dramatiq: `-p 2 -t 1` 438 and 490 (the old row); `-p 2 -t 8` "
+    "3,403, 3,102, 3,841, 1,799, 1,410; `-p 2 -t 16` 2,646, 3,070; `-p 2 -t 50` 4,260, "
+    "3,629, 2,181 (load average 10-30 from other engineers' tests: -t 8, -t 16 and -t 50 "
+    "cannot be told apart here; -t 8 is kept, the setting known to be about 3,600 on a "
+    "quieter machine, and every one of them is 6-8x -t 1)",
+    "no-op, 2 processes, arq: `max_jobs 10` 354, 273; `max_jobs 20` 329; `max_jobs 50` 133 "
+    "(max_jobs 10 kept)",
+    "10 ms jobs, 100+ slots on 2 cores: Dramatiq `-p 2 -t 50` 2,526, 3,207, 2,511 (its "
+    "processes x threads model, as the row asks); Huey `-k thread -w 100` (one process: its "
+    "process workers run one task each); arq 2 processes x `max_jobs 100`; Celery "
+    "`-P gevent -c 100` in one process, the settings SPEC 13 names",
 ]
 
 TEMPLATE = """# Benchmark results

@@ -190,7 +190,7 @@ def test_every_slot_keeps_its_lease_so_no_long_job_runs_twice(backend, redis_ser
     for _ in range(2):
         slot_worker(start_worker, backend, redis_server.url, "--lease-seconds", "1", size=1)
     q = Queue(connection=redis_server.url)
-    jobs = [q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 4) for n in range(6)]
+    jobs = [q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 2.5) for n in range(6)]
     assert [j.get(timeout=30) for j in jobs] == [f"j{n}" for n in range(6)]
     assert sorted(executions(redis_server)) == [f"j{n}" for n in range(6)]
     assert [j.attempts for j in jobs] == [1] * 6
@@ -200,7 +200,6 @@ def test_every_slot_keeps_its_lease_so_no_long_job_runs_twice(backend, redis_ser
     ("backend", "slots", "message"),
     [
         ("threading", "4", "slots apply to the process backends"),
-        ("gevent", "4", "slots apply to the process backends"),
         ("forking", "0", "slots must be an integer >= 1"),
     ],
 )
@@ -214,6 +213,27 @@ def test_slots_misuse_is_a_one_line_usage_error(backend, slots, message, redis_s
     )
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_embedded_supervisor_lists_every_slot_as_a_child(redis_server):
+    sup = Supervisor("forking", 1, ["default"], connection=redis_server.url, allow="tests", slots=3)
+    try:
+        sup.start().wait_ready()
+        children = sup.children
+        assert [c.index for c in children] == [0, 1, 2]
+        assert len({c.pid for c in children}) == 1 and children[0].pid
+        q = Queue(connection=redis_server.url)
+        jobs = hold_jobs(q, redis_server.url, 3)
+        wait_started(jobs)
+        wait_for(
+            lambda: sorted(c.job_id for c in sup.children) == sorted(j.id for j in jobs),
+            message="each slot shows its job",
+        )
+        release(redis_server, jobs)
+        assert [j.get(timeout=10) for j in jobs] == ["done"] * 3
+    finally:
+        sup.stop()
+        sup.join(10)
 
 
 def test_supervisor_refuses_slots_on_a_backend_without_processes():
