@@ -678,6 +678,37 @@ between runs (see the re-runs of the rqconc rows below).
 - Every run has a hard time limit; past it the driver and its workers (each started as its
   own process group) are killed, and the row shows the error.
 
+## SPEC 13, 100 slots on 2 cores: where the time goes
+
+The 100-slot rows run 10 ms jobs (`time.sleep(0.01)` then the `INCR`; rqconc's `asyncio 200`
+row runs `async def` jobs: `await asyncio.sleep(0.01)`, the `INCR` through redis.asyncio).
+`forking 2 --slots 50` is 2 processes x 50 threads: per job one Redis step that completes the
+job and takes the child's next one (`EVALSHA` per job: 1.006, `bench/profile_rqconc.py --slots
+50 --task sleep10`), so takes cost no round trip; slots that go idle together share one
+`take_many` step. CPU per job (`bench/cpu_per_job.py SYSTEM MODE`, same minutes, load average
+20-30 from other engineers' test suites on the 2 cores):
+
+| system, mode | jobs/s | workers' CPU per job | Redis CPU per job |
+| --- | --- | --- | --- |
+| rqconc `forking 2 --slots 50` | 1,099 | 210 us | 98 us |
+| Dramatiq `-p 2 -t 50` | 2,222 | 229 us | 39 us |
+| Huey `-k thread -w 100` | 1,960 | 298 us | 46 us |
+
+rqconc's worker processes spend no more CPU per job than Dramatiq's, but its Redis spends
+2.5 times as much: the fused complete-and-take step keeps a lease per job (`active`,
+`started:<queue>`), a fencing token and claim index, two events on the stream (`started`,
+`finished`) and the job's status and result bookkeeping, where Dramatiq acks a message. Redis
+is one process: on a machine whose 2 cores are shared by 20-30 runnable processes it gets a
+small share of them, and its microseconds per job cap every rqconc mode together (the no-op
+rows too). At 6,000 jobs/s the 308 us of CPU per job measured here would need 1.85 of the 2
+cores with nothing else running, so the SPEC 13 target is out of reach on this machine
+while it is shared; what would close the gap is Redis time per job (SPEC 13's own target:
+at most 40 us of rqconc's work per job, e.g. one event per job instead of two) and,
+second, one step completing the jobs of several slots of a child at once (a pipelined or
+`complete_many` step: fewer requests per job for Redis and for the child). The asyncio row
+needs the `asyncio` backend (issue #18, another branch): until it is merged it shows an
+error.
+
 ## Peer settings tried
 
 Every peer runs in its best setting for the slots compared; these are the settings tried on

@@ -317,8 +317,10 @@ class BaseSupervisor(Controls, Duties):
         pending = [c for v in views for c in (v.claims if v not in busy else [v.next_claim])]
         if any(pending):
             self.source.interrupted([c for c in pending if c])
+        # A child that recycled itself (SIGHUP, max jobs, abandoned threads) exits 0, maybe
+        # with a slot prepared again that it no longer started: nothing unexpected.
         quiet = (ChildState.EXITED, ChildState.ENDING, ChildState.EMPTY)
-        if not busy and any(v.state not in quiet for v in views):
+        if not busy and ended.exitcode and any(v.state not in quiet for v in views):
             log.warning("child %d ended unexpectedly (%s)", ended.index, ended.description)
 
     def _account(self, view: SlotView, ended: Ended) -> None:
