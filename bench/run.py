@@ -693,6 +693,11 @@ job and takes the child's next one (`EVALSHA` per job: 1.006, `bench/profile_rqc
 | rqconc `forking 2 --slots 50` | 1,099 | 210 us | 98 us |
 | Dramatiq `-p 2 -t 50` | 2,222 | 229 us | 39 us |
 | Huey `-k thread -w 100` | 1,960 | 298 us | 46 us |
+| rqconc `forking 2 --slots 50` (again, 17:15 UTC, 10,000 jobs) | 1,167 | 197 us | 90 us |
+| Dramatiq `-p 2 -t 50` (again, 17:15 UTC, 10,000 jobs) | 2,205 | 241 us | 39 us |
+
+In both pairs Redis got about the same share of a core (rqconc 90 us x 1,167/s = 10.5%,
+Dramatiq 39 us x 2,205/s = 8.6%): throughput followed Redis microseconds per job.
 
 rqconc's worker processes spend no more CPU per job than Dramatiq's, but its Redis spends
 2.5 times as much: the fused complete-and-take step keeps a lease per job (`active`,
