@@ -1,9 +1,11 @@
 """SPEC 10, processes x slots: `--slots K` on the process backends runs K jobs at once in each
 child, and every engine promise holds per job (real workers on a real Redis)."""
 
+import json
 import os
 import signal
 import subprocess
+import sys
 
 import psutil
 import pytest
@@ -71,6 +73,16 @@ def test_each_child_runs_k_jobs_at_once_and_info_counts_every_slot(
     )
     assert (info["size"], info["slots"], info["idle"]) == (SIZE, SLOTS, 0)
     assert sorted(info["current_jobs"]) == sorted(j.id for j in jobs)
+    shown = subprocess.run(
+        [sys.executable, "-m", "rqconc", "info", "-W", "--json", "--url", redis_server.url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    [listed] = json.loads(shown.stdout)["workers"]
+    assert (listed["size"], listed["busy"], listed["idle"]) == (SIZE, SIZE * SLOTS, 0)
+    assert sorted(listed["current_jobs"]) == sorted(j.id for j in jobs)
     titles = sorted(" ".join(psutil.Process(p).cmdline()).strip() for p in worker.child_pids())
     assert all(t.endswith(f"slots busy={SLOTS} idle=0") for t in titles), titles
     supervisor_title = " ".join(psutil.Process(worker.pid).cmdline()).strip()
