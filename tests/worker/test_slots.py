@@ -39,12 +39,20 @@ def wait_started(jobs, timeout=20):
     )
 
 
+def title(pid):
+    """A process's title (its command line), "" once it is gone."""
+    try:
+        return " ".join(psutil.Process(pid).cmdline()).strip()
+    except psutil.Error:
+        return ""
+
+
 def slot_worker(start_worker, backend, url, *extra, size=SIZE, slots=SLOTS):
     worker = start_worker(backend, size, url, "--slots", str(slots), *extra)
     wait_for(
         lambda: (
             len(worker.child_pids()) == size
-            and all("slots" in " ".join(psutil.Process(p).cmdline()) for p in worker.child_pids())
+            and all("slots" in title(p) for p in worker.child_pids())
         ),
         timeout=30,
         message=f"{size} children with slots up",
@@ -83,9 +91,9 @@ def test_each_child_runs_k_jobs_at_once_and_info_counts_every_slot(
     [listed] = json.loads(shown.stdout)["workers"]
     assert (listed["size"], listed["busy"], listed["idle"]) == (SIZE, SIZE * SLOTS, 0)
     assert sorted(listed["current_jobs"]) == sorted(j.id for j in jobs)
-    titles = sorted(" ".join(psutil.Process(p).cmdline()).strip() for p in worker.child_pids())
+    titles = sorted(title(p) for p in worker.child_pids())
     assert all(t.endswith(f"slots busy={SLOTS} idle=0") for t in titles), titles
-    supervisor_title = " ".join(psutil.Process(worker.pid).cmdline()).strip()
+    supervisor_title = title(worker.pid)
     assert f"{backend} {SIZE}x{SLOTS}" in supervisor_title and "busy=6 idle=0" in supervisor_title
     release(redis_server, jobs)
     assert extra.get(timeout=20) == 3
@@ -96,6 +104,27 @@ def test_each_child_runs_k_jobs_at_once_and_info_counts_every_slot(
         message="every slot idle again",
     )
     assert info["busy"] == 0 and info["current_jobs"] == []
+
+
+@pytest.mark.parametrize("backend", PROCESS_BACKENDS)
+def test_idle_slots_share_their_takes_so_a_burst_costs_fewer_steps_than_jobs(
+    backend, redis_server, start_worker
+):
+    slots = 20
+    slot_worker(start_worker, backend, redis_server.url, size=1, slots=slots)
+    client = redis_server.client()
+    q = Queue(connection=redis_server.url)
+    client.config_resetstat()
+    jobs = q.enqueue_many(
+        [("tests.worker.jobs:hold", (redis_server.url, f"hold{n}")) for n in range(slots)]
+    )
+    wait_started(jobs)
+    # One script call per take, plus the odd idle take before the burst: one take per slot
+    # would be 20 or more.
+    takes = int(client.info("commandstats")["cmdstat_evalsha"]["calls"])
+    assert takes < slots, takes
+    release(redis_server, jobs)
+    assert [j.get(timeout=20) for j in jobs] == ["done"] * slots
 
 
 @pytest.mark.parametrize("backend", PROCESS_BACKENDS)
