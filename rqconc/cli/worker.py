@@ -21,6 +21,7 @@ from rqconc.engine.backends import backend_names, pool_class
 from rqconc.engine.fake_source import FakeSource
 from rqconc.engine.pool import Pool
 from rqconc.engine.source import WorkSource
+from rqconc.engine.supervisor import check_slots
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.queue.keys import check_queue_name
 from rqconc.worker import logs, webhooks
@@ -87,6 +88,13 @@ def worker_options(command: Callable) -> Callable:
             type=click.FloatRange(min=0),
             default=None,
             help="Seconds a warm shutdown may last before it turns cold.",
+        ),
+        env_option(
+            "--slots",
+            type=int,
+            default=1,
+            show_default=True,
+            help="Jobs each child runs at once, in threads (forking and multiprocessing).",
         ),
         env_option("--max-jobs-per-child", type=click.IntRange(min=1), default=None),
         env_option(
@@ -221,6 +229,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         preload = (logs.CHILD_SETUP, *preload)
     if options["source_kind"] == "redis":
         check_redis(options["url"])
+    check_slots_option(backend, options["slots"])
     if options["demo"]:
         return run_demo(backend, size, options)
     supervisor = Supervisor(
@@ -244,6 +253,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         take_wait=options["take_wait"],
         webhook_timeout=options["webhook_timeout"],
         callback_timeout=options["callback_timeout"],
+        slots=options["slots"],
     )
     return supervisor.run()
 
@@ -307,6 +317,14 @@ def check_backend_and_size(backend: str, size: int) -> None:
             f"size {size} is too large for {backend}: at most {bound} {children}; "
             "run several workers for more"
         )
+
+
+def check_slots_option(backend: str, slots: int) -> None:
+    """--slots K: a usage error unless K >= 1 on a process backend (SPEC 10)."""
+    try:
+        check_slots(slots, pool_class(backend))
+    except ValueError as exc:
+        raise click.UsageError(f"--slots: {exc}") from None
 
 
 EVERY_QUEUE = {"all", EVERY}  # -q all, -q '*'
