@@ -6,7 +6,6 @@ returns.
 
 from __future__ import annotations
 
-import inspect
 import json
 import traceback
 from dataclasses import dataclass
@@ -15,11 +14,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.queue.callbacks import callback_arguments
+from rqconc.queue.calling import call_job_function
 from rqconc.queue.flows import Next
 from rqconc.queue.job import Job
 from rqconc.queue.retry import failure_names
 from rqconc.queue.serialization import (
-    ASYNC_NOT_SUPPORTED,
     get_serializer,
     is_allowed,
     resolve_function,
@@ -122,15 +121,12 @@ class JobRunner:
         except Refused as refused:
             return Outcome(exc=(refused.exc_type, str(refused), ""))
         try:
-            result = func(*args, **kwargs)
+            result = call_job_function(func, args, kwargs)
         except Exception as exc:  # the job's own failure; BaseException ends the child
             return Outcome(
                 exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
                 exc_mro=failure_names(exc),
             )
-        if inspect.iscoroutine(result):  # enqueued by name: the producer could not refuse it
-            result.close()  # never awaited: no "coroutine was never awaited" warning
-            return Outcome(exc=("ValueError", ASYNC_NOT_SUPPORTED, ""))
         try:
             next_stage = None
             if isinstance(result, Next):

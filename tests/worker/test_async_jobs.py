@@ -1,0 +1,67 @@
+"""SPEC 10: `async def` jobs on every backend: the result is awaited, each child reuses one
+event loop, and a timeout or `job.cancel()` cancels the job's task."""
+
+import pytest
+
+from rqconc import JobFailed, JobStatus, Queue
+from tests.support.worker_process import BACKENDS, wait_for
+
+JOBS = "tests.worker.async_jobs"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_async_def_job_is_awaited_and_its_result_stored(backend, redis_server, start_worker):
+    start_worker(backend, 2, redis_server.url)
+    q = Queue(connection=redis_server.url)
+    from tests.worker.async_jobs import add_later  # enqueued by reference, not only by name
+
+    assert q.enqueue(add_later, 2, 3, 0.01).get(timeout=20) == 5
+    with pytest.raises(JobFailed) as info:
+        q.enqueue(f"{JOBS}:fails").get(timeout=20)
+    assert info.value.exc_type == "KeyError" and "async boom" in info.value.exc_message
+    # Each child keeps one event loop: at most one loop per child over many jobs.
+    seen = {q.enqueue(f"{JOBS}:loop_identity").get(timeout=20) for _ in range(6)}
+    assert 1 <= len(seen) <= 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_async_job_past_its_timeout_is_failed_and_its_task_cancelled(
+    backend, redis_server, start_worker
+):
+    start_worker(backend, 1, redis_server.url)
+    q = Queue(connection=redis_server.url)
+    job = q.enqueue(f"{JOBS}:sleep_then_mark", redis_server.url, "marks", 30, timeout=1)
+    with pytest.raises(JobFailed) as info:
+        job.get(timeout=15)
+    assert info.value.exc_type.endswith("JobTimeout")
+    # The worker keeps its capacity: the next async job runs.
+    assert q.enqueue(f"{JOBS}:add_later", 1, 1).get(timeout=15) == 2
+    if backend in ("threading", "asyncio"):  # a thread's coroutine is cancelled, not left
+        client = redis_server.client()
+        wait_for(lambda: client.lrange("marks", 0, -1) == [b"cancelled"], 10, message="cancel")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_cancel_stops_a_running_async_job(backend, redis_server, start_worker):
+    start_worker(backend, 1, redis_server.url)
+    q = Queue(connection=redis_server.url)
+    job = q.enqueue(f"{JOBS}:sleep_then_mark", redis_server.url, "marks", 30)
+    wait_for(lambda: job.status == JobStatus.STARTED, 15, message="started")
+    job.cancel()
+    wait_for(lambda: job.status == JobStatus.CANCELED, 5, message="canceled")
+    assert q.enqueue(f"{JOBS}:add_later", 2, 2).get(timeout=15) == 4
+    if backend in ("threading", "asyncio"):
+        client = redis_server.client()
+        wait_for(lambda: client.lrange("marks", 0, -1) == [b"cancelled"], 10, message="cancel")
+
+
+def test_asyncio_runs_many_async_jobs_at_once_and_plain_ones_in_its_threads(
+    redis_server, start_worker
+):
+    start_worker("asyncio", 20, redis_server.url)
+    q = Queue(connection=redis_server.url)
+    jobs = [q.enqueue(f"{JOBS}:add_later", n, 0, 1.0) for n in range(20)]
+    # 20 one-second sleeps at once, not in turn.
+    wait_for(lambda: all(j.status == JobStatus.FINISHED for j in jobs), 8, message="all done")
+    assert [j.return_value for j in jobs] == list(range(20))
+    assert q.enqueue(f"{JOBS}:plain_thread_name").get(timeout=15).startswith("rqconc-child-")
