@@ -23,6 +23,7 @@ from rqconc.engine.source import WorkSource
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.queue.keys import check_queue_name
 from rqconc.worker import logs, webhooks
+from rqconc.worker.hooks import Hooks
 from rqconc.worker.listened import EVERY
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.supervisor import Supervisor
@@ -101,6 +102,13 @@ def worker_options(command: Callable) -> Callable:
             is_flag=True,
             help="Run jobs of pickle queues "
             "(unpickling runs code chosen by whoever can write to Redis).",
+        ),
+        env_option(
+            "--hooks",
+            multiple=True,
+            metavar="MODULE",
+            help="Module whose hook functions run around the worker and its jobs "
+            "(repeatable; docs/hooks.md).",
         ),
         env_option("--name", default=None, help="The worker's name in the registry."),
         env_option(
@@ -243,8 +251,17 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         take_wait=options["take_wait"],
         webhook_timeout=options["webhook_timeout"],
         callback_timeout=options["callback_timeout"],
+        hooks=load_hooks(options["hooks"]),
     )
     return supervisor.run()
+
+
+def load_hooks(modules: Sequence[str]) -> Hooks:
+    """The `--hooks` modules; a module that is missing or has no hook: one line, exit 2."""
+    try:
+        return Hooks(modules)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def add_to_sys_path(paths: Sequence[str]) -> None:

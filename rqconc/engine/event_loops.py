@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import os
 import threading
 from typing import Any, Coroutine, Optional
@@ -71,31 +72,55 @@ class ChildLoop:
 
 class SharedLoop:
     """A child of the asyncio backend: its items run as tasks of the backend's one loop,
-    while the child's thread waits for the result."""
+    while the child's thread waits for the result. The task runs in a copy of the thread's
+    context (`contextvars`), as it would in the thread itself."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._future: Optional[concurrent.futures.Future] = None
+        self._task: Optional[asyncio.Task] = None
         self._cancelled = False
 
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         self._cancelled = False
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        self._future = future
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        context = contextvars.copy_context()
+
+        def start() -> None:  # in the loop's thread
+            task = context.run(self._loop.create_task, coro)
+            self._task = task
+            task.add_done_callback(lambda ended: _settle(ended, done))
+
+        self._loop.call_soon_threadsafe(start)
         try:
-            return future.result()
+            return done.result()
         except (concurrent.futures.CancelledError, asyncio.CancelledError):
             if self._cancelled:
                 raise Interrupted("the job's task was cancelled: its child was ended") from None
             raise
         finally:
-            self._future = None
+            self._task = None
 
     def cancel(self) -> None:
-        future = self._future
-        if future is not None:
-            self._cancelled = True
-            future.cancel()  # cancels the task in the loop's thread
+        self._cancelled = True
+        try:  # after `start` if that is still queued: call_soon keeps the order
+            self._loop.call_soon_threadsafe(self._cancel_task)
+        except RuntimeError:  # the loop is closed: nothing runs any more
+            pass
+
+    def _cancel_task(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+def _settle(task: asyncio.Task, done: concurrent.futures.Future) -> None:
+    """Hand a task's end to the thread waiting for it."""
+    if task.cancelled():
+        done.cancel()
+        done.set_running_or_notify_cancel()
+    elif task.exception() is not None:
+        done.set_exception(task.exception())
+    else:
+        done.set_result(task.result())
 
 
 def install(loop: Any) -> None:
@@ -120,5 +145,6 @@ def run(coro: Coroutine[Any, Any, Any]) -> Any:
         asyncio.get_running_loop()
     except RuntimeError:
         return current().run(coro)
+    context = contextvars.copy_context()  # get_current_job() and the like, as here
     with concurrent.futures.ThreadPoolExecutor(1, "rqconc-eager-async") as helper:
-        return helper.submit(asyncio.run, coro).result()
+        return helper.submit(context.run, asyncio.run, coro).result()

@@ -40,6 +40,9 @@ class Outcome:
     # corrupt data, a result that cannot be stored), which no policy retries.
     exc_mro: Tuple[str, ...] = ()
     next_stage: Optional[Tuple[str, Dict[str, Any]]] = None  # a flow's next job (id, fields)
+    # For the hooks (hooks.py), in the child only: what the function returned or raised.
+    value: Any = None
+    error: Optional[BaseException] = None
 
 
 def _short(value: str, limit: int = 300) -> str:
@@ -126,7 +129,9 @@ class JobRunner:
             return Outcome(
                 exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
                 exc_mro=failure_names(exc),
+                error=exc,
             )
+        returned = result
         try:
             next_stage = None
             if isinstance(result, Next):
@@ -138,6 +143,7 @@ class JobRunner:
                 result=serializer.dumps(result, "return value"),
                 serializer=serializer.name,
                 next_stage=next_stage,
+                value=returned,
             )
         except (TypeError, ValueError) as exc:  # deterministic: a retry would fail the same
             return Outcome(exc=(type(exc).__name__, str(exc), traceback.format_exc()))
