@@ -1,6 +1,8 @@
 """rqconc's benchmark tasks. The no-op does one INCR, as every peer's no-op does (SPEC
-section 5); the sleep task sleeps 10 ms first; stamp records when it started."""
+section 5); the sleep task sleeps 10 ms first (`async_sleep10`: `await asyncio.sleep`, for
+the asyncio backend, SPEC 13); stamp records when it started."""
 
+import asyncio
 import os
 import time
 
@@ -22,6 +24,11 @@ def noop() -> None:
 
 def sleep10() -> None:
     time.sleep(0.01)
+    _redis().incr("bench:done")
+
+
+async def async_sleep10() -> None:
+    await asyncio.sleep(0.01)
     _redis().incr("bench:done")
 
 
