@@ -15,6 +15,16 @@ from rqconc.queue.scripts import ProgressReply, text
 from rqconc.queue.steps_reporting import ReportSteps
 
 
+def check_progress(fraction: Any, message: Any) -> None:
+    """ValueError unless `fraction` is a number from 0.0 to 1.0 and `message` None or a str."""
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
+        raise ValueError(f"progress must be a number from 0.0 to 1.0, not {fraction!r}")
+    if not (math.isfinite(fraction) and 0.0 <= fraction <= 1.0):
+        raise ValueError(f"progress must be from 0.0 to 1.0, not {fraction!r}")
+    if message is not None and not isinstance(message, str):
+        raise ValueError(f"a progress message must be a str, not {message!r}")
+
+
 class Reporting:
     """`meta`, `save_meta()`, `set_progress()` and `progress` of a `Job`."""
 
@@ -61,12 +71,7 @@ class Reporting:
         """Store how far the job is (0.0 to 1.0, and a message) and append a `progress`
         event. ValueError for a fraction outside 0..1; False (nothing stored) when the job
         no longer runs (canceled, timed out or ended meanwhile)."""
-        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)):
-            raise ValueError(f"progress must be a number from 0.0 to 1.0, not {fraction!r}")
-        if not (math.isfinite(fraction) and 0.0 <= fraction <= 1.0):
-            raise ValueError(f"progress must be from 0.0 to 1.0, not {fraction!r}")
-        if message is not None and not isinstance(message, str):
-            raise ValueError(f"a progress message must be a str, not {message!r}")
+        check_progress(fraction, message)
         with translated_errors(self.connection):
             code = ReportSteps(self.connection, self._keys).progress(self.id, fraction, message)
         if code is ProgressReply.MISSING:

@@ -49,6 +49,15 @@ def meta_of_enqueue() -> dict:
     return job.meta
 
 
+def report_eagerly() -> str:
+    job = get_current_job()
+    assert job is not None
+    job.meta["seen"] = True
+    job.save_meta()
+    job.set_progress(0.75, "most")
+    return job.id
+
+
 def _url(job) -> str:
     kwargs = job.connection.connection_pool.connection_kwargs
     return f"redis://{kwargs['host']}:{kwargs['port']}/{kwargs.get('db', 0)}"

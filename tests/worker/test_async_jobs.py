@@ -65,3 +65,15 @@ def test_asyncio_runs_many_async_jobs_at_once_and_plain_ones_in_its_threads(
     wait_for(lambda: all(j.status == JobStatus.FINISHED for j in jobs), 8, message="all done")
     assert [j.return_value for j in jobs] == list(range(20))
     assert q.enqueue(f"{JOBS}:plain_thread_name").get(timeout=15).startswith("rqconc-child-")
+
+
+def test_an_eager_async_job_is_awaited_even_from_inside_a_running_loop():
+    import asyncio
+
+    q = Queue(eager=True)
+    assert q.enqueue(f"{JOBS}:add_later", 4, 5).return_value == 9
+
+    async def enqueue_from_async_code():
+        return q.enqueue(f"{JOBS}:add_later", 1, 2).return_value
+
+    assert asyncio.run(enqueue_from_async_code()) == 3

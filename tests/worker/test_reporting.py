@@ -54,8 +54,13 @@ def test_no_current_job_outside_a_job_and_progress_outside_0_to_1_is_refused(red
     assert Job.fetch(job.id, connection=redis_server.url).meta == {"note": "kept"}
 
 
-def test_an_eager_job_sees_itself_as_the_current_job():
+def test_an_eager_job_sees_itself_and_reports_as_on_a_worker():
     q = Queue(eager=True)
     assert q.enqueue(f"{JOBS}:meta_of_enqueue", meta={"eager": True}).return_value == {
         "eager": True
     }
+    job = q.enqueue(f"{JOBS}:report_eagerly")
+    assert job.return_value == job.id
+    assert job.meta == {"seen": True} and job.progress == (0.75, "most")
+    with pytest.raises(ValueError):
+        job.set_progress(2)
