@@ -2,8 +2,9 @@
 
 Events live in a capped Redis stream (`{ns}:events`, about the latest 10,000), each one a
 dict: `event` (queued, scheduled, deferred, started, finished, failed, retry, requeued,
-interrupted, canceled), `job_id`, `queue`, `ts` (ms since the epoch), `worker` (empty for
-client-side steps) and step-specific fields such as `exc_type`.
+interrupted, canceled; `progress` from `job.set_progress()`), `job_id`, `queue`, `ts` (ms
+since the epoch), `worker` (empty for client-side steps) and step-specific fields such as
+`exc_type`.
 
 `EventStream.ship(handler)` is the hook to send events elsewhere (Elasticsearch, a log
 pipeline): it reads through a consumer group, so several shippers share the work, each
