@@ -58,4 +58,6 @@ class AsyncioPool(ThreadPool):
 
         if self._loop.is_running():
             self._loop.call_soon_threadsafe(stop)
-            self._loop_thread.join(timeout=1)
+            # A task that never awaits holds the loop: a cold shutdown must not wait for it
+            # (the process is gone within 1 s); the thread is a daemon.
+            self._loop_thread.join(timeout=0.2)
