@@ -31,6 +31,8 @@ def test_a_job_reports_meta_and_progress_that_any_client_reads(backend, redis_se
     events = [e for e in EventStream(redis_server.url).for_job(plain.id)]
     progress = [(e["progress"], e.get("message")) for e in events if e["event"] == "progress"]
     assert progress == [("0.5", "half"), ("1.0", None)]
+    first = next(e for e in events if e["event"] == "progress")
+    assert int(first["attempt"]) == 1 and first["func"] == f"{JOBS}:report"
     assert events[-1]["event"] == "finished" and events[-2]["worker"]
 
 
