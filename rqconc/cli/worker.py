@@ -25,6 +25,7 @@ from rqconc.engine.supervisor import check_slots
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.queue.keys import check_queue_name
 from rqconc.worker import logs, webhooks
+from rqconc.worker.hooks import Hooks
 from rqconc.worker.listened import EVERY
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.supervisor import Supervisor
@@ -110,6 +111,13 @@ def worker_options(command: Callable) -> Callable:
             is_flag=True,
             help="Run jobs of pickle queues "
             "(unpickling runs code chosen by whoever can write to Redis).",
+        ),
+        env_option(
+            "--hooks",
+            multiple=True,
+            metavar="MODULE",
+            help="Module whose hook functions run around the worker and its jobs "
+            "(repeatable; docs/hooks.md).",
         ),
         env_option("--name", default=None, help="The worker's name in the registry."),
         env_option(
@@ -254,8 +262,17 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         webhook_timeout=options["webhook_timeout"],
         callback_timeout=options["callback_timeout"],
         slots=options["slots"],
+        hooks=load_hooks(options["hooks"]),
     )
     return supervisor.run()
+
+
+def load_hooks(modules: Sequence[str]) -> Hooks:
+    """The `--hooks` modules; a module that is missing or has no hook: one line, exit 2."""
+    try:
+        return Hooks(modules)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def add_to_sys_path(paths: Sequence[str]) -> None:

@@ -27,6 +27,7 @@ from rqconc.queue.keys import KeySpace
 from rqconc.worker import webhooks
 from rqconc.worker.connections import Connections, url_of
 from rqconc.worker.duties import Duties
+from rqconc.worker.hooks import Hooks, HookSpec
 from rqconc.worker.listened import Listened
 from rqconc.worker.outcomes import Recorder
 from rqconc.worker.registry import DEFAULT_TTL
@@ -60,6 +61,7 @@ class RedisSource(WorkSource):
         take_wait: float = MAX_BLOCK,
         webhook_timeout: float = webhooks.TIMEOUT_SECONDS,
         callback_timeout: float = CALLBACK_TIMEOUT,
+        hooks: Union[Hooks, Sequence[HookSpec]] = (),
     ) -> None:
         self.keys = KeySpace(namespace)
         self.listened = Listened(queues, self.keys)  # the names, or "*": every queue
@@ -73,6 +75,8 @@ class RedisSource(WorkSource):
             self.connections, self.runner, self.recorder, self.listened, strategy, lease_seconds
         )
         self.taker.take_wait = take_wait
+        self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
+        self.taker.hooks = self.hooks  # the job hooks, run in each child
         self.webhook_timeout = webhook_timeout
         self.duties = Duties(
             self.connections, self.recorder, self.listened,

@@ -16,6 +16,7 @@ from rqconc.engine.states import SupervisorState
 from rqconc.engine.supervisor import BaseSupervisor
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.worker import webhooks
+from rqconc.worker.hooks import Hooks, HookSpec
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.source import RedisSource
 from rqconc.worker.taking import MAX_BLOCK
@@ -53,7 +54,10 @@ class Supervisor(BaseSupervisor):
     Seconds: `worker_ttl`, how long the registry lists it without a heartbeat; `take_wait`,
     the longest an idle child blocks on its queues (a stop is seen at least this often);
     `webhook_timeout`, one webhook POST; `callback_timeout`, a callback or webhook job that
-    carries no timeout of its own."""
+    carries no timeout of its own.
+
+    `hooks`: objects or modules (or module names) with any of the hook functions of
+    rqconc/worker/hooks.py (docs/hooks.md)."""
 
     def __init__(
         self,
@@ -75,26 +79,34 @@ class Supervisor(BaseSupervisor):
         take_wait: float = MAX_BLOCK,
         webhook_timeout: float = webhooks.TIMEOUT_SECONDS,
         callback_timeout: float = CALLBACK_TIMEOUT,
+        hooks: Union[Hooks, Sequence[HookSpec]] = (),
         **engine_options: Any,
     ) -> None:
         # One name is one name: a str is a Sequence whose items are its letters.
         queues, allow = one_or_many(queues), one_or_many(allow)
         name = name or default_worker_name()
         timings = checked_seconds(
-            registry_ttl=worker_ttl,
-            take_wait=take_wait,
-            webhook_timeout=webhook_timeout,
-            callback_timeout=callback_timeout,
-        )
+            registry_ttl=worker_ttl, take_wait=take_wait,
+            webhook_timeout=webhook_timeout, callback_timeout=callback_timeout,
+        )  # fmt: skip
+        self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
         if source is None:
             source = RedisSource(
                 connection, queues, strategy, allow, lease_seconds, max_lost, namespace, name,
-                allow_pickle=allow_pickle, cli=cli, **timings,
+                allow_pickle=allow_pickle, cli=cli, hooks=self.hooks, **timings,
             )  # fmt: skip
         self.queues = queues
         # The engine's take timeout is the longest a child's take may last: the same wait.
         engine_options.setdefault("take_timeout", take_wait)
         super().__init__(backend, size, source, name=name, **engine_options)
+
+    def _serve(self) -> int:
+        # Once per worker, in the supervisor, around its whole run (hooks.py).
+        self.hooks.call("on_worker_start", self)
+        try:
+            return super()._serve()
+        finally:
+            self.hooks.call("on_worker_stop", self)
 
     def wait_ready(self, timeout: float = 30) -> Supervisor:
         """After `start()`: wait until all `size` children (each with its `slots`) are up,
