@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import click
 
+from rqconc.cli.common import namespace_option
 from rqconc.cli.settings import describe, load_settings
 from rqconc.connection.clients import check_settings, connect
 from rqconc.demo import run_demo
@@ -72,6 +73,7 @@ def worker_options(command: Callable) -> Callable:
         env_option(
             "--url", default=None, help="Redis URL (default: REDIS_URL, else the embedded server)."
         ),
+        namespace_option(many=True),
         env_option(
             "--burst", is_flag=True, help="Exit 0 once every queue is empty and every child idle."
         ),
@@ -227,6 +229,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         size,
         split_queues(options["queues"]),
         connection=options["url"],
+        namespace=options["namespace"],
         strategy=options["strategy"],
         allow=options["allow"],
         allow_pickle=options["allow_pickle"],

@@ -1,0 +1,237 @@
+"""`NamespacesSource`: one worker serving several namespaces (`--namespace a,b`).
+
+A namespace is the unit of placement: all its keys share one hash tag, so on Redis Cluster
+it is one slot on one master, and every atomic step stays inside it. This source is a
+round-robin over one `RedisSource` per namespace, and adds nothing atomic of its own:
+
+- child side: a child takes from each namespace in turn, starting one further along after
+  each take, so a busy namespace never starves another. A completion may take the child's
+  next job of the same namespace in the same step (the round trip it saves is most of a
+  no-op job's cost), at most CHAIN_LIMIT jobs in a row; then the turn moves on. An idle
+  child looks at each namespace without blocking and blocks on one of them, a different one
+  each round, for its share of the take wait: a new job is seen within one take wait.
+- supervisor side: leases, recovery, the cron scheduler, the registry, suspend and cancel
+  are each namespace's own source's. A claim is unique to its take, so the supervisor's
+  calls about claims go to every namespace and only the one holding the claim acts
+  (renewals, the revocation of a cold shutdown, failing a lost job, a cancel).
+- suspend is per namespace: `rqconc suspend --namespace a` stops takes from `a` only; the
+  engine pauses the whole worker only when every namespace is suspended.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+
+from rqconc.connection.backoff import REDIS_DOWN
+from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
+from rqconc.worker.source import RedisSource
+from rqconc.worker.taking import MIN_BLOCK
+
+# Jobs a child takes from one namespace in a row (by chained takes) before its turn moves.
+CHAIN_LIMIT = 8
+# How long a child trusts what it read of a namespace's suspend flag (s): the supervisor
+# reads it about once a second, so a child's cached copy is never the slower of the two.
+SUSPEND_REFRESH = 0.5
+
+
+def split_namespaces(namespace: Any) -> List[str]:
+    """`"a,b"`, `["a", "b"]` or `"a"` as a list of distinct names (order kept)."""
+    names = namespace.split(",") if isinstance(namespace, str) else list(namespace)
+    names = [n.strip() if isinstance(n, str) else n for n in names]
+    if not names or any(not n for n in names):
+        raise ValueError(f"invalid namespace {namespace!r}: give one name or a comma list")
+    if len(set(names)) != len(names):
+        raise ValueError(f"namespace {namespace!r} names one namespace twice")
+    return names
+
+
+def source_for(
+    namespace: Union[str, Sequence[str]], build: Callable[[str], RedisSource]
+) -> WorkSource:
+    """The source of a worker serving `namespace` (one name, a comma list or a list): the
+    namespace's own RedisSource, or a NamespacesSource over one per namespace."""
+    names = split_namespaces(namespace)
+    if len(names) == 1:
+        return build(names[0])
+    return NamespacesSource([build(name) for name in names])
+
+
+class _Turns:
+    """One child's place in the rotation (per thread, greenlet or process)."""
+
+    __slots__ = ("pid", "next", "streak", "owners", "paused")
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.next = 0  # the namespace the next take looks at first
+        self.streak = 0  # jobs taken in a row from the current namespace
+        self.owners: Dict[str, int] = {}  # claim -> namespace index, for perform/give_back
+        self.paused: Dict[int, Tuple[float, bool]] = {}  # index -> (read at, suspended)
+
+
+class NamespacesSource(WorkSource):
+    """Jobs from the same queues in each of several namespaces (one `RedisSource` each)."""
+
+    def __init__(self, sources: Sequence[RedisSource]) -> None:
+        names = [s.keys.namespace for s in sources]
+        if len(names) < 2 or len(set(names)) != len(names):
+            raise ValueError(f"NamespacesSource needs distinct namespaces, not {names}")
+        self.sources = list(sources)
+        self.namespaces = names
+        self.name = sources[0].name
+        self._local = threading.local()  # greenlet-local under gevent, as Connections'
+        self._suspended: Set[int] = set()  # supervisor side: the namespaces suspended now
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_local"]
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
+    def _turns(self) -> _Turns:
+        turns: Optional[_Turns] = getattr(self._local, "turns", None)
+        if turns is None or turns.pid != os.getpid():
+            turns = self._local.turns = _Turns(os.getpid())
+        return turns
+
+    @property
+    def lease_seconds(self) -> float:
+        return self.sources[0].lease_seconds
+
+    @lease_seconds.setter
+    def lease_seconds(self, seconds: float) -> None:
+        for source in self.sources:
+            source.lease_seconds = seconds
+
+    # ---- child side ----
+    def child_started(self, child_index: int) -> None:
+        self._local.turns = None
+        for source in self.sources:
+            source.child_started(child_index)
+
+    def child_stopping(self) -> None:
+        for source in self.sources:
+            source.child_stopping()
+
+    def _paused(self, turns: _Turns, index: int) -> bool:
+        """Whether namespace `index` is suspended, as this child last read it."""
+        read_at, paused = turns.paused.get(index, (float("-inf"), False))
+        now = time.monotonic()
+        if now - read_at < SUSPEND_REFRESH:
+            return paused
+        source = self.sources[index]
+        try:
+            client = source.connections.child().steps.client
+            paused = bool(client.execute("EXISTS", source.keys.suspended))  # type: ignore[attr-defined]
+        except REDIS_DOWN:
+            pass  # keep the last answer: the take that follows meets the outage anyway
+        turns.paused[index] = (now, paused)
+        return paused
+
+    def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
+        turns = self._turns()
+        count = len(self.sources)
+        order = [(turns.next + k) % count for k in range(count)]
+        order = [i for i in order if not self._paused(turns, i)]
+        if not order:  # every namespace suspended: the supervisor pauses the children soon
+            time.sleep(min(max(timeout, 0.0), 0.1))
+            return None
+        for position, index in enumerate(order):
+            # Only the last one blocks: the others get a look that costs one round trip.
+            last = position == len(order) - 1
+            source = self.sources[index]
+            wait = max(timeout / len(order), min(timeout, MIN_BLOCK)) if last else 0.0
+            item = source.take(claim, wait)
+            if item is not None:
+                turns.owners[claim], turns.next, turns.streak = index, (index + 1) % count, 1
+                return item
+            if source.taker.backing_off():
+                # Redis is away (the claim may be leased under a lost reply: it is that
+                # namespace's orphan now); one outage, one backoff, not one per namespace.
+                return None
+        turns.next = (turns.next + 1) % count  # block on another namespace next round
+        return None
+
+    def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None) -> Optional[WorkItem]:
+        turns = self._turns()
+        index = turns.owners.pop(item.claim)
+        chain = next_claim
+        if turns.streak >= CHAIN_LIMIT or self._paused(turns, index):
+            chain = None  # the turn moves on: the next take starts at another namespace
+        following = self.sources[index].perform(item, chain)
+        if following is not None:
+            turns.owners[following.claim] = index
+            turns.streak += 1
+        return following
+
+    def give_back(self, item: WorkItem) -> None:
+        index = self._turns().owners.pop(item.claim)
+        self.sources[index].give_back(item)
+
+    # ---- supervisor side: each namespace's own duties ----
+    def _info(self, index: int, info: SupervisorInfo) -> SupervisorInfo:
+        """The supervisor as namespace `index`'s registry shows it (suspended there?)."""
+        return dataclasses.replace(info, suspended=index in self._suspended)
+
+    def supervisor_started(self, info: SupervisorInfo) -> None:
+        for index, source in enumerate(self.sources):
+            source.supervisor_started(self._info(index, info))
+
+    def supervisor_stopped(self, info: SupervisorInfo) -> None:
+        for index, source in enumerate(self.sources):
+            source.supervisor_stopped(self._info(index, info))
+
+    def stop_waiting(self) -> None:
+        for source in self.sources:
+            source.stop_waiting()
+
+    def renew(self, claims: Sequence[str]) -> None:
+        for source in self.sources:
+            source.renew(claims)
+
+    def renew_interval(self) -> float:
+        return min(source.renew_interval() for source in self.sources)
+
+    def tick(self, info: SupervisorInfo) -> None:
+        for index, source in enumerate(self.sources):
+            source.tick(self._info(index, info))
+
+    def maintain(self) -> Tuple[int, int]:
+        """Recover expired leases in each namespace: (requeued, dead-lettered) in all."""
+        found = [source.maintain() for source in self.sources]
+        return sum(r for r, _ in found), sum(d for _, d in found)
+
+    def is_suspended(self) -> bool:
+        self._suspended = {i for i, s in enumerate(self.sources) if s.is_suspended()}
+        return len(self._suspended) == len(self.sources)
+
+    def is_drained(self) -> bool:
+        return all(source.is_drained() for source in self.sources)
+
+    def interrupted(self, claims: Sequence[str]) -> None:
+        # Every namespace revokes them: a take in flight may land in any of them.
+        for source in self.sources:
+            source.interrupted(claims)
+
+    def lost(self, claim: str, reason: str) -> None:
+        for source in self.sources:
+            source.lost(claim, reason)
+
+    def timed_out(self, claim: str, seconds: float) -> None:
+        for source in self.sources:
+            source.timed_out(claim, seconds)
+
+    def stop_requested(self, claims: Sequence[str]) -> Sequence[str]:
+        wanted = {c for source in self.sources for c in source.stop_requested(claims)}
+        return [claim for claim in claims if claim in wanted]
+
+    def canceled(self, claim: str) -> None:
+        for source in self.sources:
+            source.canceled(claim)
