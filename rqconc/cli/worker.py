@@ -223,6 +223,8 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     if options["source_kind"] == "redis":
         check_redis(options["url"])
     if options["demo"]:
+        if "," in options["namespace"]:
+            raise click.UsageError("--demo runs in one namespace: give --namespace one name")
         return run_demo(backend, size, options)
     supervisor = Supervisor(
         backend,

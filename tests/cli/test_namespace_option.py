@@ -198,3 +198,15 @@ def test_a_bad_namespace_is_one_line_and_exit_2(args, message):
     done = run_with_env(*args, "--url", "redis://127.0.0.1:1")
     assert done.returncode == 2 and message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_the_demo_runs_in_the_namespace_given(server):
+    server.client().flushall()
+    argv = [sys.executable, "main.py", "threading", "2", "--demo", "20", "--namespace", NS]
+    done = subprocess.run(
+        [*argv, "--url", server.url], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert "20 demo jobs" in done.stdout
+    tags = {key.split(b"}")[0] for key in server.client().keys("*")}
+    assert tags == {b"{" + NS.encode()}

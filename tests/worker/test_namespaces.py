@@ -74,6 +74,8 @@ def test_a_worker_of_two_namespaces_runs_jobs_of_both_and_shuts_down_warm(
     assert worker.wait_exit(15) == 0
     assert [job.return_value for job in held] == list(NAMESPACES)
     assert [list_workers(redis_server.client(), ns) for ns in NAMESPACES] == [[], []]
+    # Every key the worker and its jobs' steps wrote carries one of the two hash tags.
+    assert {key.split(b"}")[0] for key in redis_server.client().keys("*")} == {b"{a", b"{b"}
 
 
 def test_a_cold_shutdown_puts_each_job_back_in_its_own_namespace(redis_server, start_worker):
