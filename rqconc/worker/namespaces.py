@@ -7,9 +7,10 @@ round-robin over one `RedisSource` per namespace, and adds nothing atomic of its
 - child side: a child takes from each namespace in turn, starting one further along after
   each take, so a busy namespace never starves another. A completion may take the child's
   next job of the same namespace in the same step (the round trip it saves is most of a
-  no-op job's cost), at most CHAIN_LIMIT jobs in a row; then the turn moves on. An idle
-  child looks at each namespace without blocking and blocks on one of them, a different one
-  each round, for its share of the take wait: a new job is seen within one take wait.
+  no-op job's cost), at most CHAIN_LIMIT jobs in a row; then the turn moves on. A child
+  that found no work anywhere blocks on its *home* namespace (its index modulo the number
+  of namespaces): with at least one child per namespace, a job is seen at once wherever it
+  is enqueued; with fewer, within one take wait.
 - supervisor side: leases, recovery, the cron scheduler, the registry, suspend and cancel
   are each namespace's own source's. A claim is unique to its take, so the supervisor's
   calls about claims go to every namespace and only the one holding the claim acts
@@ -29,7 +30,6 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Un
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 from rqconc.worker.source import RedisSource
-from rqconc.worker.taking import MIN_BLOCK
 
 # Jobs a child takes from one namespace in a row (by chained takes) before its turn moves.
 CHAIN_LIMIT = 8
@@ -63,11 +63,12 @@ def source_for(
 class _Turns:
     """One child's place in the rotation (per thread, greenlet or process)."""
 
-    __slots__ = ("pid", "next", "streak", "owners", "paused")
+    __slots__ = ("pid", "home", "next", "streak", "owners", "paused")
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, home: int = 0) -> None:
         self.pid = pid
-        self.next = 0  # the namespace the next take looks at first
+        self.home = home  # the namespace it blocks on while there is no work anywhere
+        self.next = home  # the namespace the next take looks at first
         self.streak = 0  # jobs taken in a row from the current namespace
         self.owners: Dict[str, int] = {}  # claim -> namespace index, for perform/give_back
         self.paused: Dict[int, Tuple[float, bool]] = {}  # index -> (read at, suspended)
@@ -112,7 +113,8 @@ class NamespacesSource(WorkSource):
 
     # ---- child side ----
     def child_started(self, child_index: int) -> None:
-        self._local.turns = None
+        home = child_index % len(self.sources)
+        self._local.turns = _Turns(os.getpid(), home)
         for source in self.sources:
             source.child_started(child_index)
 
@@ -143,21 +145,28 @@ class NamespacesSource(WorkSource):
         if not order:  # every namespace suspended: the supervisor pauses the children soon
             time.sleep(min(max(timeout, 0.0), 0.1))
             return None
-        for position, index in enumerate(order):
-            # Only the last one blocks: the others get a look that costs one round trip.
-            last = position == len(order) - 1
-            source = self.sources[index]
-            wait = max(timeout / len(order), min(timeout, MIN_BLOCK)) if last else 0.0
-            item = source.take(claim, wait)
+        for index in order:  # a look that costs one round trip each, in turn
+            item = self.sources[index].take(claim, 0.0)
             if item is not None:
-                turns.owners[claim], turns.next, turns.streak = index, (index + 1) % count, 1
-                return item
-            if source.taker.backing_off():
+                return self._took(turns, claim, index, item)
+            if self.sources[index].taker.backing_off():
                 # Redis is away (the claim may be leased under a lost reply: it is that
                 # namespace's orphan now); one outage, one backoff, not one per namespace.
                 return None
-        turns.next = (turns.next + 1) % count  # block on another namespace next round
+        # Nothing anywhere: block on the child's home namespace, so that with a child per
+        # namespace each has one woken at once by its next job (the others are looked at
+        # again after at most one take wait).
+        home = turns.home if turns.home in order else order[0]
+        item = self.sources[home].take(claim, timeout)
+        if item is not None:
+            return self._took(turns, claim, home, item)
+        turns.next = (turns.next + 1) % count
         return None
+
+    def _took(self, turns: _Turns, claim: str, index: int, item: WorkItem) -> WorkItem:
+        turns.owners[claim] = index
+        turns.next, turns.streak = (index + 1) % len(self.sources), 1
+        return item
 
     def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None) -> Optional[WorkItem]:
         turns = self._turns()

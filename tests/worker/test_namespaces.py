@@ -160,3 +160,16 @@ def test_the_supervisor_takes_a_list_or_a_comma_string_of_namespaces(redis_serve
     for bad in ("a,a", "", ["a", ""], "a b"):
         with pytest.raises(ValueError):
             Supervisor("threading", 1, connection=url, namespace=bad)
+
+
+def test_with_a_child_per_namespace_an_idle_worker_starts_each_namespaces_jobs_at_once(
+    redis_server, start_worker
+):
+    url = redis_server.url
+    # Idle children block for 10 s: only a child blocked on b's queue can start b's job soon.
+    start_worker("threading", 2, url, "--namespace", "a,b", "--take-wait", "10")
+    client = redis_server.client()
+    wait_for(lambda: [w["idle"] for w in list_workers(client, "b")] == [2], message="idle")
+    qs = queues(url)
+    for ns in ("b", "a", "b"):
+        assert qs[ns].enqueue("tests.worker.jobs:add", 1, 1).get(timeout=5) == 2
