@@ -73,6 +73,12 @@ class _Turns:
         self.owners: Dict[str, int] = {}  # claim -> namespace index, for perform/give_back
         self.paused: Dict[int, Tuple[float, bool]] = {}  # index -> (read at, suspended)
 
+    def took(self, claim: str, index: int, count: int, item: WorkItem) -> WorkItem:
+        """`item` was taken from namespace `index`: the next take starts at the next one."""
+        self.owners[claim] = index
+        self.next, self.streak = (index + 1) % count, 1
+        return item
+
 
 class NamespacesSource(WorkSource):
     """Jobs from the same queues in each of several namespaces (one `RedisSource` each)."""
@@ -148,7 +154,7 @@ class NamespacesSource(WorkSource):
         for index in order:  # a look that costs one round trip each, in turn
             item = self.sources[index].take(claim, 0.0)
             if item is not None:
-                return self._took(turns, claim, index, item)
+                return turns.took(claim, index, count, item)
             if self.sources[index].taker.backing_off():
                 # Redis is away (the claim may be leased under a lost reply: it is that
                 # namespace's orphan now); one outage, one backoff, not one per namespace.
@@ -159,14 +165,9 @@ class NamespacesSource(WorkSource):
         home = turns.home if turns.home in order else order[0]
         item = self.sources[home].take(claim, timeout)
         if item is not None:
-            return self._took(turns, claim, home, item)
+            return turns.took(claim, home, count, item)
         turns.next = (turns.next + 1) % count
         return None
-
-    def _took(self, turns: _Turns, claim: str, index: int, item: WorkItem) -> WorkItem:
-        turns.owners[claim] = index
-        turns.next, turns.streak = (index + 1) % len(self.sources), 1
-        return item
 
     def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None) -> Optional[WorkItem]:
         turns = self._turns()
