@@ -179,7 +179,10 @@ def test_print_config_shows_the_namespace_and_where_it_came_from(tmp_path):
     worker = ("worker", "--print-config")
     from_file = run_with_env(*worker, cwd=tmp_path)
     assert 'namespace = "a,b"  # pyproject.toml [tool.rqconc]' in from_file.stdout
-    from_env = run_with_env(*worker, env_namespace="c", cwd=tmp_path)
+    (tmp_path / "settings.py").write_text('NAMESPACE = "cfg"\n')
+    from_config = run_with_env(*worker, "-c", "settings.py", cwd=tmp_path)
+    assert 'namespace = "cfg"  # config file settings.py' in from_config.stdout
+    from_env = run_with_env(*worker, "-c", "settings.py", env_namespace="c", cwd=tmp_path)
     assert 'namespace = "c"  # environment RQCONC_NAMESPACE' in from_env.stdout
     from_flag = run_with_env(*worker, "--namespace", "d,e", env_namespace="c", cwd=tmp_path)
     assert 'namespace = "d,e"  # flag' in from_flag.stdout
