@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from subprocess import PIPE
 
 import click
 import pytest
@@ -156,51 +157,64 @@ def test_each_command_works_on_the_namespace_given(path, seeded):
         assert not Queue(connection=seeded["url"]).connection.exists(KeySpace(NS).suspended)
 
 
-def run_with_env(*args, env_namespace=None, cwd=ROOT):
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "RQCONC_NAMESPACE")}
-    if env_namespace is not None:
-        env["RQCONC_NAMESPACE"] = env_namespace
-    command = [sys.executable, "-c", ENTRY, *args]
-    return subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=30)
+def run_all(*calls, cwd=ROOT):
+    """Run `rqconc` command lines at once, each `(args, RQCONC_NAMESPACE or None)`; their
+    (exit code, stdout, stderr), in order."""
+    base = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "RQCONC_NAMESPACE")}
+    running = []
+    for args, env_namespace in calls:
+        env = dict(base, **({"RQCONC_NAMESPACE": env_namespace} if env_namespace else {}))
+        command = [sys.executable, "-c", ENTRY, *args]
+        running.append(
+            subprocess.Popen(command, cwd=cwd, env=env, stdout=PIPE, stderr=PIPE, text=True)
+        )
+    outputs = [p.communicate(timeout=60) for p in running]
+    return [(p.returncode, out, err) for p, (out, err) in zip(running, outputs)]
 
 
 def test_rqconc_namespace_from_the_environment_and_the_flag_above_it(seeded):
     url = seeded["url"]
-    by_env = run_with_env("failed", "list", "--json", "--url", url, env_namespace=NS)
-    assert [row["id"] for row in json.loads(by_env.stdout)] == [seeded[NS]]
-    flag_wins = run_with_env(
-        "failed", "list", "--json", "--namespace", "rqconc", "--url", url, env_namespace=NS
+    listing = ["failed", "list", "--json", "--url", url]
+    (_, by_env, _), (_, flag_wins, _) = run_all(
+        (listing, NS), ([*listing, "--namespace", "rqconc"], NS)
     )
-    assert [row["id"] for row in json.loads(flag_wins.stdout)] == [seeded["rqconc"]]
+    assert [row["id"] for row in json.loads(by_env)] == [seeded[NS]]
+    assert [row["id"] for row in json.loads(flag_wins)] == [seeded["rqconc"]]
 
 
 def test_print_config_shows_the_namespace_and_where_it_came_from(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.rqconc]\nnamespace = ["a", "b"]\n')
-    worker = ("worker", "--print-config")
-    from_file = run_with_env(*worker, cwd=tmp_path)
-    assert 'namespace = "a,b"  # pyproject.toml [tool.rqconc]' in from_file.stdout
     (tmp_path / "settings.py").write_text('NAMESPACE = "cfg"\n')
-    from_config = run_with_env(*worker, "-c", "settings.py", cwd=tmp_path)
-    assert 'namespace = "cfg"  # config file settings.py' in from_config.stdout
-    from_env = run_with_env(*worker, "-c", "settings.py", env_namespace="c", cwd=tmp_path)
-    assert 'namespace = "c"  # environment RQCONC_NAMESPACE' in from_env.stdout
-    from_flag = run_with_env(*worker, "--namespace", "d,e", env_namespace="c", cwd=tmp_path)
-    assert 'namespace = "d,e"  # flag' in from_flag.stdout
+    worker, config = ["worker", "--print-config"], ["-c", "settings.py"]
+    shown = run_all(
+        (worker, None),
+        ([*worker, *config], None),
+        ([*worker, *config], "c"),
+        ([*worker, *config, "--namespace", "d,e"], "c"),
+        cwd=tmp_path,
+    )
+    assert [code for code, _, _ in shown] == [0, 0, 0, 0]
+    expected = [
+        'namespace = "a,b"  # pyproject.toml [tool.rqconc]',
+        'namespace = "cfg"  # config file settings.py',
+        'namespace = "c"  # environment RQCONC_NAMESPACE',
+        'namespace = "d,e"  # flag',
+    ]
+    for (_, out, _), line in zip(shown, expected):
+        assert line in out.splitlines()
 
 
-@pytest.mark.parametrize(
-    "args, message",
-    [
+def test_a_bad_namespace_is_one_line_and_exit_2():
+    url = ["--url", "redis://127.0.0.1:1"]
+    cases = [
         (["info", "--namespace", "a,b"], "one namespace"),
-        (["info", "--namespace", "a b"], "invalid namespace"),
         (["worker", "--namespace", "a,a"], "twice"),
         (["suspend", "--namespace", "{x}"], "invalid namespace"),
-    ],
-)
-def test_a_bad_namespace_is_one_line_and_exit_2(args, message):
-    done = run_with_env(*args, "--url", "redis://127.0.0.1:1")
-    assert done.returncode == 2 and message in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1
+    ]
+    done = run_all(*(([*args, *url], None) for args, _ in cases))
+    for (code, _, err), (args, message) in zip(done, cases):
+        assert code == 2 and message in err, args
+        assert len(err.strip().splitlines()) == 1
 
 
 def test_the_demo_runs_in_the_namespace_given(server):
