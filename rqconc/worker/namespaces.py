@@ -22,15 +22,31 @@ round-robin over one `RedisSource` per namespace, and adds nothing atomic of its
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Union
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 from rqconc.worker.source import RedisSource
 
+T = TypeVar("T")
 # Jobs a child takes from one namespace in a row (by chained takes) before its turn moves.
 CHAIN_LIMIT = 8
 # How long a child trusts what it read of a namespace's suspend flag (s): the supervisor
@@ -58,6 +74,47 @@ def source_for(
     if len(names) == 1:
         return build(names[0])
     return NamespacesSource([build(name) for name in names])
+
+
+# The namespace whose work the calling thread or greenlet does now, for the log lines of a
+# worker serving several (a ContextVar: per thread, and per greenlet under gevent).
+_SERVING: ContextVar[Optional[str]] = ContextVar("rqconc_namespace", default=None)
+
+
+@contextmanager
+def serving(namespace: str) -> Iterator[None]:
+    token = _SERVING.set(namespace)
+    try:
+        yield
+    finally:
+        _SERVING.reset(token)
+
+
+class NamespaceField(logging.Filter):
+    """Adds `namespace` to the worker's log records written while serving one namespace of
+    several (`job ... started ... namespace=b`): queue names and job ids repeat across them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        namespace = _SERVING.get()
+        if namespace is not None and not hasattr(record, "namespace"):
+            record.namespace = namespace
+        return True
+
+
+def name_namespaces_in_logs() -> None:
+    """Install `NamespaceField` on the worker's logger (once per process)."""
+    logger = logging.getLogger("rqconc.worker")
+    if not any(isinstance(f, NamespaceField) for f in logger.filters):
+        logger.addFilter(NamespaceField())
+
+
+def each(sources: Sequence[RedisSource], call: Callable[[int, RedisSource], T]) -> List[T]:
+    """`call(index, source)` for each namespace in turn, its log lines naming it."""
+    results = []
+    for index, source in enumerate(sources):
+        with serving(source.keys.namespace):
+            results.append(call(index, source))
+    return results
 
 
 class _Turns:
@@ -92,6 +149,7 @@ class NamespacesSource(WorkSource):
         self.name = sources[0].name
         self._local = threading.local()  # greenlet-local under gevent, as Connections'
         self._suspended: Set[int] = set()  # supervisor side: the namespaces suspended now
+        name_namespaces_in_logs()
 
     def __getstate__(self) -> Dict[str, Any]:
         state = self.__dict__.copy()
@@ -101,6 +159,7 @@ class NamespacesSource(WorkSource):
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._local = threading.local()
+        name_namespaces_in_logs()  # a spawned child: a fresh interpreter
 
     def _turns(self) -> _Turns:
         turns: Optional[_Turns] = getattr(self._local, "turns", None)
@@ -152,7 +211,8 @@ class NamespacesSource(WorkSource):
             time.sleep(min(max(timeout, 0.0), 0.1))
             return None
         for index in order:  # a look that costs one round trip each, in turn
-            item = self.sources[index].take(claim, 0.0)
+            with serving(self.namespaces[index]):
+                item = self.sources[index].take(claim, 0.0)
             if item is not None:
                 return turns.took(claim, index, count, item)
             if self.sources[index].taker.backing_off():
@@ -163,7 +223,8 @@ class NamespacesSource(WorkSource):
         # namespace each has one woken at once by its next job (the others are looked at
         # again after at most one take wait).
         home = turns.home if turns.home in order else order[0]
-        item = self.sources[home].take(claim, timeout)
+        with serving(self.namespaces[home]):
+            item = self.sources[home].take(claim, timeout)
         if item is not None:
             return turns.took(claim, home, count, item)
         turns.next = (turns.next + 1) % count
@@ -175,7 +236,8 @@ class NamespacesSource(WorkSource):
         chain = next_claim
         if turns.streak >= CHAIN_LIMIT or self._paused(turns, index):
             chain = None  # the turn moves on: the next take starts at another namespace
-        following = self.sources[index].perform(item, chain)
+        with serving(self.namespaces[index]):
+            following = self.sources[index].perform(item, chain)
         if following is not None:
             turns.owners[following.claim] = index
             turns.streak += 1
@@ -183,7 +245,8 @@ class NamespacesSource(WorkSource):
 
     def give_back(self, item: WorkItem) -> None:
         index = self._turns().owners.pop(item.claim)
-        self.sources[index].give_back(item)
+        with serving(self.namespaces[index]):
+            self.sources[index].give_back(item)
 
     # ---- supervisor side: each namespace's own duties ----
     def _info(self, index: int, info: SupervisorInfo) -> SupervisorInfo:
@@ -191,57 +254,51 @@ class NamespacesSource(WorkSource):
         return dataclasses.replace(info, suspended=index in self._suspended)
 
     def supervisor_started(self, info: SupervisorInfo) -> None:
-        for index, source in enumerate(self.sources):
-            source.supervisor_started(self._info(index, info))
+        each(self.sources, lambda i, source: source.supervisor_started(self._info(i, info)))
 
     def supervisor_stopped(self, info: SupervisorInfo) -> None:
-        for index, source in enumerate(self.sources):
-            source.supervisor_stopped(self._info(index, info))
+        each(self.sources, lambda i, source: source.supervisor_stopped(self._info(i, info)))
 
     def stop_waiting(self) -> None:
-        for source in self.sources:
+        for source in self.sources:  # from a signal handler: flags only, nothing logged
             source.stop_waiting()
 
     def renew(self, claims: Sequence[str]) -> None:
-        for source in self.sources:
-            source.renew(claims)
+        each(self.sources, lambda _, source: source.renew(claims))
 
     def renew_interval(self) -> float:
         return min(source.renew_interval() for source in self.sources)
 
     def tick(self, info: SupervisorInfo) -> None:
-        for index, source in enumerate(self.sources):
-            source.tick(self._info(index, info))
+        each(self.sources, lambda i, source: source.tick(self._info(i, info)))
 
     def maintain(self) -> Tuple[int, int]:
         """Recover expired leases in each namespace: (requeued, dead-lettered) in all."""
-        found = [source.maintain() for source in self.sources]
+        found = each(self.sources, lambda _, source: source.maintain())
         return sum(r for r, _ in found), sum(d for _, d in found)
 
     def is_suspended(self) -> bool:
-        self._suspended = {i for i, s in enumerate(self.sources) if s.is_suspended()}
+        found = each(self.sources, lambda _, source: source.is_suspended())
+        self._suspended = {i for i, suspended in enumerate(found) if suspended}
         return len(self._suspended) == len(self.sources)
 
     def is_drained(self) -> bool:
-        return all(source.is_drained() for source in self.sources)
+        return all(each(self.sources, lambda _, source: source.is_drained()))
 
     def interrupted(self, claims: Sequence[str]) -> None:
         # Every namespace revokes them: a take in flight may land in any of them.
-        for source in self.sources:
-            source.interrupted(claims)
+        each(self.sources, lambda _, source: source.interrupted(claims))
 
     def lost(self, claim: str, reason: str) -> None:
-        for source in self.sources:
-            source.lost(claim, reason)
+        each(self.sources, lambda _, source: source.lost(claim, reason))
 
     def timed_out(self, claim: str, seconds: float) -> None:
-        for source in self.sources:
-            source.timed_out(claim, seconds)
+        each(self.sources, lambda _, source: source.timed_out(claim, seconds))
 
     def stop_requested(self, claims: Sequence[str]) -> Sequence[str]:
-        wanted = {c for source in self.sources for c in source.stop_requested(claims)}
+        found = each(self.sources, lambda _, source: source.stop_requested(claims))
+        wanted = {claim for claims_found in found for claim in claims_found}
         return [claim for claim in claims if claim in wanted]
 
     def canceled(self, claim: str) -> None:
-        for source in self.sources:
-            source.canceled(claim)
+        each(self.sources, lambda _, source: source.canceled(claim))

@@ -73,6 +73,12 @@ def test_a_worker_of_two_namespaces_runs_jobs_of_both_and_shuts_down_warm(
         release(redis_server, ns)
     assert worker.wait_exit(15) == 0
     assert [job.return_value for job in held] == list(NAMESPACES)
+    # Same queue, same job id: the log lines tell them apart by their namespace.
+    started = [line for line in worker.output().splitlines() if "event=started" in line]
+    assert sorted(w for line in started for w in line.split() if "namespace=" in w) == [
+        "namespace=a",
+        "namespace=b",
+    ]
     assert [list_workers(redis_server.client(), ns) for ns in NAMESPACES] == [[], []]
     # Every key the worker and its jobs' steps wrote carries one of the two hash tags.
     assert {key.split(b"}")[0] for key in redis_server.client().keys("*")} == {b"{a", b"{b"}
