@@ -16,6 +16,7 @@ from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
 from rqconc.worker.source import RedisSource
 from tests.cli.test_commands import ENTRY, rqconc
+from tests.dashboard.processes import Dashboard
 from tests.queue import tasks
 from tests.queue.helpers import take_and_run
 from tests.support.redis_server import RedisServer
@@ -121,6 +122,10 @@ CASES = {
     ("enqueue",): (["-q", "mail", "tests.queue.tasks:add", "1", "2"], check_enqueue),
     ("events",): (["--json"], lambda d, s: s[NS] in d.stdout and s["rqconc"] not in d.stdout),
     ("failed", "list"): (["--json"], check_failed_list),
+    ("metrics",): (
+        [],
+        lambda d, s: 'queue="only-ns1"' in d.stdout and "only-rqconc" not in d.stdout,
+    ),
     ("failed", "purge"): ([], check_purge),
     ("failed", "show"): (["{dead}"], lambda d, s: f"dead in {NS}" in d.stdout),
     ("info",): (["--json", "-W"], check_info),
@@ -138,10 +143,21 @@ EXIT = {("ping",): 1}  # no worker of that name in NS: the one line names the na
 
 def test_every_command_has_the_shared_namespace_option():
     paths = {path for path, _ in leaf_commands(cli)}
-    assert paths == set(CASES), "a command without a --namespace case here"
+    # Each command's case below; the dashboard, a server, has a test of its own.
+    assert paths == {*CASES, ("dashboard",)}, "a command without a --namespace case here"
     for path, command in leaf_commands(cli):
         (option,) = [p for p in command.params if "--namespace" in getattr(p, "opts", ())]
         assert option.envvar == "RQCONC_NAMESPACE", path
+
+
+def test_the_dashboard_shows_the_namespace_given(seeded, tmp_path):
+    dashboard = Dashboard(seeded["url"], tmp_path, "--namespace", NS)
+    try:
+        status, body = dashboard.wait_ready().request("/api/overview")
+    finally:
+        dashboard.close()
+    assert status == 200
+    assert [q["name"] for q in json.loads(body)["queues"]] == ["mail", f"only-{NS}"]
 
 
 @pytest.mark.parametrize("path", sorted(CASES), ids=" ".join)
