@@ -8,8 +8,10 @@ import pytest
 
 from rqconc import Job, JobStatus, Queue, Supervisor
 from rqconc.queue import control
+from rqconc.queue.keys import KeySpace
 from rqconc.worker.namespaces import CHAIN_LIMIT
 from rqconc.worker.registry import list_workers
+from rqconc.worker.scheduler import leader
 from tests.support.worker_process import wait_for
 
 NAMESPACES = ("a", "b")
@@ -179,3 +181,17 @@ def test_with_a_child_per_namespace_an_idle_worker_starts_each_namespaces_jobs_a
     qs = queues(url)
     for ns in ("b", "a", "b"):
         assert qs[ns].enqueue("tests.worker.jobs:add", 1, 1).get(timeout=5) == 2
+
+
+def test_each_namespace_has_its_own_cron_scheduler_lease_and_ticks(redis_server, start_worker):
+    url = redis_server.url
+    for ns, queue in queues(url).items():
+        queue.cron("* * * * * *", "tests.worker.jobs:record", url, f"tick-{ns}", id="every")
+    start_worker("threading", 2, url, "--namespace", "a,b", "--name", "w2")
+    wait_for(
+        lambda: {"tick-a", "tick-b"} <= set(executions(redis_server)),
+        timeout=20,
+        message="a tick of each namespace's cron",
+    )
+    client = redis_server.client()
+    assert [leader(client, KeySpace(ns))[2] for ns in NAMESPACES] == ["w2", "w2"]
