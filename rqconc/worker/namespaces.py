@@ -117,6 +117,11 @@ def each(sources: Sequence[RedisSource], call: Callable[[int, RedisSource], T]) 
     return results
 
 
+def _stop(source: RedisSource, info: SupervisorInfo) -> None:
+    with serving(source.keys.namespace):
+        source.supervisor_stopped(info)
+
+
 class _Turns:
     """One child's place in the rotation (per thread, greenlet or process)."""
 
@@ -257,7 +262,17 @@ class NamespacesSource(WorkSource):
         each(self.sources, lambda i, source: source.supervisor_started(self._info(i, info)))
 
     def supervisor_stopped(self, info: SupervisorInfo) -> None:
-        each(self.sources, lambda i, source: source.supervisor_stopped(self._info(i, info)))
+        # At once, each in a thread: each namespace may wait up to one lease for Redis to
+        # record the steps of ended children, and one outage must cost one lease, not one
+        # per namespace.
+        stopping = [
+            threading.Thread(target=_stop, args=(source, self._info(i, info)), daemon=True)
+            for i, source in enumerate(self.sources)
+        ]
+        for thread in stopping:
+            thread.start()
+        for thread in stopping:
+            thread.join()
 
     def stop_waiting(self) -> None:
         for source in self.sources:  # from a signal handler: flags only, nothing logged

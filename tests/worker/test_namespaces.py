@@ -12,6 +12,7 @@ from rqconc.queue.keys import KeySpace
 from rqconc.worker.namespaces import CHAIN_LIMIT
 from rqconc.worker.registry import list_workers
 from rqconc.worker.scheduler import leader
+from tests.support.tcp_proxy import TcpProxy
 from tests.support.worker_process import wait_for
 
 NAMESPACES = ("a", "b")
@@ -195,3 +196,28 @@ def test_each_namespace_has_its_own_cron_scheduler_lease_and_ticks(redis_server,
     )
     client = redis_server.client()
     assert [leader(client, KeySpace(ns))[2] for ns in NAMESPACES] == ["w2", "w2"]
+
+
+def test_a_cold_shutdown_while_redis_is_away_waits_one_lease_for_all_namespaces(
+    redis_server, start_worker
+):
+    proxy = TcpProxy(redis_server.port).start()
+    try:
+        worker = start_worker(
+            "threading", 2, proxy.url(), "--namespace", "a,b", "--lease-seconds", "3"
+        )
+        held = [hold(queue, redis_server.url) for queue in queues(redis_server.url).values()]
+        wait_status(held, JobStatus.STARTED)
+        proxy.drop(120.0)  # unreachable for longer than the test lasts
+        worker.signal(signal.SIGTERM)
+        wait_for(lambda: "warm shutdown" in worker.output(), message="warm shutdown")
+        worker.signal(signal.SIGTERM)
+        assert worker.wait_exit(30) == 1
+        lines = worker.output().splitlines()
+        waits = [n for n, line in enumerate(lines) if "waiting up to 3 s" in line]
+        gave_up = [n for n, line in enumerate(lines) if "Redis stayed unreachable" in line]
+        # Both namespaces wait at once (one lease in all), each saying which it is.
+        assert len(waits) == len(gave_up) == 2 and max(waits) < min(gave_up), lines[-20:]
+        assert {lines[n].split("namespace=")[1].split()[0] for n in waits} == {"a", "b"}
+    finally:
+        proxy.close()
