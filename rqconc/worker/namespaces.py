@@ -42,6 +42,8 @@ from typing import (
     Union,
 )
 
+import redis
+
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 from rqconc.worker.source import RedisSource
@@ -115,6 +117,18 @@ def each(sources: Sequence[RedisSource], call: Callable[[int, RedisSource], T]) 
         with serving(source.keys.namespace):
             results.append(call(index, source))
     return results
+
+
+def _running_here(source: RedisSource, job_ids: Sequence[str]) -> Sequence[str]:
+    """Of the jobs the worker runs, those of `source`'s namespace (its registry entry lists
+    them): the ids leased there. While Redis does not answer, all of them."""
+    if not job_ids:
+        return job_ids
+    try:
+        leased = source.client.zmscore(source.keys.active, list(job_ids))
+    except (*REDIS_DOWN, redis.exceptions.ResponseError):
+        return job_ids  # the heartbeat that follows meets the same error, and says so
+    return [job_id for job_id, deadline in zip(job_ids, leased) if deadline is not None]
 
 
 def _stop(source: RedisSource, info: SupervisorInfo) -> None:
@@ -285,7 +299,12 @@ class NamespacesSource(WorkSource):
         return min(source.renew_interval() for source in self.sources)
 
     def tick(self, info: SupervisorInfo) -> None:
-        each(self.sources, lambda i, source: source.tick(self._info(i, info)))
+        def tick_one(index: int, source: RedisSource) -> None:
+            shown = self._info(index, info)
+            running = _running_here(source, shown.current_items)
+            source.tick(dataclasses.replace(shown, current_items=running))
+
+        each(self.sources, tick_one)
 
     def maintain(self) -> Tuple[int, int]:
         """Recover expired leases in each namespace: (requeued, dead-lettered) in all."""

@@ -61,15 +61,15 @@ def test_a_worker_of_two_namespaces_runs_jobs_of_both_and_shuts_down_warm(
     url = redis_server.url
     worker = start_worker(backend, 2, url, "--namespace", "a,b")
     qs = queues(url)
-    held = [hold(qs[ns], url) for ns in NAMESPACES]  # one id, one job per namespace
+    held = [hold(qs[ns], url, f"job-{ns}") for ns in NAMESPACES]
     wait_status(held, JobStatus.STARTED)
-    for ns in NAMESPACES:  # registered and heartbeating in each namespace
+    for ns in NAMESPACES:  # registered in each, listing only that namespace's running job
 
         def busy(ns=ns):
             return [w for w in list_workers(redis_server.client(), ns) if w["current_jobs"]]
 
         (entry,) = wait_for(busy, message=f"the worker busy in {ns}")
-        assert entry["size"] == 2 and entry["queues"] == ["default"]
+        assert entry["current_jobs"] == [f"job-{ns}"] and entry["size"] == 2
     worker.signal(signal.SIGTERM)
     wait_for(lambda: "warm shutdown" in worker.output(), message="warm shutdown")
     for ns in NAMESPACES:
