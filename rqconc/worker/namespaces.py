@@ -17,6 +17,8 @@ round-robin over one `RedisSource` per namespace, and adds nothing atomic of its
   (renewals, the revocation of a cold shutdown, failing a lost job, a cancel).
 - suspend is per namespace: `rqconc suspend --namespace a` stops takes from `a` only; the
   engine pauses the whole worker only when every namespace is suspended.
+- the worker's log lines name the namespace they are about (`namespace=a`); at exit, the
+  namespaces wait for an absent Redis at once, so an outage costs one lease, not one each.
 """
 
 from __future__ import annotations
