@@ -143,8 +143,9 @@ EXIT = {("ping",): 1}  # no worker of that name in NS: the one line names the na
 
 def test_every_command_has_the_shared_namespace_option():
     paths = {path for path, _ in leaf_commands(cli)}
-    # Each command's case below; the dashboard, a server, has a test of its own.
-    assert paths == {*CASES, ("dashboard",)}, "a command without a --namespace case here"
+    # Each command's case below; the dashboard, a server, has a test of its own; `cluster
+    # slots` needs a cluster (tests/scale/test_cluster.py runs it with --namespace).
+    assert paths == {*CASES, ("dashboard",), ("cluster", "slots")}, "a command without a case"
     for path, command in leaf_commands(cli):
         (option,) = [p for p in command.params if "--namespace" in getattr(p, "opts", ())]
         assert option.envvar == "RQCONC_NAMESPACE", path
