@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import click
 
+from rqconc.cli.common import namespace_option
 from rqconc.cli.settings import describe, load_settings
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.connection.clients import check_settings, connect
@@ -75,6 +76,7 @@ def worker_options(command: Callable) -> Callable:
         env_option(
             "--url", default=None, help="Redis URL (default: REDIS_URL, else the embedded server)."
         ),
+        namespace_option(many=True),
         env_option(
             "--burst", is_flag=True, help="Exit 0 once every queue is empty and every child idle."
         ),
@@ -239,12 +241,15 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         check_redis(options["url"])
     check_slots_option(backend, options["slots"])
     if options["demo"]:
+        if "," in options["namespace"]:
+            raise click.UsageError("--demo runs in one namespace: give --namespace one name")
         return run_demo(backend, size, options)
     supervisor = Supervisor(
         backend,
         size,
         split_queues(options["queues"]),
         connection=options["url"],
+        namespace=options["namespace"],
         strategy=options["strategy"],
         allow=options["allow"],
         allow_pickle=options["allow_pickle"],

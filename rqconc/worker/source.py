@@ -124,9 +124,10 @@ class RedisSource(WorkSource):
         # What this worker serves, said once: the queues, the Redis (no password) and the
         # allow-list, the first things to check when jobs wait or fail as not allowed.
         log.info(
-            "worker %s serves queues %s on %s; allowed modules: %s",
+            "worker %s serves queues %s of namespace %s on %s; allowed modules: %s",
             self.name,
             ", ".join(self.queues),
+            self.keys.namespace,
             self.connections.describe(),
             self.runner.allowed_text(),
         )

@@ -17,6 +17,7 @@ from rqconc.engine.supervisor import BaseSupervisor
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.worker import webhooks
 from rqconc.worker.hooks import Hooks, HookSpec
+from rqconc.worker.namespaces import source_for
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.source import RedisSource
 from rqconc.worker.taking import MAX_BLOCK
@@ -51,6 +52,9 @@ class Supervisor(BaseSupervisor):
     `allow_pickle=True`. `cli=True` (the rqconc command line) makes the not-allowed hint
     name `--allow` instead of this constructor's `allow=`.
 
+    `namespace` is one name, or several (a list or a comma string): the worker then takes
+    from the same `queues` in each namespace in turn (rqconc/worker/namespaces.py).
+
     Seconds: `worker_ttl`, how long the registry lists it without a heartbeat; `take_wait`,
     the longest an idle child blocks on its queues (a stop is seen at least this often);
     `webhook_timeout`, one webhook POST; `callback_timeout`, a callback or webhook job that
@@ -70,7 +74,7 @@ class Supervisor(BaseSupervisor):
         allow: Union[str, Sequence[str]] = (),
         lease_seconds: float = 15,
         max_lost: int = 3,
-        namespace: str = "rqconc",
+        namespace: Union[str, Sequence[str]] = "rqconc",
         name: Optional[str] = None,
         source: Optional[WorkSource] = None,
         allow_pickle: bool = False,
@@ -90,11 +94,11 @@ class Supervisor(BaseSupervisor):
             webhook_timeout=webhook_timeout, callback_timeout=callback_timeout,
         )  # fmt: skip
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
-        if source is None:
-            source = RedisSource(
-                connection, queues, strategy, allow, lease_seconds, max_lost, namespace, name,
+        if source is None:  # one namespace, or a round-robin over several (namespaces.py)
+            source = source_for(namespace, lambda ns: RedisSource(
+                connection, queues, strategy, allow, lease_seconds, max_lost, ns, name,
                 allow_pickle=allow_pickle, cli=cli, hooks=self.hooks, **timings,
-            )  # fmt: skip
+            ))  # fmt: skip
         self.queues = queues
         # The engine's take timeout is the longest a child's take may last: the same wait.
         engine_options.setdefault("take_timeout", take_wait)

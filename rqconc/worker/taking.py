@@ -133,6 +133,10 @@ class Taker:
             self.connections.redis_up()
         return found
 
+    def backing_off(self) -> bool:
+        """Whether this process is waiting out a failed take (Redis away or refusing)."""
+        return self._backoff.remaining() > 0
+
     def take_order(self, client: redis.Redis, keep_on_error: bool = False) -> List[str]:
         order = self.queues.names(client, keep_on_error)
         if self.strategy == "round-robin" and order:
