@@ -234,15 +234,8 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     add_to_sys_path(options["paths"])
     level = options["log_level"] or ("WARNING" if options["demo"] else "INFO")
     logs.configure(level, options["log_format"], sys.stderr)
-    preload = tuple(options["preload"])
-    if pool_class(backend).children_start_fresh:  # they inherit no logging set-up
-        preload = (logs.CHILD_SETUP, *preload)
-    if options["source_kind"] == "redis":
-        check_redis(options["url"])
-    check_slots_option(backend, options["slots"])
+    check_before_start(backend, options)
     if options["demo"]:
-        if "," in options["namespace"]:
-            raise click.UsageError("--demo runs in one namespace: give --namespace one name")
         return run_demo(backend, size, options)
     supervisor = Supervisor(
         backend,
@@ -259,7 +252,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         shutdown_timeout=options["shutdown_timeout"],
         max_jobs_per_child=options["max_jobs_per_child"],
         max_memory_per_child=options["max_memory_per_child"],
-        preload=preload,
+        preload=child_preload(backend, options["preload"]),
         burst=options["burst"],
         cli=True,
         worker_ttl=options["worker_ttl"],
@@ -270,6 +263,25 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         hooks=load_hooks(options["hooks"]),
     )
     return supervisor.run()
+
+
+def check_before_start(backend: str, options: Dict[str, Any]) -> None:
+    """What must hold before a worker starts: Redis answers (or its outage is waited out),
+    --slots fits the backend, --demo has one namespace; each a one-line error otherwise."""
+    if options["source_kind"] == "redis":
+        check_redis(options["url"])
+    check_slots_option(backend, options["slots"])
+    if options["demo"] and "," in options["namespace"]:
+        raise click.UsageError("--demo runs in one namespace: give --namespace one name")
+
+
+def child_preload(backend: str, modules: Sequence[str]) -> Tuple[str, ...]:
+    """The modules children import first; children that start fresh (not forked) also set
+    up logging first, since they inherit no logging set-up."""
+    preload = tuple(modules)
+    if pool_class(backend).children_start_fresh:
+        preload = (logs.CHILD_SETUP, *preload)
+    return preload
 
 
 def load_hooks(modules: Sequence[str]) -> Hooks:
