@@ -7,8 +7,8 @@ microseconds of Redis CPU per step (bench/redis_cost.py). Redis (6.2 is the mini
 nothing between calls, so the only way to not pay for a function is to not define it.
 
 The includes keep their one shape for every step; this removes, from one script's text, each
-top-level function whose name no code outside its own definition mentions (repeated, since
-removing one may leave another unused). Top-level means what the includes write: the
+top-level function that the code outside every definition cannot reach (it calls none that
+calls it, through any chain). Top-level means what the includes write: the
 definition starts at column 0 with `local function NAME(` and either ends on that line or at
 the next line that is exactly `end`. Mentions are looked for with comments left out, so a
 name that only a comment mentions does not keep a function.
@@ -17,11 +17,12 @@ name that only a comment mentions does not keep a function.
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Tuple
+from typing import Dict, List, Set, Tuple
 
 _DEFINITION = re.compile(r"^local function (\w+)\(")
 # Long comments (--[[ ... ]]) and line comments; no string of the steps holds "--".
 _COMMENT = re.compile(r"--\[\[.*?\]\]|--[^\n]*", re.DOTALL)
+_WORD = re.compile(r"\w+")
 
 
 def _definitions(lines: List[str]) -> Dict[str, Tuple[int, int]]:
@@ -50,15 +51,27 @@ def _definitions(lines: List[str]) -> Dict[str, Tuple[int, int]]:
 
 
 def prune(source: str) -> str:
-    """`source` without the top-level functions nothing calls."""
+    """`source` without the top-level functions nothing calls: those not reachable from the
+    code outside every definition. One pass over the text (it runs when a process first uses
+    a script, so a worker's first job must not wait for it)."""
     lines = source.split("\n")
-    while True:
-        unused = []
-        for name, (first, last) in _definitions(lines).items():
-            rest = _COMMENT.sub("", "\n".join(lines[:first] + lines[last + 1 :]))
-            if not re.search(rf"\b{re.escape(name)}\b", rest):
-                unused.append((first, last))
-        if not unused:
-            return "\n".join(lines)
-        for first, last in sorted(unused, reverse=True):
-            del lines[first : last + 1]
+    spans = _definitions(lines)
+    inside = [False] * len(lines)
+    mentions: Dict[str, Set[str]] = {}
+    for name, (first, last) in spans.items():
+        body = "\n".join(lines[first : last + 1])
+        mentions[name] = set(_WORD.findall(_COMMENT.sub("", body))) - {name}
+        inside[first : last + 1] = [True] * (last + 1 - first)
+    outside = "\n".join(line for line, within in zip(lines, inside) if not within)
+    todo = [name for name in set(_WORD.findall(_COMMENT.sub("", outside))) if name in spans]
+    used = set(todo)
+    while todo:
+        for name in mentions[todo.pop()]:
+            if name in spans and name not in used:
+                used.add(name)
+                todo.append(name)
+    dropped = [False] * len(lines)
+    for name, (first, last) in spans.items():
+        if name not in used:
+            dropped[first : last + 1] = [True] * (last + 1 - first)
+    return "\n".join(line for line, gone in zip(lines, dropped) if not gone)
