@@ -65,3 +65,25 @@ def test_a_definition_of_another_shape_is_kept():
         "return 1\n"
     )
     assert functions(prune(odd)) == ["flat"]
+
+
+def test_each_number_kept_as_text_for_redis_equals_its_number(client):
+    """A number Redis receives is written as text in the scripts (a Lua number argument is
+    formatted with snprintf on every call): each `NAME_TEXT` must say what `NAME` does."""
+    lua_dir = resources.files("rqconc.queue").joinpath("lua")
+    files = [*lua_dir.iterdir(), *lua_dir.joinpath("include").iterdir()]
+    checked = 0
+    for path in files:
+        if not path.name.endswith(".lua"):
+            continue
+        source = path.read_text()
+        for name, text in re.findall(r"^local (\w+)_TEXT = '([^']*)'", source, re.M):
+            number = re.search(rf"^local {name} = ([0-9]+)", source, re.M)
+            assert number and number.group(1) == text, (path.name, name)
+            checked += 1
+        if "METRIC_BOUNDS_TEXT" in source:
+            both = expand(source) + "\nreturn {METRIC_BOUNDS_MS, METRIC_BOUNDS_TEXT}"
+            numbers, texts = client.eval(both.replace("local NS", "local _NS"), 0)
+            assert [str(n) for n in numbers] == [t.decode() for t in texts]
+            checked += 1
+    assert checked >= 3

@@ -139,5 +139,5 @@ end
 if ARGV[8] == '' then
   return {1}
 end
-return {1, take_next(ARGV[8], tonumber(ARGV[9]), tonumber(ARGV[10]), KEYS[1], KEYS[2], 10, nq,
+return {1, take_next(ARGV[8], tonumber(ARGV[9]), ARGV[10], KEYS[1], KEYS[2], 10, nq,
   false)}

@@ -51,6 +51,7 @@ local NS, SEQ, EVENTS, NOW, WORKER = ARGV[5], KEYS[1], KEYS[6], ARGV[2], ''
 -- The plain path below runs before the include: it needs these two of its numbers.
 local PLAIN_MAX_PRIORITY = 100  -- MAX_PRIORITY
 local PLAIN_EVENTS_MAXLEN = 10000  -- EVENTS_MAXLEN
+local PLAIN_EVENTS_MAXLEN_TEXT = '10000'  -- as text (see EVENTS_MAXLEN_TEXT in lifecycle)
 local ENQUEUE_MARK_MS = 10000
 local MARK = KEYS[7 + tonumber(ARGV[4])]  -- nil unless the caller asked for the mark
 
@@ -79,11 +80,11 @@ if ARGV[7] == 'plain' then
     + math.min(redis.call('INCR', SEQ), 35184372088831)
   redis.call('ZADD', KEYS[3], score, id)
   redis.call('ZADD', KEYS[4], 0, '0')
-  redis.call('XADD', EVENTS, 'MAXLEN', '~', PLAIN_EVENTS_MAXLEN, '*', 'event', 'queued',
+  redis.call('XADD', EVENTS, 'MAXLEN', '~', PLAIN_EVENTS_MAXLEN_TEXT, '*', 'event', 'queued',
     'job_id', id,
     'queue', queue, 'ts', NOW, 'worker', WORKER, 'attempt', 1, 'func', plain_func or '')
   -- metric_count of include/metrics, inlined like the rest of this path.
-  redis.call('HINCRBY', NS .. 'metrics', 'enqueued:' .. queue, 1)
+  redis.call('HINCRBY', NS .. 'metrics', 'enqueued:' .. queue, '1')
   return {1, 1}
 end
 
@@ -157,7 +158,7 @@ local function wait_for_parents(job, order)
       pending = pending + 1
       redis.call('ZADD', dependents_key(parent), order, job.id)
       -- complete looks for dependents only when its job says it has some (one call less).
-      redis.call('HSET', job_key(parent), 'has_dependents', 1)
+      redis.call('HSET', job_key(parent), 'has_dependents', '1')
     end
   end
   return pending, doomed

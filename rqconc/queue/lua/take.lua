@@ -31,5 +31,5 @@ local NS, SEQ, EVENTS, WORKER = ARGV[5], KEYS[1], KEYS[4], ARGV[3]
 --#include take
 
 -- A child that takes here may have been woken by a marker: re-arm them (rearm = true).
-return take_next(ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[4]), KEYS[2], KEYS[3], 5,
+return take_next(ARGV[1], tonumber(ARGV[2]), ARGV[4], KEYS[2], KEYS[3], 5,
   (#KEYS - 4) / 4, true)

@@ -32,7 +32,7 @@ local NS, SEQ, EVENTS, WORKER = ARGV[4], KEYS[1], KEYS[4], ARGV[2]
 --#include lifecycle
 --#include take
 
-local lease_ms, batch, nq = tonumber(ARGV[1]), tonumber(ARGV[3]), (#KEYS - 4) / 4
+local lease_ms, batch, nq = tonumber(ARGV[1]), ARGV[3], (#KEYS - 4) / 4  -- batch: as text
 local jobs, last = {}, -1
 for i = 5, #ARGV do
   local claim = ARGV[i]

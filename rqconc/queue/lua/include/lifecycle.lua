@@ -18,6 +18,11 @@ so every key stays in one cluster slot. tests/queue/test_lua_steps.py
 
 -- Numbers shared with Python (rqconc/queue/defaults.py; a test compares them).
 local EVENTS_MAXLEN = 10000
+-- Numbers that Redis receives as arguments are sent as text: a Lua number given to
+-- redis.call is formatted with snprintf on each call (Redis 6.2 and 7.0; ~2,500 instructions,
+-- bench/step_cost.py), a string is passed as it is. tests/queue/test_lua_prune.py checks
+-- that each *_TEXT equals its number.
+local EVENTS_MAXLEN_TEXT = '10000'
 local DEFAULT_PRIORITY = 1
 local MAX_PRIORITY = 100
 local DEFAULT_RESULT_TTL = 500
@@ -96,7 +101,7 @@ local function emit_with(event, id, queue, result, ...)
   for _, value in ipairs(detail_of(event, id, result, known[1])) do
     fields[#fields + 1] = value
   end
-  redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_MAXLEN, '*', unpack(fields))
+  redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_MAXLEN_TEXT, '*', unpack(fields))
 end
 
 -- The fields failed and retry events add: the exception's type and (the start of) its message.

@@ -27,9 +27,14 @@ local METRIC_MINUTE_TTL = 3720
 local function metrics_key() return NS .. 'metrics' end
 local function metrics_minute_key(minute) return NS .. 'metrics:' .. minute end
 
+-- The bounds as text, for the field names (see EVENTS_MAXLEN_TEXT in lifecycle: no number
+-- formatting per call).
+local METRIC_BOUNDS_TEXT = {'1', '5', '10', '25', '50', '100', '250', '500', '1000', '2500',
+  '5000', '10000', '30000', '60000', '300000'}
+
 local function metric_bucket(ms)
-  for _, bound in ipairs(METRIC_BOUNDS_MS) do
-    if ms <= bound then return bound end
+  for i, bound in ipairs(METRIC_BOUNDS_MS) do
+    if ms <= bound then return METRIC_BOUNDS_TEXT[i] end
   end
   return 'inf'
 end
@@ -38,7 +43,7 @@ end
 local function metric_minute(field)
   local minute = math.floor(tonumber(NOW) / 60000) * 60
   local key = metrics_minute_key(minute)
-  if redis.call('HINCRBY', key, field, 1) == 1 then
+  if redis.call('HINCRBY', key, field, '1') == 1 then
     redis.call('EXPIRE', key, METRIC_MINUTE_TTL)
   end
 end
@@ -51,13 +56,13 @@ local function metric_elapsed(since)
 end
 
 local function metric_count(name, queue, n)
-  redis.call('HINCRBY', metrics_key(), name .. ':' .. (queue or 'default'), n or 1)
+  redis.call('HINCRBY', metrics_key(), name .. ':' .. (queue or 'default'), n or '1')
 end
 
 -- A run started (take): the wait since the job entered its queue.
 local function metric_started(queue, enqueued_at)
   local ms, q, key = metric_elapsed(enqueued_at), queue or 'default', metrics_key()
-  redis.call('HINCRBY', key, 'wait:' .. metric_bucket(ms) .. ':' .. q, 1)
+  redis.call('HINCRBY', key, 'wait:' .. metric_bucket(ms) .. ':' .. q, '1')
   redis.call('HINCRBY', key, 'wait_ms:' .. q, ms)
 end
 
@@ -66,7 +71,7 @@ end
 local function metric_finished(queue, ms)
   local q, key = queue or 'default', metrics_key()
   local bucket = 'run:' .. metric_bucket(ms) .. ':' .. q
-  redis.call('HINCRBY', key, bucket, 1)
+  redis.call('HINCRBY', key, bucket, '1')
   redis.call('HINCRBY', key, 'run_ms:' .. q, ms)
   metric_minute(bucket)
 end

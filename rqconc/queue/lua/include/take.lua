@@ -41,7 +41,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   if redis.call('EXISTS', NS .. 'revoked:' .. claim) == 1 then return -1 end
 
   local function promote(scheduled)
-    local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', now, 'LIMIT', 0, batch)
+    local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', NOW, 'LIMIT', '0', batch)
     for _, id in ipairs(due) do
       redis.call('ZREM', scheduled, id)
       local key = job_key(id)
@@ -77,7 +77,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
       'token', claim)
     redis.call('HSET', claims, claim, id)
     redis.call('ZADD', active, now + lease_ms, id)
-    redis.call('ZADD', started, now, id)
+    redis.call('ZADD', started, NOW, id)
     know_detail(id, values[TAKE_EVENT_DETAIL + 1], values[TAKE_FUNC + 1] or '',
       values[TAKE_ATTEMPTS + 1])
     emit('started', id, values[TAKE_QUEUE + 1])
