@@ -96,6 +96,7 @@ local function emit_with(event, id, queue, result, ...)
   local known = known_of(id)
   local attempt = tonumber(known[3]) or 0
   if not RUN_ENDED[event] then attempt = attempt + 1 end
+  if attempt == 1 then attempt = '1' end  -- most events: as text (see EVENTS_MAXLEN_TEXT)
   local fields = {'event', event, 'job_id', id, 'queue', queue or '', 'ts', NOW,
     'worker', WORKER, 'attempt', attempt, 'func', known[2], ...}
   for _, value in ipairs(detail_of(event, id, result, known[1])) do
