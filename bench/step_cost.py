@@ -1,6 +1,7 @@
 """Redis CPU of each hot step on its own, a base revision against the working tree (issue 21).
 
     .venv/bin/python bench/step_cost.py [--base main] [--rounds 5] [--jobs 5000]
+    .venv/bin/python bench/step_cost.py --callgrind --rounds 1 --jobs 1000
 
 Checks REV out into a temporary git worktree; then, round by round, alternating base and
 head on one private Redis, runs STEPS (below) with each tree's own code in a process of its
@@ -8,23 +9,29 @@ own: serially, as a worker's child makes them, without any task or worker around
 step it records redis-server's CPU per job (`INFO cpu`, user + sys) and the commands its
 Lua script called per job (`INFO commandstats`, without EVALSHA itself: exact, whatever the
 load). On a shared machine the CPU figures move with the load; the medians of alternating
-rounds compare the two trees under the same load.
+rounds compare the two trees under the same load. With --callgrind, Redis runs under
+valgrind and the figure is the instructions it executes per job: the same on any load.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
+
+import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, PrivateRedis  # noqa: E402
+from bench.common import ROOT, PrivateRedis, free_port, redis_binary  # noqa: E402
 
 STEP_NAMES = (
     "enqueue single",
@@ -37,26 +44,35 @@ STEP_NAMES = (
 
 # One round of every step with the code of the tree it runs in; prints one JSON object.
 STEPS = """
-import json, sys, redis
+import glob, json, os, subprocess, sys, redis
 from rqconc import Queue
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.steps import Steps
-url, n = sys.argv[1], int(sys.argv[2])
+url, n, callgrind = sys.argv[1], int(sys.argv[2]), sys.argv[3]  # callgrind: its pid, or ""
 client = redis.Redis.from_url(url)
 steps = Steps(client, KeySpace())
 out = {}
+
+def instructions(flag):  # zero (-z) or dump (-d) the counts; a dump's total
+    subprocess.run(["callgrind_control", flag, callgrind], check=True, capture_output=True)
+    if flag == "-d":
+        dump = max(glob.glob(f"{sys.argv[4]}/callgrind.out.*"), key=os.path.getmtime)
+        return next(int(line.split()[1]) for line in open(dump) if line.startswith("totals:"))
 
 def measure(name, body):
     client.config_resetstat()
     info = client.info("cpu")
     before = float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+    if callgrind:
+        instructions("-z")
     body()
+    ir = instructions("-d") if callgrind else 0
     info = client.info("cpu")
     cpu = float(info["used_cpu_user"]) + float(info["used_cpu_sys"]) - before
     stats = client.info("commandstats")
     skipped = ("cmdstat_evalsha", "cmdstat_info", "cmdstat_config")
     inner = sum(v["calls"] for k, v in stats.items() if not k.startswith(skipped))
-    out[name] = {"cpu_us": cpu * 1e6 / n, "commands": inner / n}
+    out[name] = {"cpu_us": cpu * 1e6 / n, "commands": inner / n, "kinstr": ir / n / 1000}
 
 def fill(ttl):
     client.flushall()
@@ -101,29 +117,60 @@ print(json.dumps(out))
 """
 
 
-def one_round(tree: Path, url: str, jobs: int) -> Dict[str, Dict[str, float]]:
+class Callgrind:
+    """redis-server run by valgrind's callgrind: the instructions each step makes it execute,
+    which the machine's load does not change (slow: use few jobs)."""
+
+    def __init__(self) -> None:
+        if not shutil.which("valgrind") or not shutil.which("callgrind_control"):
+            raise SystemExit("--callgrind needs valgrind (apt-get install valgrind)")
+        self.dir = tempfile.mkdtemp(prefix="rqconc-callgrind-")
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.dir}/callgrind.out.%p"]
+        argv += [redis_binary(), "--port", str(self.port), "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        client = redis.Redis(port=self.port)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                client.ping()
+                return
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise SystemExit("redis-server did not start under valgrind") from None
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def one_round(
+    tree: Path, url: str, jobs: int, callgrind: Optional[Callgrind] = None
+) -> Dict[str, Dict[str, float]]:
     argv = [sys.executable, "-c", STEPS, url, str(jobs)]
-    env = {"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}
+    argv += [str(callgrind.process.pid), callgrind.dir] if callgrind else ["", ""]
+    env = {"PYTHONPATH": str(tree), "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     done = subprocess.run(argv, cwd=str(tree), env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{tree}: {done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def table(base: str, rounds: Dict[str, List[Dict[str, Dict[str, float]]]]) -> str:
+def table(base: str, rounds: Dict[str, List[Dict[str, Dict[str, float]]]], field: str) -> str:
+    unit = {"cpu_us": "Redis CPU us/job", "kinstr": "Redis instructions/job (thousands)"}[field]
     lines = [
-        f"| step | base ({base}) us/job | head us/job | head/base | base commands | "
-        "head commands |",
+        f"| step | base ({base}): {unit} | head | head/base | base commands | head commands |",
         "|---|---:|---:|---:|---:|---:|",
     ]
     for step in STEP_NAMES:
-        cpu = {
-            side: statistics.median(r[step]["cpu_us"] for r in rs) for side, rs in rounds.items()
-        }
+        value = {side: statistics.median(r[step][field] for r in rs) for side, rs in rounds.items()}
         cmds = {side: rs[-1][step]["commands"] for side, rs in rounds.items()}
         lines.append(
-            f"| {step} | {cpu['base']:.1f} | {cpu['head']:.1f} | "
-            f"{cpu['head'] / cpu['base']:.2f} | {cmds['base']:.2f} | {cmds['head']:.2f} |"
+            f"| {step} | {value['base']:.1f} | {value['head']:.1f} | "
+            f"{value['head'] / value['base']:.2f} | {cmds['base']:.2f} | {cmds['head']:.2f} |"
         )
     return "\n".join(lines)
 
@@ -133,24 +180,32 @@ def main() -> None:
     parser.add_argument("--base", default="main", help="the revision to compare against")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--jobs", type=int, default=5000, help="per step (a multiple of 1000)")
+    parser.add_argument(
+        "--callgrind", action="store_true", help="count instructions instead (needs valgrind)"
+    )
     args = parser.parse_args()
     base_tree = Path(tempfile.mkdtemp(prefix="rqconc-base-")) / "tree"
     subprocess.run(
         ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(base_tree), args.base],
         check=True,
     )
-    server = PrivateRedis().start()
-    version = server.version()
+    callgrind = Callgrind() if args.callgrind else None
+    server = None if callgrind else PrivateRedis().start()
+    url = callgrind.url if callgrind else server.url  # type: ignore[union-attr]
+    version = redis.Redis.from_url(url).info("server")["redis_version"]
     rounds: Dict[str, List[Dict[str, Dict[str, float]]]] = {"base": [], "head": []}
     try:
         for _ in range(args.rounds):
-            rounds["base"].append(one_round(base_tree, server.url, args.jobs))
-            rounds["head"].append(one_round(ROOT, server.url, args.jobs))
+            rounds["base"].append(one_round(base_tree, url, args.jobs, callgrind))
+            rounds["head"].append(one_round(ROOT, url, args.jobs, callgrind))
     finally:
-        server.stop()
+        if callgrind:
+            callgrind.stop()
+        if server:
+            server.stop()
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base_tree)])
     print(f"Redis {version}, {args.jobs} jobs per step, median of {args.rounds} rounds")
-    print(table(args.base, rounds))
+    print(table(args.base, rounds, "kinstr" if callgrind else "cpu_us"))
 
 
 if __name__ == "__main__":
