@@ -45,6 +45,7 @@ job does not have: no dependents, callbacks, flow stage, group, waiter or kept r
 local NS, SEQ, EVENTS, WORKER = ARGV[6], KEYS[7], KEYS[8], ARGV[7]
 --#include clock
 --#include lifecycle
+--#include flow
 --#include take
 
 local claim, id, now = ARGV[1], ARGV[2], tonumber(NOW)
@@ -72,6 +73,7 @@ end
 redis.call('HDEL', KEYS[2], claim)
 redis.call('ZREM', KEYS[1], id)
 redis.call('ZREM', KEYS[4], id)
+flow_released(id, queue)  -- a capped queue or group may start its next job
 if cancel_requested then
   redis.call('SREM', KEYS[9], id)  -- finishing first wins over a cancel request
 end

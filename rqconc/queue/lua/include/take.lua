@@ -24,9 +24,13 @@ due time: a worker whose own clock is off would wait the wrong time for it (issu
 -- these, not HGETALL: a job hash holds twice as many fields the worker never reads.)
 local TAKE_FIELDS = {'func', 'args', 'kwargs', 'serializer', 'timeout', 'queue', 'attempts',
   'retry', 'callback_of', 'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc',
-  'chord_results', 'event_detail'}
+  'chord_results', 'event_detail', 'expires_at'}
 local TAKE_QUEUE = 6
 local TAKE_EVENT_DETAIL = 15
+local TAKE_EXPIRES_AT = 16
+-- Jobs one take may expire or park (include/flow.lua) before it answers "take again now":
+-- bounds the time one take holds Redis.
+local FLOW_SKIPS = 500
 local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 
 local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
@@ -64,6 +68,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   end
 
   local function lease(id, key, values, started)
+    local expires_at = values[TAKE_EXPIRES_AT + 1]
     if values[1] then  -- never leave two claims pointing at one job
       redis.call('HDEL', claims, values[1])
     end
@@ -75,7 +80,8 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     know_detail(id, values[TAKE_EVENT_DETAIL + 1])
     emit('started', id, values[TAKE_QUEUE + 1])
     values[1] = id
-    return values
+    values[TAKE_EXPIRES_AT + 1] = false
+    return values, expires_at
   end
 
   local function queue_keys(i)  -- q, marker, scheduled, started of the i-th queue
@@ -83,22 +89,47 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     return KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
   end
 
+  -- Flow control (include/flow.lua): a queue's settings, nil for a plain queue; the
+  -- earliest moment a capped queue or group may start again (`flow_due`, ms).
+  local flows, flow_due, skips = {}, -1, 0
+  local function note_wait(wait)
+    if wait > 0 and (flow_due < 0 or now + wait < flow_due) then flow_due = now + wait end
+  end
+
   for i = 1, nq do
-    local _, _, scheduled = queue_keys(i)
+    local queue, _, scheduled = queue_keys(i)
     promote(scheduled)
+    flows[i] = flow_of(string.sub(queue, #NS + 3)) or false
+    if flows[i] and flows[i].grouped then promote_group_timers(flows[i], now, batch) end
   end
 
   local taken = nil
   for i = 1, nq do
     local queue, _, _, started = queue_keys(i)
-    while not taken do
+    local flow = flows[i]
+    local open = true
+    if flow then
+      local wait = queue_wait(flow, started, now)
+      note_wait(wait)
+      open = wait == 0
+    end
+    while open and not taken and skips < FLOW_SKIPS do
       local popped = redis.call('ZPOPMIN', queue)
       if #popped == 0 then break end
       -- An id whose hash is gone (deleted meanwhile) is dropped and the next one tried.
       local key = job_key(popped[1])
       local values = read(key)
       if values then
-        taken = lease(popped[1], key, values, started)
+        local admitted, wait = flow_admits(flow, popped[1], popped[2], key,
+          values[TAKE_EXPIRES_AT + 1], started, now)
+        if admitted then
+          local expires_at
+          taken, expires_at = lease(popped[1], key, values, started)
+          flow_started(flow, popped[1], key, expires_at, claim, started, now)
+        else
+          skips = skips + 1
+          note_wait(wait)
+        end
       end
     end
     if taken then break end
@@ -107,16 +138,19 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   if taken then
     if rearm then
       for i = 1, nq do
-        local queue, marker = queue_keys(i)
-        if redis.call('ZCARD', queue) > 0 then
+        local queue, marker, _, started = queue_keys(i)
+        -- A capped queue's marker is set again by the step that frees it (flow_released).
+        if redis.call('ZCARD', queue) > 0
+            and (not flows[i] or queue_wait(flows[i], started, now) == 0) then
           redis.call('ZADD', marker, 0, '0')
         end
       end
     end
     return taken
   end
+  if skips >= FLOW_SKIPS then return 0 end  -- more to look at: take again at once
 
-  local earliest = -1
+  local earliest = flow_due
   for i = 1, nq do
     local _, _, scheduled = queue_keys(i)
     local head = redis.call('ZRANGE', scheduled, 0, 0, 'WITHSCORES')
