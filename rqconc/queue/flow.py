@@ -15,9 +15,12 @@ from typing import Any, Dict, List, Optional, Tuple
 import redis
 
 from rqconc.connection.clients import translated_errors
+from rqconc.queue import intervals
+from rqconc.queue.cron import CronEntry
 from rqconc.queue.flow_steps import FlowSteps
 from rqconc.queue.job import Job
 from rqconc.queue.keys import KeySpace
+from rqconc.queue.options import Func
 
 # A rate's unit -> its window (ms).
 RATE_UNITS = {
@@ -155,6 +158,19 @@ class FlowControl:
     @property
     def is_paused(self) -> bool:
         return self.limits.paused
+
+    def every(
+        self, seconds: float, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
+    ) -> CronEntry:
+        """Run func(*args, **kwargs) in this queue every `seconds` (whole seconds, any such
+        number), exactly once per tick however many workers run: a cron entry (listed by
+        `crons()` and `rqconc cron list`, removed by `remove_cron(id)`)."""
+        return self.cron(intervals.expression(seconds), func, *args, id=id, **kwargs)
+
+    def cron(
+        self, expr: str, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
+    ) -> CronEntry:
+        raise NotImplementedError  # Queue's
 
 
 __all__ = ["FlowControl", "Limits", "parse_rate"]

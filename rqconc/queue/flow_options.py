@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Dict, Optional
 
-from rqconc.queue.keys import check_queue_name
-
 FLOW_OPTION_NAMES = ("group", "ttl", "unique_key", "unique_for", "debounce")
+_BAD_GROUP = re.compile(r"[\s,{}]")
 
 
 def _seconds(name: str, value: Any) -> float:
@@ -35,7 +35,8 @@ def flow_fields(options: Dict[str, Any]) -> Dict[str, str]:
     fields: Dict[str, str] = {}
     if options.get("group") is not None:
         group = _key_text("group", options["group"])
-        check_queue_name(group.replace(":", "_"))  # it ends up inside key names
+        if _BAD_GROUP.search(group):  # it ends up inside key names (braces: the hash tag)
+            raise ValueError(f"group must not hold whitespace, commas or braces: {group!r}")
         fields["flow_group"] = group
     if options.get("ttl") is not None:
         fields["ttl_ms"] = str(round(_seconds("ttl", options["ttl"]) * 1000))

@@ -159,3 +159,22 @@ def test_caps_survive_a_sigkilled_worker_through_lease_recovery(redis_server, st
 
 def worker_of(client, job):
     return (client.hget(KeySpace().job(job.id), "worker") or b"").decode()
+
+
+def test_every_fires_each_interval_exactly_once_on_two_supervisors(redis_server, start_worker):
+    url = redis_server.url
+    for name in ("sup-a", "sup-b"):
+        start_worker("threading", 2, url, "-q", "intervals", "--name", name)
+    q = Queue("intervals", connection=url)
+    entry = q.every(3, JOB, url, "runs", 0.0, "tick", id="every3")
+    assert [(e.id, e.expr) for e in q.crons()] == [("every3", "@every 3s")]
+    assert entry.next_run % 3 == 0
+    client = redis_server.client()
+    wait_for(lambda: client.llen("runs") >= 3, timeout=20, message="three ticks")
+    prefix = KeySpace().job("cron.every3.")
+    ticks = sorted(int(k.decode()[len(prefix) :]) for k in client.keys(prefix + "*"))
+    assert ticks[:3] == [ticks[0], ticks[0] + 3, ticks[0] + 6] and ticks[0] % 3 == 0
+    # One job per tick, each run once (a tick's job id is made of the entry and the tick).
+    assert len(runs(client, "runs")) == len(
+        [t for t in ticks if client.hget(prefix + str(t), "status") == b"finished"]
+    )

@@ -1,0 +1,160 @@
+"""Flow control's enqueue options and settings (SPEC 11): unique keys and debounce under 20
+concurrent producers, unique_for, and what bad input gets (a clear ValueError, nothing
+written)."""
+
+import json
+import math
+import threading
+import time
+
+import pytest
+
+from rqconc import Queue
+from rqconc.queue.keys import KeySpace
+from tests.support.waiting import wait_for
+
+JOB = "tests.worker.limit_jobs:span"
+PRODUCERS = 20
+
+
+def concurrently(produce):
+    """Run produce(i) in 20 threads released at once; their results in order of i."""
+    barrier, results = threading.Barrier(PRODUCERS), [None] * PRODUCERS
+
+    def run(i):
+        barrier.wait()
+        results[i] = produce(i)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(PRODUCERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return results
+
+
+def test_unique_key_under_20_concurrent_producers_stores_one_job(redis_url):
+    queues = [Queue("uniq", connection=redis_url) for _ in range(PRODUCERS)]
+    jobs = concurrently(lambda i: queues[i].enqueue(JOB, redis_url, "runs", i, unique_key="k"))
+    assert len({job.id for job in jobs}) == 1
+    assert queues[0].count == 1 and queues[0].job_ids == [jobs[0].id]
+    # Another key is another job; the holder is returned with its own (first) arguments.
+    assert queues[0].enqueue(JOB, redis_url, "runs", unique_key="other").id != jobs[0].id
+    again = queues[0].enqueue(JOB, redis_url, "runs", 99, unique_key="k")
+    assert again.id == jobs[0].id and again.args[2] != 99
+
+
+def test_unique_for_keeps_the_key_after_the_job_ended(redis_url, start_worker):
+    q = Queue("uniq", connection=redis_url)
+    kept = q.enqueue(JOB, redis_url, "runs", unique_key="kept", unique_for=30)
+    freed = q.enqueue(JOB, redis_url, "runs", unique_key="freed")
+    start_worker("threading", 2, redis_url, "-q", "uniq")
+    wait_for(lambda: kept.status == "finished" and freed.status == "finished", timeout=15)
+    assert q.enqueue(JOB, redis_url, "runs", unique_key="kept", unique_for=30).id == kept.id
+    assert q.enqueue(JOB, redis_url, "runs", unique_key="freed").id != freed.id
+
+
+def test_debounce_under_20_concurrent_producers_runs_once_with_the_latest_arguments(
+    redis_url, start_worker
+):
+    queues = [Queue("debounced", connection=redis_url) for _ in range(PRODUCERS)]
+    start_worker("gevent", 4, redis_url, "-q", "debounced")
+    client = queues[0].connection
+    jobs = concurrently(
+        lambda i: queues[i].enqueue(JOB, redis_url, "runs", 0, i, unique_key="d", debounce=1.0)
+    )
+    last_enqueue = time.time()
+    assert len({job.id for job in jobs}) == 1
+    job = jobs[0]
+    wait_for(lambda: job.status == "finished", timeout=15, message="the debounced job")
+    time.sleep(0.3)  # a second run would have started by now: there must be none
+    (run,) = [json.loads(entry) for entry in client.lrange("runs", 0, -1)]
+    job.refresh()
+    # The latest enqueue's arguments won (the job's stored ones are those it ran with)...
+    assert run["tag"] == job.args[3]
+    events = client.xrange(KeySpace().events)
+    debounced = [f for _, f in events if f[b"event"] == b"debounced"]
+    assert len(debounced) == PRODUCERS - 1
+    # ...and its start moved a second past the latest enqueue.
+    assert run["start"] >= last_enqueue + 0.9
+
+
+def test_debounce_enqueues_anew_once_the_job_started(redis_url, start_worker):
+    q = Queue("debounced", connection=redis_url)
+    first = q.enqueue(JOB, redis_url, "runs", 1.0, "first", unique_key="d", debounce=0.1)
+    start_worker("threading", 2, redis_url, "-q", "debounced")
+    wait_for(lambda: first.status == "started", timeout=15)
+    second = q.enqueue(JOB, redis_url, "runs", 0, "second", unique_key="d", debounce=0.1)
+    assert second.id != first.id
+    wait_for(lambda: second.status == "finished", timeout=15)
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"rate": "0/s"},
+        {"rate": "abc"},
+        {"rate": "5/fortnight"},
+        {"rate": "-5/s"},
+        {"rate": "1.5/s"},
+        {"rate": 5},
+        {"concurrency": 0},
+        {"concurrency": -1},
+        {"concurrency": 1.5},
+        {"concurrency": True},
+        {"concurrency": math.nan},
+    ],
+)
+def test_bad_limits_are_refused_and_nothing_changes(redis_url, limits):
+    q = Queue("strict", connection=redis_url)
+    q.set_limits(concurrency=2)
+    with pytest.raises(ValueError, match=next(iter(limits))):
+        q.set_limits(**limits)
+    with pytest.raises(ValueError, match=next(iter(limits))):
+        q.set_group_limits(**limits)
+    assert q.limits.concurrency == 2 and q.limits.group_concurrency is None
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"ttl": 0}, "ttl"),
+        ({"ttl": -1}, "ttl"),
+        ({"ttl": math.nan}, "ttl"),
+        ({"ttl": "10"}, "ttl"),
+        ({"unique_for": 10}, "unique_for needs unique_key"),
+        ({"debounce": 1}, "debounce needs unique_key"),
+        ({"unique_key": "k", "debounce": math.inf}, "debounce"),
+        ({"unique_key": ""}, "unique_key"),
+        ({"unique_key": 5}, "unique_key"),
+        ({"unique_key": "k", "job_id": "x"}, "unique_key cannot"),
+        ({"group": ""}, "group"),
+        ({"group": "a{b}"}, "group"),
+        ({"group": 3}, "group"),
+    ],
+)
+def test_bad_flow_options_are_refused_and_nothing_is_written(redis_url, options, message):
+    q = Queue("strict", connection=redis_url)
+    with pytest.raises(ValueError, match=message):
+        q.enqueue(JOB, redis_url, "runs", **options)
+    assert q.count == 0
+
+
+def test_limits_round_trip_and_removal(redis_url):
+    q = Queue("settings", connection=redis_url)
+    q.set_limits(concurrency=4, rate="100/min")
+    q.set_group_limits(rate="5/h")
+    assert (q.limits.concurrency, q.limits.rate, q.limits.group_rate) == (4, "100/min", "5/h")
+    q.set_limits()
+    q.set_group_limits()
+    assert q.limits == type(q.limits)()
+    # A plain queue keeps no settings at all: its takes pay one HMGET of nothing.
+    assert not q.connection.exists(f"{q.keys.prefix}flow:settings")
+
+
+@pytest.mark.parametrize("seconds", [0, -3, 1.5, math.nan, math.inf, True, "5"])
+def test_every_refuses_what_is_not_a_whole_number_of_seconds(redis_url, seconds):
+    q = Queue("intervals", connection=redis_url)
+    with pytest.raises(ValueError, match="every"):
+        q.every(seconds, JOB, id="bad")
+    assert q.crons() == []
