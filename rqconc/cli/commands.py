@@ -11,6 +11,7 @@ from rqconc.cli.cron import cron
 from rqconc.cli.enqueue import enqueue
 from rqconc.cli.events import events
 from rqconc.cli.failed import failed, requeue
+from rqconc.cli.flow import limits, pause
 from rqconc.cli.info import info
 from rqconc.cli.job import job
 from rqconc.cli.ping import ping
@@ -32,5 +33,7 @@ def register(group: click.Group) -> None:
         cancel,
         events,
         cron,
+        limits,
+        pause,
     ):
         group.add_command(command)

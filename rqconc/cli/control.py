@@ -8,6 +8,7 @@ from typing import Optional
 import click
 
 from rqconc.cli.common import client_for, url_option
+from rqconc.cli.flow import namespace_option, resume_queue
 from rqconc.queue import control
 
 
@@ -36,8 +37,13 @@ def suspend(duration: Optional[float], url: Optional[str]) -> None:
 
 
 @click.command()
+@click.argument("queue_name", metavar="[QUEUE]", required=False)
+@namespace_option
 @url_option
-def resume(url: Optional[str]) -> None:
-    """Let every worker take jobs again."""
+def resume(queue_name: Optional[str], namespace: str, url: Optional[str]) -> None:
+    """Let every worker take jobs again; with QUEUE, undo `rqconc pause QUEUE` instead."""
+    if queue_name is not None:
+        resume_queue(queue_name, namespace, url)
+        return
     control.resume(client_for(url))
     click.echo("workers resumed")
