@@ -10,7 +10,8 @@ import time
 import pytest
 
 from rqconc import Queue
-from rqconc.queue.keys import KeySpace
+from rqconc.queue.keys import FlowKeys, KeySpace
+from rqconc.queue.scripts import expand
 from tests.support.waiting import wait_for
 
 JOB = "tests.worker.limit_jobs:span"
@@ -158,3 +159,37 @@ def test_every_refuses_what_is_not_a_whole_number_of_seconds(redis_url, seconds)
     with pytest.raises(ValueError, match="every"):
         q.every(seconds, JOB, id="bad")
     assert q.crons() == []
+
+
+def test_eager_mode_validates_the_flow_options_and_runs_at_once():
+    q = Queue("eager-flow", eager=True)
+    first = q.enqueue("tests.queue.eager_tasks:add", 1, 2, group="g", ttl=5, unique_key="k")
+    again = q.enqueue("tests.queue.eager_tasks:add", 2, 2, unique_key="k", debounce=1)
+    assert (first.return_value, again.return_value) == (3, 4)
+    with pytest.raises(ValueError, match="unique_for needs unique_key"):
+        q.enqueue("tests.queue.eager_tasks:add", 1, 2, unique_for=5)
+
+
+def test_flow_key_names_built_inside_lua_match_keyspace(redis_url):
+    """include/flow.lua completes the per-group keys from the namespace prefix: they must
+    be the very keys keys.FlowKeys names (same hash tag, same slot)."""
+    source = (
+        "local NS, SEQ, EVENTS, NOW, WORKER = ARGV[1], '', '', '0', ''\n"
+        + expand("--#include lifecycle\n--#include flow\n")
+        + "\nreturn {flow_key('q'), starts_key('q'), group_running_key('q', 'g'), "
+        "group_starts_key('q', 'g'), parked_key('q', 'g'), parked_groups_key('q'), "
+        "group_timers_key('q')}"
+    )
+    client = Queue("q", connection=redis_url).connection
+    keys = KeySpace("ns")
+    built = [b.decode() for b in client.eval(source, 0, keys.prefix)]
+    flow = FlowKeys(keys, "q")
+    assert built == [
+        flow.settings,
+        flow.starts,
+        flow.group_running("g"),
+        flow.group_starts("g"),
+        flow.parked("g"),
+        flow.parked_groups,
+        flow.group_timers,
+    ]
