@@ -178,3 +178,28 @@ def test_every_fires_each_interval_exactly_once_on_two_supervisors(redis_server,
     assert len(runs(client, "runs")) == len(
         [t for t in ticks if client.hget(prefix + str(t), "status") == b"finished"]
     )
+
+
+def test_group_rate_caps_each_group_apart_and_wakes_it_when_its_window_opens(
+    redis_server, start_worker
+):
+    url = redis_server.url
+    q = Queue("group-rated", connection=url)
+    q.set_group_limits(rate="5/s")
+    start_worker("gevent", 6, url, "-q", "group-rated")
+    start_worker("forking", 2, url, "-q", "group-rated")
+    jobs = {
+        group: [q.enqueue(JOB, url, "runs", 0.0, group, group=group) for _ in range(10)]
+        for group in ("a", "b")
+    }
+    client = redis_server.client()
+    wait_for(lambda: client.llen("runs") == 20, timeout=30, message="20 runs")
+    for group, members in jobs.items():
+        starts = [int(client.hget(KeySpace().job(j.id), "started_at")) for j in members]
+        assert starts == sorted(starts)  # FIFO within the group
+        assert all(later - first > 1000 for first, later in zip(starts, starts[5:])), group
+        # Parked on its full window, the group was woken when it opened: not much later.
+        assert starts[5] - starts[0] < 1500, starts
+    # Neither group waited for the other: their first five started together.
+    firsts = [int(client.hget(KeySpace().job(m[0].id), "started_at")) for m in jobs.values()]
+    assert abs(firsts[0] - firsts[1]) < 500

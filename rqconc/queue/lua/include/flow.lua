@@ -178,7 +178,11 @@ end
 local function flow_released(id, queue)
   local flow = flow_of(queue or 'default')
   if not flow then return end
-  if redis.call('ZCARD', queue_key(flow.name)) > 0 then
+  -- Only the release that takes the queue below its cap frees a take that was refused
+  -- (a worker waiting for a rate window knows its delay; a paused queue waits for resume).
+  if flow.concurrency and not flow.paused
+      and redis.call('ZCARD', started_key(flow.name)) == flow.concurrency - 1
+      and redis.call('ZCARD', queue_key(flow.name)) > 0 then
     redis.call('ZADD', marker_key(flow.name), 0, '0')
   end
   if not flow.grouped then return end
