@@ -155,6 +155,9 @@ end
 local function flow_started(flow, id, key, expires_at, claim, started, now)
   if expires_at then redis.call('HDEL', key, 'expires_at') end
   if not flow then return end
+  -- complete reads this with the fields it reads anyway: a plain job's completion pays no
+  -- call for flow control (the rarer ends of a run always call flow_released).
+  redis.call('HSET', key, 'flow_taken', '1')
   if flow.rate then count_start(starts_key(flow.name), flow.window, claim, now) end
   if not flow.grouped then return end
   local group = redis.call('HGET', key, 'flow_group')

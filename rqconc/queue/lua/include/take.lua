@@ -35,8 +35,14 @@ local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 
 local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
   local now = tonumber(NOW)
-  -- The claim's child was ended (its claims requeued) while this take was on its way.
-  if redis.call('EXISTS', NS .. 'revoked:' .. claim) == 1 then return -1 end
+  -- The claim's child was ended (its claims requeued) while this take was on its way; and
+  -- which listened queues have flow settings (include/flow.lua). One EXISTS asks both: a
+  -- plain queue pays no call of its own for flow control (SPEC 13).
+  local revoked = NS .. 'revoked:' .. claim
+  local asked = {revoked}
+  for i = 1, nq do asked[i + 1] = flow_key(string.sub(KEYS[first + 4 * (i - 1)], #NS + 3)) end
+  local flows, flowing = {}, redis.call('EXISTS', unpack(asked)) > 0
+  if flowing and redis.call('EXISTS', revoked) == 1 then return -1 end
 
   local function promote(scheduled)
     local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', now, 'LIMIT', 0, batch)
@@ -91,7 +97,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
 
   -- Flow control (include/flow.lua): a queue's settings, nil for a plain queue; the
   -- earliest moment a capped queue or group may start again (`flow_due`, ms).
-  local flows, flow_due, skips = {}, -1, 0
+  local flow_due, skips = -1, 0
   local function note_wait(wait)
     if wait > 0 and (flow_due < 0 or now + wait < flow_due) then flow_due = now + wait end
   end
@@ -99,7 +105,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   for i = 1, nq do
     local queue, _, scheduled = queue_keys(i)
     promote(scheduled)
-    flows[i] = flow_of(string.sub(queue, #NS + 3)) or false
+    flows[i] = flowing and flow_of(string.sub(queue, #NS + 3)) or false
     if flows[i] and flows[i].grouped then promote_group_timers(flows[i], now, batch) end
   end
 
