@@ -12,6 +12,7 @@ import pytest
 from rqconc import Queue
 from rqconc.queue.keys import FlowKeys, KeySpace
 from rqconc.queue.scripts import expand
+from rqconc.queue.steps import Steps
 from tests.support.waiting import wait_for
 
 JOB = "tests.worker.limit_jobs:span"
@@ -193,3 +194,19 @@ def test_flow_key_names_built_inside_lua_match_keyspace(redis_url):
         flow.parked_groups,
         flow.group_timers,
     ]
+
+
+def test_parked_jobs_go_back_when_group_limits_change_and_canceled_ones_stay_out(redis_url):
+    q = Queue("parking", connection=redis_url)
+    q.set_group_limits(concurrency=1)
+    jobs = [q.enqueue(JOB, redis_url, "runs", i, group="g") for i in range(4)]
+    steps = Steps(q.connection, q.keys)
+    first = steps.take("c1", ["parking"], 30_000, "w")
+    assert first[0] == jobs[0].id
+    assert steps.take("c2", ["parking"], 30_000, "w") == -1  # the others parked
+    assert q.count == 0 and jobs[2].status == "queued"
+    jobs[2].cancel()
+    q.set_group_limits()  # no cap any more: the parked jobs come back, in order
+    assert q.job_ids == [jobs[1].id, jobs[3].id]
+    taken = [steps.take(f"c{i}", ["parking"], 30_000, "w")[0] for i in (3, 4)]
+    assert taken == [jobs[1].id, jobs[3].id]

@@ -25,12 +25,18 @@ for i = 3, #ARGV, 2 do
   end
 end
 
+-- Scores are queue scores: put back with them, FIFO and priority order hold across both.
+-- A parked job canceled meanwhile (no longer `queued`) is dropped, as unpark does.
 local back = 0
 for _, group in ipairs(redis.call('SMEMBERS', KEYS[4])) do
   local parked = NS .. 'parked:' .. queue .. ':' .. group
-  back = back + redis.call('ZCARD', parked)
-  -- Scores are queue scores: the union keeps FIFO and priority order across both.
-  redis.call('ZUNIONSTORE', KEYS[2], 2, KEYS[2], parked, 'AGGREGATE', 'MIN')
+  local entries = redis.call('ZRANGE', parked, 0, -1, 'WITHSCORES')
+  for i = 1, #entries, 2 do
+    if redis.call('HGET', NS .. 'job:' .. entries[i], 'status') == 'queued' then
+      redis.call('ZADD', KEYS[2], entries[i + 1], entries[i])
+      back = back + 1
+    end
+  end
   redis.call('DEL', parked)
 end
 redis.call('DEL', KEYS[4], KEYS[5])
