@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import bare_loop  # noqa: E402
+from bench import bare_loop, cluster_scale, dashboard_latency  # noqa: E402
 from bench.common import ROOT, PrivateRedis, kill_group  # noqa: E402
 
 BENCH = ROOT / "bench"
@@ -698,6 +698,14 @@ def main() -> None:
                 f"{', '.join(f'{b:,.0f}' for b in bare)} jobs/s",
                 flush=True,
             )
+        # SPEC 13: the dashboard's page and /metrics with 1M queued jobs and 100 workers.
+        board = None
+        if not only or "dashboard" in only:
+            board = dashboard_latency.run(server.url, args.backlog)
+            print("\n".join(dashboard_latency.markdown(board)), flush=True)
+        scale = cluster_scale.measure(args.runs) if not only else None
+        if scale:
+            print("\n".join(cluster_scale.lines(scale)), flush=True)
         signal.signal(signal.SIGTERM, previous)
     finally:
         server.stop()
@@ -740,6 +748,11 @@ def main() -> None:
     write_results(
         rows, summaries, redis_version, peer_versions(), elapsed, args.backlog, args.runs, bare
     )
+    if board is not None:
+        with open(BENCH / "RESULTS.md", "a") as results:
+            results.write("\n" + "\n".join(dashboard_latency.markdown(board)) + "\n")
+    if scale:
+        cluster_scale.append_section(BENCH / "RESULTS.md", scale)
     print(f"\nwrote bench/RESULTS.md and bench/results.png in {elapsed:.0f} s")
 
 

@@ -1,13 +1,15 @@
 """The `rqconc` inspection and management commands: info, enqueue, job, ping, server,
-suspend, resume, failed, requeue, cancel, events, cron."""
+suspend, resume, failed, requeue, cancel, events, cron, dashboard, cluster."""
 
 from __future__ import annotations
 
 import click
 
 from rqconc.cli.cancel import cancel
+from rqconc.cli.cluster import cluster
 from rqconc.cli.control import resume, suspend
 from rqconc.cli.cron import cron
+from rqconc.cli.dashboard import dashboard
 from rqconc.cli.enqueue import enqueue
 from rqconc.cli.events import events
 from rqconc.cli.failed import failed, requeue
@@ -33,6 +35,8 @@ def register(group: click.Group) -> None:
         cancel,
         events,
         cron,
+        dashboard,
+        cluster,
         limits,
         pause,
     ):

@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 import click
 
 from rqconc.cli.settings import describe, load_settings
+from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.connection.clients import check_settings, connect
 from rqconc.demo import run_demo
 from rqconc.engine.backends import backend_names, pool_class
@@ -267,6 +268,8 @@ def check_redis(url: Optional[str]) -> None:
         client = connect(url)
     except (ValueError, TypeError) as exc:
         raise click.UsageError(str(exc)) from None
+    except REDIS_DOWN:  # a cluster client reads the slot map at once: no seed answered
+        return
     try:
         check_settings(client)
     finally:

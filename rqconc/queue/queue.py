@@ -172,7 +172,7 @@ class Queue(FlowControl):
         members, callback, ttl = prepare_group(self.prepare, calls, chord)
         client, group_id = self.connection, new_group_id()
         if self._steps is None:
-            self._steps = Steps(pooled_or_plain(client), self.keys)
+            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys)
         send = partial(self._steps.enqueue_group, self.name, group_id, members, callback, ttl)
         with translated_errors(client):
             try:
@@ -198,7 +198,7 @@ class Queue(FlowControl):
         jobs = [self._own_fields(func, args, kwargs, options) for func, args, kwargs in calls]
         client = self.connection
         if self._steps is None:
-            self._steps = Steps(pooled_or_plain(client), self.keys)
+            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys)
         now, fresh_ids = now_ms(), not options.get("job_id")
         common = with_expiry(common, due_ms, now)
         if "unique_key" in common:  # SPEC 11: one step that may return the holder instead

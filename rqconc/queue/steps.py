@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import redis
 
+from rqconc.connection.cluster import server_time
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.options import id_check
 from rqconc.queue.scripts import (
@@ -307,7 +308,7 @@ class Steps:
         """Requeue (or dead-letter) jobs whose lease expired: (requeued, dead)."""
         k = self.keys
         # Redis' clock, as the step's own check: a recovering worker's clock may be off.
-        seconds, micros = self.client.time()
+        seconds, micros = server_time(self.client, k.active)
         now = seconds * 1000 + micros // 1000
         expired = [
             text(i) for i in self.client.zrangebyscore(k.active, "-inf", now, start=0, num=limit)
