@@ -177,9 +177,9 @@ def test_flow_key_names_built_inside_lua_match_keyspace(redis_url):
     source = (
         "local NS, SEQ, EVENTS, NOW, WORKER = ARGV[1], '', '', '0', ''\n"
         + expand("--#include lifecycle\n--#include flow\n")
-        + "\nreturn {flow_key('q'), starts_key('q'), group_running_key('q', 'g'), "
-        "group_starts_key('q', 'g'), parked_key('q', 'g'), parked_groups_key('q'), "
-        "group_timers_key('q')}"
+        + "\nlocal F = flow_lib()\nreturn {flow_key('q'), F.starts_key('q'), "
+        "F.group_running_key('q', 'g'), F.group_starts_key('q', 'g'), F.parked_key('q', 'g'), "
+        "F.parked_groups_key('q'), F.group_timers_key('q')}"
     )
     client = Queue("q", connection=redis_url).connection
     keys = KeySpace("ns")

@@ -113,8 +113,10 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   for i = 1, nq do
     local queue, _, scheduled = queue_keys(i)
     promote(scheduled)
-    flows[i] = flowing and flow_of(string.sub(queue, #NS + 3)) or false
-    if flows[i] and flows[i].grouped then promote_group_timers(flows[i], now, batch) end
+    flows[i] = flowing and flow_lib().flow_of(string.sub(queue, #NS + 3)) or false
+    if flows[i] and flows[i].grouped then
+      flow_lib().promote_group_timers(flows[i], now, batch)
+    end
   end
 
   local taken = nil
@@ -123,7 +125,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     local flow = flows[i]
     local open = true
     if flow then
-      local wait = queue_wait(flow, started, now)
+      local wait = flow_lib().queue_wait(flow, started, now)
       note_wait(wait)
       open = wait == 0
     end
@@ -134,12 +136,17 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
       local key = job_key(popped[1])
       local values = read(key)
       if values then
-        local admitted, wait = flow_admits(flow, popped[1], popped[2], key,
-          values[TAKE_EXPIRES_AT + 1], started, now)
+        local admitted, wait = true, -1
+        if flow or values[TAKE_EXPIRES_AT + 1] then
+          admitted, wait = flow_lib().flow_admits(flow, popped[1], popped[2], key,
+            values[TAKE_EXPIRES_AT + 1], started, now)
+        end
         if admitted then
           local expires_at
           taken, expires_at = lease(popped[1], key, values, started)
-          flow_started(flow, popped[1], key, expires_at, claim, started, now)
+          if flow or expires_at then
+            flow_lib().flow_started(flow, popped[1], key, expires_at, claim, started, now)
+          end
         else
           skips = skips + 1
           note_wait(wait)
@@ -155,7 +162,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
         local queue, marker, _, started = queue_keys(i)
         -- A capped queue's marker is set again by the step that frees it (flow_released).
         if redis.call('ZCARD', queue) > 0
-            and (not flows[i] or queue_wait(flows[i], started, now) == 0) then
+            and (not flows[i] or flow_lib().queue_wait(flows[i], started, now) == 0) then
           redis.call('ZADD', marker, 0, '0')
         end
       end
