@@ -11,6 +11,7 @@ QUEUE = "bench"
 TASKS = {
     "noop": "bench.tasks:noop",
     "sleep10": "bench.tasks:sleep10",
+    "asleep10": "bench.tasks:asleep10",
     "stamp": "bench.tasks:stamp",
     "quiet": "bench.tasks:quiet",
 }
@@ -45,11 +46,13 @@ HIGH_LIMITS = {"concurrency": 1000, "rate": "1000000/s"}
 
 
 def workers(mode: str, python: str) -> List[List[str]]:
-    """mode: BACKEND:SIZE, e.g. forking:2, threading:20, gevent:100; BACKEND:SIZE:limits
-    sets HIGH_LIMITS on the queue first (the driver calls this after filling it)."""
-    backend, size, *limits = mode.split(":")
-    if limits == ["limits"]:
+    """mode: BACKEND:SIZE[:SLOTS], e.g. forking:2, threading:20, forking:2:50 (--slots 50);
+    BACKEND:SIZE:limits sets HIGH_LIMITS on the queue first (the driver calls this after
+    filling it)."""
+    backend, size, *slots = mode.split(":")
+    if slots == ["limits"]:
         queue().set_limits(**HIGH_LIMITS)
+        slots = []
     return [
         [
             python,
@@ -64,5 +67,6 @@ def workers(mode: str, python: str) -> List[List[str]]:
             "bench",
             "--log-level",
             "WARNING",
+            *(["--slots", slots[0]] if slots else []),
         ]
     ]

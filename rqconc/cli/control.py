@@ -7,8 +7,8 @@ from typing import Optional
 
 import click
 
-from rqconc.cli.common import client_for, url_option
-from rqconc.cli.flow import namespace_option, resume_queue
+from rqconc.cli.common import client_for, namespace_option, url_option
+from rqconc.cli.flow import resume_queue
 from rqconc.queue import control
 
 
@@ -30,20 +30,22 @@ def _finite_duration(
     help="Resume by themselves after this many seconds.",
 )
 @url_option
-def suspend(duration: Optional[float], url: Optional[str]) -> None:
-    """Make every worker stop taking new jobs (busy children finish theirs)."""
-    control.suspend(client_for(url), duration)
+@namespace_option()
+def suspend(duration: Optional[float], url: Optional[str], namespace: str) -> None:
+    """Make every worker stop taking new jobs of the namespace (busy children finish theirs)."""
+    control.suspend(client_for(url), duration, namespace)
     click.echo("workers suspended" + (f" for {duration:g} s" if duration else ""))
 
 
 @click.command()
 @click.argument("queue_name", metavar="[QUEUE]", required=False)
-@namespace_option
 @url_option
-def resume(queue_name: Optional[str], namespace: str, url: Optional[str]) -> None:
-    """Let every worker take jobs again; with QUEUE, undo `rqconc pause QUEUE` instead."""
+@namespace_option()
+def resume(queue_name: Optional[str], url: Optional[str], namespace: str) -> None:
+    """Let every worker take jobs of the namespace again; with QUEUE, undo `rqconc pause
+    QUEUE` instead."""
     if queue_name is not None:
         resume_queue(queue_name, namespace, url)
         return
-    control.resume(client_for(url))
+    control.resume(client_for(url), namespace)
     click.echo("workers resumed")

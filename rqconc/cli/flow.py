@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, Optional, TypeVar
 
 import click
 
-from rqconc.cli.common import client_for, url_option
+from rqconc.cli.common import client_for, namespace_option, url_option
 from rqconc.queue.queue import Queue
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -67,11 +67,6 @@ def _queue(name: str, namespace: str, url: Optional[str]) -> Queue:
         raise click.UsageError(str(exc)) from None
 
 
-namespace_option = click.option(
-    "--namespace", default="rqconc", show_default=True, help="The key namespace."
-)
-
-
 @click.command()
 @click.argument("queue_name", metavar="QUEUE")
 @click.option("--concurrency", type=int, default=None, help="Most running jobs at once.")
@@ -79,7 +74,7 @@ namespace_option = click.option(
 @click.option("--group-concurrency", type=int, default=None, help="The same, per group.")
 @click.option("--group-rate", default=None, help="The same, per group.")
 @click.option("--clear", is_flag=True, help="Remove the queue's limits and group limits.")
-@namespace_option
+@namespace_option()
 @url_option
 def limits(
     queue_name: str,
@@ -114,7 +109,7 @@ def limits(
 
 @click.command()
 @click.argument("queue_name", metavar="QUEUE")
-@namespace_option
+@namespace_option()
 @url_option
 def pause(queue_name: str, namespace: str, url: Optional[str]) -> None:
     """Stop every worker taking QUEUE's jobs (running ones finish; other queues go on)."""

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import click
 
+from rqconc.cli.common import namespace_option
 from rqconc.cli.settings import describe, load_settings
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.connection.clients import check_settings, connect
@@ -21,9 +22,11 @@ from rqconc.engine.backends import backend_names, pool_class
 from rqconc.engine.fake_source import FakeSource
 from rqconc.engine.pool import Pool
 from rqconc.engine.source import WorkSource
+from rqconc.engine.supervisor import check_slots
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.queue.keys import check_queue_name
 from rqconc.worker import logs, webhooks
+from rqconc.worker.hooks import Hooks
 from rqconc.worker.listened import EVERY
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.supervisor import Supervisor
@@ -73,6 +76,7 @@ def worker_options(command: Callable) -> Callable:
         env_option(
             "--url", default=None, help="Redis URL (default: REDIS_URL, else the embedded server)."
         ),
+        namespace_option(many=True),
         env_option(
             "--burst", is_flag=True, help="Exit 0 once every queue is empty and every child idle."
         ),
@@ -88,6 +92,13 @@ def worker_options(command: Callable) -> Callable:
             default=None,
             help="Seconds a warm shutdown may last before it turns cold.",
         ),
+        env_option(
+            "--slots",
+            type=int,
+            default=1,
+            show_default=True,
+            help="Jobs each child runs at once, in threads (forking and multiprocessing).",
+        ),
         env_option("--max-jobs-per-child", type=click.IntRange(min=1), default=None),
         env_option(
             "--max-memory-per-child", type=click.FloatRange(min=1), default=None, metavar="MB"
@@ -102,6 +113,13 @@ def worker_options(command: Callable) -> Callable:
             is_flag=True,
             help="Run jobs of pickle queues "
             "(unpickling runs code chosen by whoever can write to Redis).",
+        ),
+        env_option(
+            "--hooks",
+            multiple=True,
+            metavar="MODULE",
+            help="Module whose hook functions run around the worker and its jobs "
+            "(repeatable; docs/hooks.md).",
         ),
         env_option("--name", default=None, help="The worker's name in the registry."),
         env_option(
@@ -216,11 +234,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     add_to_sys_path(options["paths"])
     level = options["log_level"] or ("WARNING" if options["demo"] else "INFO")
     logs.configure(level, options["log_format"], sys.stderr)
-    preload = tuple(options["preload"])
-    if pool_class(backend).children_start_fresh:  # they inherit no logging set-up
-        preload = (logs.CHILD_SETUP, *preload)
-    if options["source_kind"] == "redis":
-        check_redis(options["url"])
+    check_before_start(backend, options)
     if options["demo"]:
         return run_demo(backend, size, options)
     supervisor = Supervisor(
@@ -228,6 +242,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         size,
         split_queues(options["queues"]),
         connection=options["url"],
+        namespace=options["namespace"],
         strategy=options["strategy"],
         allow=options["allow"],
         allow_pickle=options["allow_pickle"],
@@ -237,15 +252,44 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         shutdown_timeout=options["shutdown_timeout"],
         max_jobs_per_child=options["max_jobs_per_child"],
         max_memory_per_child=options["max_memory_per_child"],
-        preload=preload,
+        preload=child_preload(backend, options["preload"]),
         burst=options["burst"],
         cli=True,
         worker_ttl=options["worker_ttl"],
         take_wait=options["take_wait"],
         webhook_timeout=options["webhook_timeout"],
         callback_timeout=options["callback_timeout"],
+        slots=options["slots"],
+        hooks=load_hooks(options["hooks"]),
     )
     return supervisor.run()
+
+
+def check_before_start(backend: str, options: Dict[str, Any]) -> None:
+    """What must hold before a worker starts: Redis answers (or its outage is waited out),
+    --slots fits the backend, --demo has one namespace; each a one-line error otherwise."""
+    if options["source_kind"] == "redis":
+        check_redis(options["url"])
+    check_slots_option(backend, options["slots"])
+    if options["demo"] and "," in options["namespace"]:
+        raise click.UsageError("--demo runs in one namespace: give --namespace one name")
+
+
+def child_preload(backend: str, modules: Sequence[str]) -> Tuple[str, ...]:
+    """The modules children import first; children that start fresh (not forked) also set
+    up logging first, since they inherit no logging set-up."""
+    preload = tuple(modules)
+    if pool_class(backend).children_start_fresh:
+        preload = (logs.CHILD_SETUP, *preload)
+    return preload
+
+
+def load_hooks(modules: Sequence[str]) -> Hooks:
+    """The `--hooks` modules; a module that is missing or has no hook: one line, exit 2."""
+    try:
+        return Hooks(modules)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def add_to_sys_path(paths: Sequence[str]) -> None:
@@ -307,6 +351,14 @@ def check_backend_and_size(backend: str, size: int) -> None:
             f"size {size} is too large for {backend}: at most {bound} {children}; "
             "run several workers for more"
         )
+
+
+def check_slots_option(backend: str, slots: int) -> None:
+    """--slots K: a usage error unless K >= 1 on a process backend (SPEC 10)."""
+    try:
+        check_slots(slots, pool_class(backend))
+    except ValueError as exc:
+        raise click.UsageError(f"--slots: {exc}") from None
 
 
 EVERY_QUEUE = {"all", EVERY}  # -q all, -q '*'

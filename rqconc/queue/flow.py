@@ -17,10 +17,10 @@ import redis
 from rqconc.connection.clients import translated_errors
 from rqconc.queue import intervals
 from rqconc.queue.cron import CronEntry
-from rqconc.queue.flow_steps import FlowSteps
 from rqconc.queue.job import Job
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.options import Func
+from rqconc.queue.steps_flow import FlowSteps
 
 # A rate's unit -> its window (ms).
 RATE_UNITS = {

@@ -147,10 +147,10 @@ class Steps:
         self, claim: str, queues: Sequence[str], lease_ms: int, worker: str
     ) -> Tuple[List[str], List[Any]]:
         k = self.keys
-        keys = [k.seq, k.active, k.claims, k.events, *self._take_keys(queues)]
+        keys = [k.seq, k.active, k.claims, k.events, *self.take_keys(queues)]
         return keys, [claim, lease_ms, worker, PROMOTE_BATCH, k.prefix]
 
-    def _take_keys(self, queues: Sequence[str]) -> List[str]:
+    def take_keys(self, queues: Sequence[str]) -> List[str]:
         """The keys a take reads for each queue, in the order of lua/include/take.lua."""
         k = self.keys
         keys: List[str] = []
@@ -231,7 +231,7 @@ class Steps:
             return
         next_claim, queues, lease_ms = next_take
         args += [next_claim, lease_ms, PROMOTE_BATCH, len(queues)]
-        keys += self._take_keys(queues)
+        keys += self.take_keys(queues)
 
     def fail(
         self,

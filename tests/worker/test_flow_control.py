@@ -35,7 +35,9 @@ def started_at_ms(client, job_ids):
     return sorted(int(client.hget(keys.job(i), "started_at")) for i in job_ids)
 
 
-def test_concurrency_cap_holds_across_three_workers_of_three_backends(redis_server, start_worker):
+def test_concurrency_cap_holds_across_four_workers_of_three_backends_and_slots(
+    redis_server, start_worker
+):
     q = Queue("capped", connection=redis_server.url)
     q.set_limits(concurrency=3)
     # Half of them fail: a failure chains no take, so the freed slot goes to any worker.
@@ -43,6 +45,8 @@ def test_concurrency_cap_holds_across_three_workers_of_three_backends(redis_serv
     jobs = q.enqueue_many(calls)
     for backend in ("forking", "threading", "gevent"):
         start_worker(backend, 3, redis_server.url, "-q", "capped")
+    # Slots take several jobs in one step (lua/take_many.lua): the cap holds there too.
+    start_worker("forking", 1, redis_server.url, "-q", "capped", "--slots", "3")
     client = redis_server.client()
     wait_for(lambda: client.llen("runs") == 30, timeout=60, message="30 runs")
     spans = runs(client, "runs")
