@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import click
 
 from rqconc.cli.common import client_for, namespace_option, url_option
+from rqconc.cli.flow import flow_enqueue_options, take_flow_options
 from rqconc.queue.options import OPTION_NAMES
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry
@@ -128,6 +129,7 @@ def later_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     metavar="JSON",
     help="A JSON object of keyword arguments for the function.",
 )
+@flow_enqueue_options
 @url_option
 @namespace_option()
 @click.argument("function", metavar="module:function")
@@ -149,7 +151,8 @@ def enqueue(
     args = parse_json_args(json_args)
     kwargs = parse_json_object(kwargs_json, "--kwargs") or {}
     when = parse_at(at)
-    options = job_options(**given)
+    flow = take_flow_options(given)
+    options = {**job_options(**given), **flow}
     try:
         queue = Queue(queue_name, connection=client_for(url), namespace=namespace)
         if delay is not None:

@@ -24,6 +24,8 @@ from rqconc.queue.cron import CronEntry
 from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.eager import EagerRunner, eager_mode
 from rqconc.queue.eager_group import EagerGroup
+from rqconc.queue.flow import FlowControl
+from rqconc.queue.flow_options import with_expiry
 from rqconc.queue.group_handle import Group, new_group_id, prepare_group
 from rqconc.queue.job import Job, describe_call
 from rqconc.queue.keys import KeySpace, check_queue_name
@@ -59,7 +61,7 @@ def _refusal(reason: EnqueueReply, job_id: str) -> ValueError:
     )
 
 
-class Queue:
+class Queue(FlowControl):
     """A named queue of jobs. `connection`: a URL, a `redis.Redis`, or None (SPEC section 6)."""
 
     def __init__(
@@ -204,19 +206,16 @@ class Queue:
         if self._steps is None:
             self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys)
         now, fresh_ids = now_ms(), not options.get("job_id")
+        common = with_expiry(common, due_ms, now)
+        if "unique_key" in common:  # SPEC 11: one step that may return the holder instead
+            return [self._store_unique(jobs, common, priority, due_ms)]
         if not fresh_ids:  # tells this call's own job from another one under that id
             common = {**common, "enqueue_token": os.urandom(8).hex()}
         # A job that may be deleted before a resend gets there needs the step's mark (only
         # the caller that resends asks for it: the mark is one more write).
+        mark = may_vanish(common)
         send = partial(
-            self._steps.enqueue,
-            self.name,
-            jobs,
-            priority,
-            due_ms,
-            common,
-            fresh_ids,
-            mark=may_vanish(common),
+            self._steps.enqueue, self.name, jobs, priority, due_ms, common, fresh_ids, mark=mark
         )
         with translated_errors(client):
             # Generated ids are 128 random bits: only a caller's own id can exist already.
