@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import click
 
-from rqconc.cli.common import client_for, url_option
+from rqconc.cli.common import client_for, replica_options, url_option
 from rqconc.queue.options import OPTION_NAMES
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry
@@ -129,6 +129,7 @@ def later_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     help="A JSON object of keyword arguments for the function.",
 )
 @click.option("--namespace", default="rqconc", show_default=True, help="The key namespace.")
+@replica_options
 @url_option
 @click.argument("function", metavar="module:function")
 @click.argument("json_args", nargs=-1, metavar="[JSON_ARG]...")
@@ -141,6 +142,8 @@ def enqueue(
     url: Optional[str],
     function: str,
     json_args: Sequence[str],
+    wait_replicas: int,
+    wait_timeout: float,
     **given: Any,
 ) -> None:
     """Enqueue module:function(*JSON_ARGs, **--kwargs) and print the new job's id."""
@@ -151,7 +154,10 @@ def enqueue(
     when = parse_at(at)
     options = job_options(**given)
     try:
-        queue = Queue(queue_name, connection=client_for(url), namespace=namespace)
+        queue = Queue(
+            queue_name, connection=client_for(url), namespace=namespace,
+            wait_replicas=wait_replicas, wait_timeout=wait_timeout,
+        )  # fmt: skip
         if delay is not None:
             job = queue.enqueue_in(delay, function, *args, **later_kwargs(kwargs), **options)
         elif when is not None:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import click
 
+from rqconc.cli.common import replica_options_list
 from rqconc.cli.settings import describe, load_settings
 from rqconc.connection.clients import check_settings, connect
 from rqconc.demo import run_demo
@@ -168,6 +169,7 @@ def worker_options(command: Callable) -> Callable:
 def timing_options() -> List[Callable]:
     seconds = click.FloatRange(min=0, min_open=True)
     return [
+        *replica_options_list(env_option),
         env_option(
             "--worker-ttl",
             type=seconds,
@@ -243,6 +245,8 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         take_wait=options["take_wait"],
         webhook_timeout=options["webhook_timeout"],
         callback_timeout=options["callback_timeout"],
+        wait_replicas=options["wait_replicas"],
+        wait_timeout=options["wait_timeout"],
     )
     return supervisor.run()
 

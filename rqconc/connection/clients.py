@@ -19,11 +19,12 @@ from redis.backoff import EqualJitterBackoff
 from redis.retry import Retry
 
 from rqconc import errors
-from rqconc.connection import embedded
+from rqconc.connection import embedded, sentinel
+from rqconc.connection.replicas import ReplicasBehind
 
 ConnectionLike = Union[str, redis.Redis, None]
 
-SCHEMES = ("redis://", "rediss://", "unix://")
+SCHEMES = ("redis://", "rediss://", "unix://", *sentinel.SCHEMES)
 CONNECT_TIMEOUT = 3.0
 HEALTH_CHECK_INTERVAL = 15
 # With socket_timeout=None a read on a half-open TCP connection would wait forever: keepalive
@@ -128,8 +129,13 @@ def connect(connection: ConnectionLike = None) -> redis.Redis:
     if _unescaped_userinfo(url):
         raise ValueError(f"invalid Redis URL {redact(url)!r}: {_ESCAPE_HINT}")
     try:
-        client = redis.Redis.from_url(url, **client_options(url))
+        if sentinel.is_sentinel_url(url):
+            client = sentinel.connect(url, client_options(url))
+        else:
+            client = redis.Redis.from_url(url, **client_options(url))
     except ValueError:
+        if sentinel.is_sentinel_url(url):
+            raise ValueError(f"invalid Redis URL {redact(url)!r}: {sentinel.URL_SHAPE}") from None
         # Never quote redis-py's message: it names what it misread, which may be a piece of
         # the password (as the "port" when the password holds "/", "?" or "#").
         raise ValueError(f"invalid Redis URL {redact(url)!r}: {_ESCAPE_HINT}") from None
@@ -170,6 +176,9 @@ def _unescaped_userinfo(url: str) -> bool:
 
 def describe(client: redis.Redis) -> str:
     """A printable, password-free name of the server this client talks to."""
+    managed = sentinel.describe(client) if hasattr(client, "connection_pool") else None
+    if managed is not None:
+        return managed
     pool = getattr(client, "connection_pool", None)
     kwargs = getattr(pool, "connection_kwargs", None)
     if kwargs is None:
@@ -252,6 +261,8 @@ def translated_errors(client: redis.Redis) -> Iterator[None]:
         error = settings_error(client, exc)
         if error is not None:
             raise error from None
+        if isinstance(exc, ReplicasBehind):  # Redis is up: its replicas lag or are gone
+            raise errors.ConnectionError(f"Redis at {describe(client)}: {exc}") from None
         if str(exc) == _POOL_FULL:  # Redis itself may be fine: the client's own cap is hit
             cap = getattr(client.connection_pool, "max_connections", "the")
             raise errors.ConnectionError(

@@ -15,8 +15,10 @@ from urllib.parse import quote
 
 import redis
 
+from rqconc.connection import sentinel
 from rqconc.connection.clients import connect, describe
 from rqconc.connection.direct import DirectConnection
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.steps import Steps
 
@@ -26,6 +28,9 @@ log = logging.getLogger("rqconc.worker")
 def url_of(client: redis.Redis) -> str:
     """A URL reaching the same server as `client`, for processes that cannot inherit it.
     (TLS certificate options are not carried over: pass a URL for those.)"""
+    managed = sentinel.url_of(client)
+    if managed is not None:
+        return managed
     kwargs = client.connection_pool.connection_kwargs
     user, password = kwargs.get("username"), kwargs.get("password")
     auth = ""
@@ -95,10 +100,17 @@ class Connections:
     """The clients of one worker: `client`/`steps` for the supervisor and rare calls,
     `child()` for the calling child's own connection and state."""
 
-    def __init__(self, url: Union[str, redis.Redis, None], keys: KeySpace) -> None:
+    def __init__(
+        self,
+        url: Union[str, redis.Redis, None],
+        keys: KeySpace,
+        wait: Optional[ReplicaWait] = None,
+    ) -> None:
+        self.wait = wait  # wait_replicas: every step of this worker waits for them
         self._client: Optional[redis.Redis] = None
         self._client_pid = 0
         self._steps: Optional[Steps] = None
+        self._steps_client: Optional[redis.Redis] = None
         if isinstance(url, redis.Redis):  # used as is here; other processes get its URL
             self._client, self._client_pid = url, os.getpid()
             url = url_of(url)
@@ -115,6 +127,7 @@ class Connections:
         # No socket crosses a process boundary: each process opens its own client.
         state = self.__dict__.copy()
         state["_client"], state["_client_pid"], state["_steps"] = None, 0, None
+        state["_steps_client"] = None
         del state["_local"], state["_outage"]
         return state
 
@@ -138,15 +151,16 @@ class Connections:
     @property
     def steps(self) -> Steps:
         client = self.client
-        if self._steps is None or self._steps.client is not client:
-            self._steps = Steps(client, self.keys)
+        if self._steps is None or self._steps_client is not client:
+            self._steps, self._steps_client = Steps(client, self.keys, self.wait), client
         return self._steps
 
     def child(self) -> ChildState:
         """The calling child's state, made on first use in each thread, greenlet or process."""
         state: Optional[ChildState] = getattr(self._local, "state", None)
         if state is None or state.pid != os.getpid():
-            steps = Steps(DirectConnection(self.client), self.keys)  # type: ignore[arg-type]
+            direct = DirectConnection(self.client)
+            steps = Steps(direct, self.keys, self.wait)  # type: ignore[arg-type]
             state = self._local.state = ChildState(steps, os.getpid())
         return state
 

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import redis
 
+from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
 from rqconc.engine.source import WorkSource
 from rqconc.engine.states import SupervisorState
 from rqconc.engine.supervisor import BaseSupervisor
@@ -53,7 +54,8 @@ class Supervisor(BaseSupervisor):
     Seconds: `worker_ttl`, how long the registry lists it without a heartbeat; `take_wait`,
     the longest an idle child blocks on its queues (a stop is seen at least this often);
     `webhook_timeout`, one webhook POST; `callback_timeout`, a callback or webhook job that
-    carries no timeout of its own."""
+    carries no timeout of its own. `wait_replicas=N`: each state change returns only once N
+    replicas acknowledged it (Redis WAIT, up to `wait_timeout` s; docs/reliability.md)."""
 
     def __init__(
         self,
@@ -75,21 +77,21 @@ class Supervisor(BaseSupervisor):
         take_wait: float = MAX_BLOCK,
         webhook_timeout: float = webhooks.TIMEOUT_SECONDS,
         callback_timeout: float = CALLBACK_TIMEOUT,
+        wait_replicas: int = 0,
+        wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
         **engine_options: Any,
     ) -> None:
         # One name is one name: a str is a Sequence whose items are its letters.
-        queues, allow = one_or_many(queues), one_or_many(allow)
-        name = name or default_worker_name()
+        queues, allow, name = one_or_many(queues), one_or_many(allow), name or default_worker_name()
         timings = checked_seconds(
-            registry_ttl=worker_ttl,
-            take_wait=take_wait,
-            webhook_timeout=webhook_timeout,
+            registry_ttl=worker_ttl, take_wait=take_wait, webhook_timeout=webhook_timeout,
             callback_timeout=callback_timeout,
-        )
+        )  # fmt: skip
         if source is None:
             source = RedisSource(
                 connection, queues, strategy, allow, lease_seconds, max_lost, namespace, name,
-                allow_pickle=allow_pickle, cli=cli, **timings,
+                allow_pickle=allow_pickle, cli=cli, wait=ReplicaWait(wait_replicas, wait_timeout),
+                **timings,
             )  # fmt: skip
         self.queues = queues
         # The engine's take timeout is the longest a child's take may last: the same wait.
