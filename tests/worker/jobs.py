@@ -3,12 +3,12 @@
 import os
 import time
 
-import redis
+from rqconc.connection.clients import connect
 
 
 def record(url: str, token: str, seconds: float = 0.0) -> str:
     """Append '<token>' to the list 'executions', then sleep."""
-    client = redis.Redis.from_url(url)
+    client = connect(url)
     client.rpush("executions", token)
     client.rpush(f"pids:{token}", os.getpid())
     if seconds:
@@ -27,7 +27,7 @@ def nap(seconds: float) -> None:
 def hold(url: str, key: str, seconds: float = 60.0) -> str:
     """Stay busy until the test pushes to the list `key` (BLPOP), so that it decides when
     the job ends; a test that never releases it fails the job after `seconds`."""
-    popped = redis.Redis.from_url(url).blpop([key], timeout=seconds)
+    popped = connect(url).blpop([key], timeout=seconds)
     if popped is None:
         raise TimeoutError(f"nobody pushed to {key} within {seconds} s")
     return popped[1].decode()

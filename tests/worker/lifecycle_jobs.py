@@ -5,10 +5,11 @@ import time
 import redis
 
 from rqconc import Next
+from rqconc.connection.clients import connect
 
 
 def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url)
+    return connect(url)
 
 
 def mark(url: str, name: str, seconds: float = 0.0) -> str:
