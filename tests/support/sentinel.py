@@ -102,6 +102,12 @@ class SentinelDeployment:
                 return reply[0].decode() if isinstance(reply[0], bytes) else reply[0], int(reply[1])
         return None
 
+    def master_address_text(self) -> Tuple[str, str]:
+        address = self.master_address()
+        if address is None:
+            raise RuntimeError("no sentinel names a master")
+        return address[0], str(address[1])
+
     def current_master(self) -> RedisServer:
         address = self.master_address()
         for node in self.data_nodes():
@@ -129,6 +135,10 @@ class SentinelDeployment:
             and int(state.get("num-other-sentinels", 0)) >= 2
             and not state.get("is_sdown")
         )
+
+    def replica_online(self) -> bool:
+        """Whether the master has a replica in sync (after a failover: the old node back)."""
+        return self._replica_synced()
 
     def _replica_synced(self) -> bool:
         try:
