@@ -55,7 +55,8 @@ class FailoverOutcome:
             f"acknowledged, {self.finished} finished, {len(self.lost)} lost, "
             f"{len(self.duplicates)} run twice ({len(self.unexplained)} unexplained), "
             f"{self.enqueue_failures} enqueues retried; promoted {self.promoted_after:.1f} s "
-            f"after the kill, a replica again {self.replica_back_after:.1f} s and jobs ran again {self.resumed_after:.1f} s after the promotion; "
+            f"after the kill; after the promotion, a replica again in "
+            f"{self.replica_back_after:.1f} s, jobs ran again in {self.resumed_after:.1f} s; "
             f"{self.wall:.0f} s in all"
         )
 
@@ -111,7 +112,7 @@ def run_failover(
             for backend, size in WORKERS
         ]  # fmt: skip
         for worker in workers:
-            wait_for(lambda: "serves queues" in worker.output(), timeout=30, message="worker up")
+            wait_for(lambda w=worker: "serves queues" in w.output(), timeout=30, message="up")
         producer = Producer(url, recorder_server.url, jobs, wait_replicas)
         producer.start()
         wait_for(lambda: executions(recorder) >= jobs * kill_after, timeout=120, message="load")
