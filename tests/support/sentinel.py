@@ -136,6 +136,14 @@ class SentinelDeployment:
             and not state.get("is_sdown")
         )
 
+    def wait_replica_caught_up(self, timeout: float = 10.0) -> None:
+        """Wait until the replica holds every write the master has (a WAIT on the master)."""
+        acknowledged = (
+            self.current_master().client().execute_command("WAIT", 1, int(timeout * 1000))
+        )
+        if int(acknowledged) < 1:
+            raise TimeoutError("the replica did not catch up")
+
     def replica_online(self) -> bool:
         """Whether the master has a replica in sync (after a failover: the old node back)."""
         return self._replica_synced()
