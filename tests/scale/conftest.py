@@ -3,7 +3,7 @@
 `deployment` is parametrized by kind ("sentinel" here; the cluster's kind is added the same
 way), one started per test process. Inside tests/scale/, the fixtures every queue, CLI and
 worker test is written against (`redis_url`, `redis_server`, `client`, ...) point at that
-deployment, so tests/scale/test_on_deployments.py imports the existing tests themselves and
+deployment, so tests/scale/test_*_on_deployments.py import the existing tests themselves and
 pytest runs them again here: one behaviour, one test, run on every deployment.
 """
 
