@@ -94,11 +94,12 @@ class DirectConnection:
 
     def execute(self, *args: Any) -> Any:
         self._send(hiredis.pack_command(args))
-        reply = self._demoted_check([self._reply()])[0]
+        reply = self._reply()
         # An error reply comes back as an exception object (not raised): a ResponseError
         # (NOSCRIPT, ...) or, while a restarted server loads its data, a ConnectionError
         # (LOADING), which callers must meet as the outage it is.
         if isinstance(reply, Exception):
+            self._demoted_check([reply])
             raise reply
         return reply
 

@@ -116,7 +116,7 @@ class Queue:
     def failed(self) -> DeadLetters:
         """The dead letters of this queue: `len`, `job_ids`, `requeue(id)`, `requeue_all()`,
         `purge()`."""
-        return DeadLetters(self.connection, self.keys, self.name)
+        return DeadLetters(self.connection, self.keys, self.name, self.wait)
 
     # ---- enqueueing ----
     def enqueue(self, func: Func, *args: Any, **kwargs: Any) -> Job:

@@ -87,3 +87,18 @@ def test_bad_wait_settings_are_refused():
     with pytest.raises(ValueError, match="wait_timeout"):
         Supervisor("threading", 1, connection="redis://127.0.0.1:1", wait_timeout=0)
     assert_one_line_error(rqconc("enqueue", "-q", "q", "--wait-replicas", "-1", "m:f"), 2)
+
+
+def test_requeueing_a_dead_letter_waits_for_the_replicas_too(replicated, start_worker):
+    master, replica = replicated
+    start_worker("threading", 1, master.url)
+    q = Queue("default", master.url, wait_replicas=1, wait_timeout=0.3)
+    job = q.enqueue("tests.worker.jobs:add", 1, "x")  # a TypeError, not retried: a dead letter
+    wait_for(lambda: job.id in q.failed.job_ids, timeout=20, message="a dead letter")
+    before = waits_sent(master)
+    assert q.failed.requeue(job.id)
+    assert waits_sent(master) > before
+    wait_for(lambda: job.id in q.failed.job_ids, timeout=20, message="a dead letter again")
+    replica.kill()
+    with pytest.raises(ConnectionError, match="replicas acknowledged"):
+        q.failed.purge()
