@@ -11,8 +11,9 @@ own direct connections are made from that pool's class and settings, so they fin
 promoted master the same way when they reconnect.
 
 Failover timing: SPEC promises that a client call fails within 15 s instead of hanging, so the
-sentinels are asked with a short timeout and the data connections probe a silent peer sooner
-than a single server's (`FAILOVER_KEEPALIVE`).
+sentinels are asked with a short timeout, the data connections probe a silent peer sooner
+than a single server's (`FAILOVER_KEEPALIVE`), and a reply may take at most
+`WEDGED_MASTER_TIMEOUT`.
 """
 
 from __future__ import annotations
@@ -32,6 +33,12 @@ SENTINEL_TIMEOUT = 1.0
 # A silent master (a machine gone, no RST) is noticed within ~9 s: 5 s idle, 2 probes 2 s apart.
 FAILOVER_KEEPALIVE = {"TCP_KEEPIDLE": 5, "TCP_KEEPINTVL": 2, "TCP_KEEPCNT": 2}
 FAILOVER_USER_TIMEOUT_MS = 10_000
+
+# A master that accepts connections but never answers (a wedged process, a frozen VM: its
+# kernel still acknowledges every byte, so keepalive sees nothing wrong) is given up after
+# this long, and the retry asks the sentinels again. Longer than any blocking call rqconc
+# makes (a take waits at most 10 s; job.get and the event tail block in shorter chunks).
+WEDGED_MASTER_TIMEOUT = 12.0
 
 URL_SHAPE = (
     "redis+sentinel://[[USER]:PASSWORD@]HOST:PORT[,HOST:PORT...]/SERVICE_NAME[/DB]; a user or "
@@ -89,6 +96,8 @@ def connect(url: str, socket_options: Dict[str, Any]) -> redis.Redis:
     Raises ValueError (never naming the password) for a URL that is not of that shape."""
     parsed = SentinelURL(url)
     options = {**socket_options, **parsed.data_node_options()}
+    if options.get("socket_timeout") is None:
+        options["socket_timeout"] = WEDGED_MASTER_TIMEOUT
     if socket_options.get("socket_keepalive"):
         options["socket_keepalive_options"] = _failover_keepalive()
     sentinel_options: Dict[str, Any] = {

@@ -1,5 +1,6 @@
 """Sentinel URLs and failover handling (SPEC section 8), on a real Sentinel group."""
 
+import signal
 import time
 
 import pytest
@@ -109,3 +110,27 @@ def test_a_demoted_master_answering_readonly_is_an_outage_not_a_failure(redis_bi
     finally:
         node.close()
         other.close()
+
+
+def test_a_wedged_master_is_left_for_the_promoted_one_instead_of_hanging(deployment):
+    """A master that stops answering but keeps its connections (SIGSTOP: its kernel still
+    acknowledges every byte): no call hangs on it, and calls reach the promoted master."""
+    q = Queue("default", connection=deployment.url)
+    q.enqueue("tests.worker.jobs:add", 1, 2)
+    deployment.wait_replica_caught_up()
+    wedged = deployment.current_master()
+    wedged.process.send_signal(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        while True:
+            call = time.monotonic()
+            try:
+                q.enqueue("tests.worker.jobs:add", 3, 4)
+                break
+            except ConnectionError:
+                pass
+            assert time.monotonic() - call < 15, "a call hung on the wedged master"
+            assert time.monotonic() - started < 60
+        assert deployment.current_master() is not wedged
+    finally:
+        wedged.process.send_signal(signal.SIGCONT)
