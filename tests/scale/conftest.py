@@ -9,6 +9,8 @@ pytest runs them again here: one behaviour, one test, run on every deployment.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from rqconc.connection.clients import connect
@@ -43,11 +45,16 @@ class DeploymentServer:
         return connect(self.url)
 
 
+_databases = itertools.count(1)
+
+
 @pytest.fixture
 def redis_url(deployment):
-    """The deployment's URL, its data flushed."""
-    connect(deployment.url).flushall()
-    return deployment.url
+    """The deployment's URL on a database of this test's own, flushed: a worker an earlier
+    test ended may still be finishing its last take for a moment, on its own database."""
+    url = deployment.url.rsplit("/", 1)[0] + f"/{next(_databases) % 16}"
+    connect(url).flushdb()
+    return url
 
 
 @pytest.fixture

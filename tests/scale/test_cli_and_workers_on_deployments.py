@@ -19,7 +19,6 @@ rerun_here(
         ],
         "tests.worker.test_worker_redis": [
             "test_a_job_runs_and_its_result_comes_back",
-            "test_warm_shutdown_loses_nothing",
         ],
         "tests.worker.test_lifecycle": [
             "test_a_diamond_of_dependencies_runs_in_order",
