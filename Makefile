@@ -34,9 +34,12 @@ test: lint wheel-smoke
 wheel-smoke: venv
 	$(BIN)/python .ci/wheel_smoke.py
 
-# Peers go into bench/.peers-venv; a private redis-server; writes bench/RESULTS.md (< 15 min).
+# Peers go into bench/.peers-venv; a private redis-server; writes bench/RESULTS.md (< 15 min),
+# then its "Redis time per job" section (bench/redis_cost.py, ~3 min), then the cost of
+# wait_replicas=1 (bench/wait_replicas.py, master + 1 replica, ~1 min).
 bench: venv
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/redis_cost.py --jobs 10000
 	$(BIN)/python bench/wait_replicas.py
 
 # Long chaos run: 5,000 jobs under faults (< 15 min); rewrites the table in docs/reliability.md.

@@ -21,6 +21,18 @@ import redis
 ROOT = Path(__file__).resolve().parents[1]
 COUNTER = "bench:done"  # every no-op and sleep task INCRs this once
 STARTS = "bench:starts"  # the latency task RPUSHes its start time (time.time()) here
+DONE_FILE = "BENCH_DONE_FILE"  # the quiet task's counter: a file, so that it costs Redis nothing
+
+
+def mark_done() -> None:
+    """The quiet task's only work: one byte appended to $BENCH_DONE_FILE. bench/redis_cost.py
+    counts finished jobs by the file's size, so Redis CPU measured around a run is the queue's
+    own work, with no command of the task mixed in (O_APPEND: concurrent writers never clash)."""
+    fd = os.open(os.environ[DONE_FILE], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, b".")
+    finally:
+        os.close(fd)
 
 
 class Timeout(Exception):

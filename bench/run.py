@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import bare_loop  # noqa: E402
+from bench import bare_loop, dashboard_latency  # noqa: E402
 from bench.common import ROOT, PrivateRedis, kill_group  # noqa: E402
 
 BENCH = ROOT / "bench"
@@ -689,6 +689,11 @@ def main() -> None:
                 f"{', '.join(f'{b:,.0f}' for b in bare)} jobs/s",
                 flush=True,
             )
+        # SPEC 13: the dashboard's page and /metrics with 1M queued jobs and 100 workers.
+        board = None
+        if not only or "dashboard" in only:
+            board = dashboard_latency.run(server.url, args.backlog)
+            print("\n".join(dashboard_latency.markdown(board)), flush=True)
         signal.signal(signal.SIGTERM, previous)
     finally:
         server.stop()
@@ -731,6 +736,9 @@ def main() -> None:
     write_results(
         rows, summaries, redis_version, peer_versions(), elapsed, args.backlog, args.runs, bare
     )
+    if board is not None:
+        with open(BENCH / "RESULTS.md", "a") as results:
+            results.write("\n" + "\n".join(dashboard_latency.markdown(board)) + "\n")
     print(f"\nwrote bench/RESULTS.md and bench/results.png in {elapsed:.0f} s")
 
 

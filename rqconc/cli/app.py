@@ -96,5 +96,7 @@ def run_main_py(args: Optional[Sequence[str]] = None) -> None:
 
 
 from rqconc.cli.commands import register  # noqa: E402
+from rqconc.cli.metrics import metrics  # noqa: E402
 
 register(cli)
+cli.add_command(metrics)

@@ -1,5 +1,5 @@
 """The `rqconc` inspection and management commands: info, enqueue, job, ping, server,
-suspend, resume, failed, requeue, cancel, events, cron."""
+suspend, resume, failed, requeue, cancel, events, cron, dashboard."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import click
 from rqconc.cli.cancel import cancel
 from rqconc.cli.control import resume, suspend
 from rqconc.cli.cron import cron
+from rqconc.cli.dashboard import dashboard
 from rqconc.cli.enqueue import enqueue
 from rqconc.cli.events import events
 from rqconc.cli.failed import failed, requeue
@@ -32,5 +33,6 @@ def register(group: click.Group) -> None:
         cancel,
         events,
         cron,
+        dashboard,
     ):
         group.add_command(command)

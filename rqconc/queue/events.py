@@ -3,7 +3,9 @@
 Events live in a capped Redis stream (`{ns}:events`, about the latest 10,000), each one a
 dict: `event` (queued, scheduled, deferred, started, finished, failed, retry, requeued,
 interrupted, canceled), `job_id`, `queue`, `ts` (ms since the epoch), `worker` (empty for
-client-side steps) and step-specific fields such as `exc_type`.
+client-side steps), `func`, `attempt` (the 1-based execution it is about: the run that ended
+for failed and retry, else the current or next one) and step-specific fields: `exc_type` and
+`exc_message` (its first 1,000 bytes) on failed and retry, `run_time` (seconds) on finished.
 
 `EventStream.ship(handler)` is the hook to send events elsewhere (Elasticsearch, a log
 pipeline): it reads through a consumer group, so several shippers share the work, each
@@ -29,6 +31,13 @@ BLOCK_MS = 1000
 def _decode(entry_id: Any, raw: Dict[Any, Any]) -> Event:
     event: Event = {text(k): text(v) for k, v in raw.items()}
     event["ts"] = int(event.get("ts") or 0)
+    if event.get("attempt", "").isdigit():
+        event["attempt"] = int(event["attempt"])
+    if "run_time" in event:
+        try:
+            event["run_time"] = float(event["run_time"])
+        except ValueError:
+            pass  # only a corrupt write: shown as it is
     event["id"] = text(entry_id)
     return event
 

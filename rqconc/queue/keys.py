@@ -100,6 +100,15 @@ class KeySpace:
         return self.prefix + "revoked:" + claim
 
     @property
+    def metrics(self) -> str:
+        """Counters and histograms of every queue (lua/include/metrics.lua builds it too)."""
+        return self.prefix + "metrics"
+
+    def metrics_minute(self, minute: int) -> str:
+        """One minute's counts (minute: Unix seconds, a multiple of 60), kept an hour."""
+        return self.prefix + "metrics:" + str(minute)
+
+    @property
     def canceling(self) -> str:
         """Ids of running jobs asked to stop; supervisors read it every tick."""
         return self.prefix + "canceling"

@@ -164,8 +164,9 @@ def read(relative: str) -> str:
 
 
 def expand(source: str) -> str:
-    """A script's source with its `--#include` lines replaced by the included files."""
-    return _INCLUDE.sub(lambda m: read(f"include/{m.group(1)}.lua"), source)
+    """A script's source with its `--#include` lines replaced by the included files (which
+    may include others: lifecycle includes metrics)."""
+    return _INCLUDE.sub(lambda m: expand(read(f"include/{m.group(1)}.lua")), source)
 
 
 _SCRIPTS: Dict[str, Script] = {}

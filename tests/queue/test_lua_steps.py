@@ -368,7 +368,7 @@ def test_key_names_built_inside_lua_match_keyspace(client, keys):
         + "\n"
         "return {job_key('j'), queue_key('q'), marker_key('q'), scheduled_key('q'), "
         "started_key('q'), deferred_key('q'), done_key('j'), dependents_key('j'), "
-        "NS .. 'revoked:' .. 'c', group_key('g')}"
+        "NS .. 'revoked:' .. 'c', group_key('g'), metrics_key(), metrics_minute_key(60)}"
     )
     built = [b.decode() for b in client.eval(source, 0, keys.prefix)]
     assert built == [
@@ -382,6 +382,8 @@ def test_key_names_built_inside_lua_match_keyspace(client, keys):
         keys.dependents("j"),
         keys.revoked("c"),
         keys.group("g"),
+        keys.metrics,
+        keys.metrics_minute(60),
     ]
 
 

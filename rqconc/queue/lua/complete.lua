@@ -50,14 +50,14 @@ local NS, SEQ, EVENTS, WORKER = ARGV[6], KEYS[7], KEYS[8], ARGV[7]
 local claim, id, now = ARGV[1], ARGV[2], tonumber(NOW)
 local key, done = KEYS[3], KEYS[6]
 local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl', 'flow_id',
-  'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index', 'event_detail')
+  'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index', 'event_detail', 'started_at', 'func')
 local token, queue, attempts, result_ttl, flow_id, followups, cancel_requested, waiters,
-  group_id, group_index, event_detail = unpack(job, 1, 11)
+  group_id, group_index, event_detail, started_at, func = unpack(job, 1, 13)
 -- The token is the fence: it is the claim of the run that holds the lease, or nothing.
 if token ~= claim then
   return {-1}
 end
-know_detail(id, event_detail)
+know_detail(id, event_detail, func or '', attempts)
 local nq = tonumber(ARGV[11])
 local ttl = whole_number(result_ttl, -1, MAX_TTL, DEFAULT_RESULT_TTL)
 local next_stage = ARGV[12]
@@ -75,7 +75,9 @@ redis.call('ZREM', KEYS[4], id)
 if cancel_requested then
   redis.call('SREM', KEYS[9], id)  -- finishing first wins over a cancel request
 end
-emit_with('finished', id, queue, ARGV[3])
+local run_ms = metric_elapsed(started_at)
+emit_with('finished', id, queue, ARGV[3], 'run_time', string.format('%.3f', run_ms / 1000))
+metric_finished(queue, run_ms)
 
 -- A job kept for 0 s is deleted below: writing its end state first only matters when a
 -- follow-up or next stage reads it in this step.
@@ -101,6 +103,7 @@ if next_stage then  -- the next stage of a flow
   redis.call('HSET', next_key, 'flow_id', flow, 'prev_id', id)
   redis.call('HSET', key, 'flow_id', flow, 'next_id', next_stage)
   push_queued(next_stage, next_key, false)
+  metric_count('enqueued', next_queue)
 end
 
 settle_dependents(id, true)

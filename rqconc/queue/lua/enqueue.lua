@@ -67,6 +67,10 @@ if ARGV[7] == 'plain' then
   local fields = {'queue', queue, 'created_at', NOW, 'status', 'queued', 'enqueued_at', NOW}
   for j = 9, common_last do fields[#fields + 1] = ARGV[j] end
   for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end
+  local plain_func  -- for its event (emit_with of include/lifecycle, inlined below)
+  for j = 9, #fields, 2 do
+    if fields[j] == 'func' then plain_func = fields[j + 1] end
+  end
   redis.call('SADD', KEYS[2], queue)
   redis.call('HSET', KEYS[7], unpack(fields))
   -- queue_score and emit of include/lifecycle, inlined (2^46,
@@ -77,7 +81,9 @@ if ARGV[7] == 'plain' then
   redis.call('ZADD', KEYS[4], 0, '0')
   redis.call('XADD', EVENTS, 'MAXLEN', '~', PLAIN_EVENTS_MAXLEN, '*', 'event', 'queued',
     'job_id', id,
-    'queue', queue, 'ts', NOW, 'worker', WORKER)
+    'queue', queue, 'ts', NOW, 'worker', WORKER, 'attempt', 1, 'func', plain_func or '')
+  -- metric_count of include/metrics, inlined like the rest of this path.
+  redis.call('HINCRBY', NS .. 'metrics', 'enqueued:' .. queue, 1)
   return {1, 1}
 end
 
@@ -186,7 +192,7 @@ local function put(job, i)
     redis.call('DEL', done_key(job.id))
   end
   local pending, doomed = 0, nil
-  know_detail(job.id, detail)
+  know_detail(job.id, detail, field_of(job, 'func') or '', field_of(job, 'attempts'))
   if job.parents then
     pending, doomed = wait_for_parents(job, first_seq + i)
   end
@@ -214,11 +220,14 @@ local function put(job, i)
   end
 end
 
+local stored = 0
 for i = 1, n do
   if not jobs[i].stored then  -- a job already stored is left as it is (it may have run)
     put(jobs[i], i)
+    stored = stored + 1
   end
 end
+if stored > 0 then metric_count('enqueued', queue, stored) end
 add_all(KEYS[3], waiting)
 add_all(KEYS[5], scheduled)
 if MARK and own_mark then

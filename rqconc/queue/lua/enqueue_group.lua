@@ -62,5 +62,6 @@ if chord ~= '' then
   record[#record + 1], record[#record + 2] = 'chord_id', chord
 end
 redis.call('HSET', KEYS[6], unpack(record))
+metric_count('enqueued', queue, chord ~= '' and n + 1 or n)
 redis.call('ZADD', KEYS[4], 0, '0')
 return 1

@@ -63,7 +63,8 @@ if delay then
   local due = string.format('%.0f', now + delay)
   redis.call('HSET', key, 'status', 'scheduled')
   redis.call('ZADD', KEYS[6], due, id)
-  emit('retry', id, queue, 'exc_type', ARGV[3], 'due', due)
+  emit('retry', id, queue, 'due', due, exception_fields(ARGV[3], ARGV[4]))
+  metric_count('retried', queue)
   return 2
 end
 
@@ -73,7 +74,8 @@ local outcome = cjson.encode({ARGV[3], ARGV[4], ARGV[5]})
 redis.call('DEL', done)
 redis.call('RPUSH', done, 'failed:' .. outcome)
 keep_for_failure_ttl(key, done)
-emit('failed', id, queue, 'exc_type', ARGV[3])
+emit('failed', id, queue, exception_fields(ARGV[3], ARGV[4]))
+metric_failed(queue)
 settle_dependents(id, false)
 spawn_followups(id, key, 'failure', 'parent_exc', outcome)
 return 1

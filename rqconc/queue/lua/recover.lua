@@ -42,7 +42,9 @@ local function poison(id, key, failed, expiries, done, lost)
   redis.call('DEL', done)
   redis.call('RPUSH', done, 'failed:' .. outcome)
   keep_for_failure_ttl(key, done)
-  emit('failed', id, redis.call('HGET', key, 'queue'), 'exc_type', 'rqconc.errors.WorkerLost')
+  local queue = redis.call('HGET', key, 'queue')
+  emit('failed', id, queue, exception_fields('rqconc.errors.WorkerLost', message))
+  metric_failed(queue)
   settle_dependents(id, false)
   spawn_followups(id, key, 'failure', 'parent_exc', outcome)
 end
@@ -70,7 +72,9 @@ for i = 1, (#ARGV - 2) / 2 do
         poison(id, key, KEYS[5 * i + 3], KEYS[5 * i + 4], KEYS[5 * i + 5], lost)
         dead = dead + 1
       else
-        emit('requeued', id, redis.call('HGET', key, 'queue'), 'reason', 'lease expired')
+        local queue = redis.call('HGET', key, 'queue')
+        emit('requeued', id, queue, 'reason', 'lease expired')
+        metric_count('retried', queue)
         push_queued(id, key, true)
         requeued = requeued + 1
       end

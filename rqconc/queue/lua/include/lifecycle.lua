@@ -14,6 +14,8 @@ key names from NS; the patterns mirror rqconc/keys.py (KeySpace) and share its h
 so every key stays in one cluster slot. tests/queue/test_lua_steps.py
 (test_key_names_built_inside_lua_match_keyspace) checks that they agree.
 ]]
+--#include metrics
+
 -- Numbers shared with Python (rqconc/queue/defaults.py; a test compares them).
 local EVENTS_MAXLEN = 10000
 local DEFAULT_PRIORITY = 1
@@ -37,31 +39,43 @@ local function bump(key, field)
   return value
 end
 
+-- Every event carries the job's `func` and `attempt` (SPEC 10): the 1-based number of the
+-- execution it is about: for failed and retry the run that just ended (their steps count it
+-- before they emit), for the others the current or next one (stored count + 1).
 -- The fields a job of a queue with event_detail="full" adds to its events (SPEC 14): its
--- call, its result (`result`, given by complete) or error message, the host (the acting
--- worker's, from its registry entry; the producer's for client-side steps) and
--- meta.log_tag. A step that has read the job's event_detail already (take, complete:
--- every job pays for those) says so with know_detail, so that a plain job's events cost
--- no extra command there; elsewhere a job pays one HGET per event.
+-- call, its result (`result`, given by complete), the host (the acting worker's, from its
+-- registry entry; the producer's for client-side steps) and meta.log_tag.
+-- A step that has read a job's event_detail, func and attempts already (take, complete,
+-- enqueue: every job pays for those) says so with know_detail, so that a plain job's events
+-- cost no extra command there; elsewhere a job pays one HMGET per event.
 local KNOWN_DETAIL = {}
+local RUN_ENDED = {failed = true, retry = true}
+local EXC_MESSAGE_MAX = 1000  -- bytes of an exception message an event keeps
 
-local function know_detail(id, detail)
-  KNOWN_DETAIL[id] = detail or false
+-- func and attempts may be omitted (nil): the events then read them.
+local function know_detail(id, detail, func, attempts)
+  KNOWN_DETAIL[id] = {detail or false, func, attempts}
 end
 
-local function detail_of(event, id, result)
-  local key = job_key(id)
-  local detail = KNOWN_DETAIL[id]
-  if detail == nil then detail = redis.call('HGET', key, 'event_detail') end
+-- {detail, func, attempts} of a job. What is read is not kept: a step may count an attempt
+-- between two events of one job.
+local function known_of(id)
+  local known = KNOWN_DETAIL[id]
+  if known == nil or known[2] == nil then
+    local f = redis.call('HMGET', job_key(id), 'event_detail', 'func', 'attempts')
+    return {f[1] or false, f[2] or '', f[3]}
+  end
+  return known
+end
+
+local function detail_of(event, id, result, detail)
   if detail ~= 'full' then return {} end
-  local f = redis.call('HMGET', key, 'args', 'kwargs', 'meta', 'exc_message', 'origin_host')
-  local host = f[5]
+  local f = redis.call('HMGET', job_key(id), 'args', 'kwargs', 'meta', 'origin_host')
+  local host = f[4]
   if WORKER ~= '' then host = redis.call('HGET', NS .. 'worker:' .. WORKER, 'host') or '' end
   local detail = {'args', f[1] or '[]', 'kwargs', f[2] or '{}', 'host', host or ''}
   if result then
     detail[#detail + 1], detail[#detail + 2] = 'result', result
-  elseif f[4] and (event == 'failed' or event == 'retry') then
-    detail[#detail + 1], detail[#detail + 2] = 'exc_message', f[4]
   end
   -- meta is JSON written by Python; a corrupt one just has no log_tag.
   local ok, meta = pcall(cjson.decode, f[3] or '{}')
@@ -74,10 +88,20 @@ end
 
 -- One entry of the capped event stream per transition, in the step that makes it.
 local function emit_with(event, id, queue, result, ...)
+  local known = known_of(id)
+  local attempt = tonumber(known[3]) or 0
+  if not RUN_ENDED[event] then attempt = attempt + 1 end
   local fields = {'event', event, 'job_id', id, 'queue', queue or '', 'ts', NOW,
-    'worker', WORKER, ...}
-  for _, value in ipairs(detail_of(event, id, result)) do fields[#fields + 1] = value end
+    'worker', WORKER, 'attempt', attempt, 'func', known[2], ...}
+  for _, value in ipairs(detail_of(event, id, result, known[1])) do
+    fields[#fields + 1] = value
+  end
   redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_MAXLEN, '*', unpack(fields))
+end
+
+-- The fields failed and retry events add: the exception's type and (the start of) its message.
+local function exception_fields(exc_type, message)
+  return 'exc_type', exc_type, 'exc_message', string.sub(message or '', 1, EXC_MESSAGE_MAX)
 end
 
 local function emit(event, id, queue, ...)
@@ -312,6 +336,7 @@ local function spawn_followups(parent_id, parent_key, kind, outcome_field, outco
       redis.call('HSET', key, 'id', id, 'callback_of', parent_id, 'callback_kind', kind,
         outcome_field, outcome, 'created_at', NOW, 'attempts', 0, 'lost', 0, unpack(fields))
       push_queued(id, key, false)
+      metric_count('enqueued', redis.call('HGET', key, 'queue'))
     end
   end
 end

@@ -25,7 +25,13 @@ due time: a worker whose own clock is off would wait the wrong time for it (issu
 local TAKE_FIELDS = {'func', 'args', 'kwargs', 'serializer', 'timeout', 'queue', 'attempts',
   'retry', 'callback_of', 'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc',
   'chord_results', 'event_detail'}
+local TAKE_FUNC = 1
 local TAKE_QUEUE = 6
+local TAKE_ATTEMPTS = 7
+-- The fields read at a take: the previous token, TAKE_FIELDS, then enqueued_at (for the
+-- wait-time metric, include/metrics; dropped before the reply).
+local TAKE_READ = {'token', unpack(TAKE_FIELDS)}
+TAKE_READ[#TAKE_READ + 1] = 'enqueued_at'
 local TAKE_EVENT_DETAIL = 15
 local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 
@@ -54,8 +60,8 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
 
   -- The popped job's fields and previous token, or nil when its hash is gone.
   local function read(key)
-    local values = redis.call('HMGET', key, 'token', unpack(TAKE_FIELDS))
-    for i = 1, #values do
+    local values = redis.call('HMGET', key, unpack(TAKE_READ))
+    for i = 1, #values - 1 do
       if values[i] then return values end
     end
     -- Every field missing: deleted meanwhile, or a corrupt hash without any of them.
@@ -72,8 +78,10 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     redis.call('HSET', claims, claim, id)
     redis.call('ZADD', active, now + lease_ms, id)
     redis.call('ZADD', started, now, id)
-    know_detail(id, values[TAKE_EVENT_DETAIL + 1])
+    know_detail(id, values[TAKE_EVENT_DETAIL + 1], values[TAKE_FUNC + 1] or '',
+      values[TAKE_ATTEMPTS + 1])
     emit('started', id, values[TAKE_QUEUE + 1])
+    metric_started(values[TAKE_QUEUE + 1], table.remove(values))  -- enqueued_at
     values[1] = id
     return values
   end

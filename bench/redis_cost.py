@@ -1,0 +1,183 @@
+"""Redis CPU per job, rqconc beside Huey, Dramatiq and RQ measured the same way in one run.
+
+    .venv/bin/python bench/redis_cost.py [--runs 3] [--jobs 20000] [--only rqconc,huey]
+
+One private redis-server (bench.common.PrivateRedis); for each system, --runs runs of
+`python -m bench.cost_driver` in the system's own virtualenv (see that module for the three
+phases and why the task sends Redis nothing). The medians go to the "Redis time per job"
+section of bench/RESULTS.md (between the markers below; added at the end when missing, so a
+full `make bench` and this script can each rewrite their own part) and the raw runs to
+bench/results/redis_cost.json. `make bench` runs it after the throughput table.
+
+One Redis core's ceiling follows from the sum: a job that costs Redis C us of CPU caps one
+master near 1e6 / C jobs/s, however many workers run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Tuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.common import ROOT, PrivateRedis  # noqa: E402
+
+BENCH = ROOT / "bench"
+BEGIN, END = "<!-- redis-cost:begin -->", "<!-- redis-cost:end -->"
+PHASES = ("enqueue_single", "enqueue_batch", "run")
+
+# (system, worker mode, how it runs, what its Redis work leaves out compared with rqconc's)
+SYSTEMS: List[Tuple[str, str, str, str]] = [
+    (
+        "rqconc",
+        "forking:2",
+        "forking 2",
+        "lease with fencing token, strict FIFO per priority, crash recovery, "
+        "`started` + `finished` events, status counters",
+    ),
+    (
+        "huey",
+        "process:2",
+        "-k process -w 2",
+        "no acknowledgement and no lease (BRPOP: a job whose consumer dies is lost), "
+        "no events, no status kept",
+    ),
+    (
+        "dramatiq",
+        "2:8",
+        "-p 2 -t 8",
+        "acknowledgement with per-worker heartbeats (unacked messages of dead workers come "
+        "back), prefetch; no fencing, no events, no status kept",
+    ),
+    (
+        "rq",
+        "simple:2",
+        "2 x SimpleWorker",
+        "started/finished registries and a job hash; no fencing of a late completion, "
+        "no event stream",
+    ),
+]
+
+
+def python_of(system: str) -> str:
+    if system == "rqconc":
+        return sys.executable
+    from bench.run import PEERS_PYTHON, ensure_peers_venv
+
+    ensure_peers_venv()
+    return PEERS_PYTHON
+
+
+def one_run(system: str, mode: str, url: str, jobs: int) -> Dict[str, Any]:
+    argv = [python_of(system), "-m", "bench.cost_driver", system, "--url", url, "--mode", mode]
+    argv += ["--jobs", str(jobs), "--singles", str(max(500, jobs // 10))]
+    done = subprocess.run(argv, cwd=str(ROOT), capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{system}: cost driver failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def median_run(runs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The run whose take + complete cost is the median: its command table goes with it."""
+    ordered = sorted(runs, key=lambda r: r["run"]["cpu_us"])
+    chosen = dict(ordered[len(ordered) // 2])
+    chosen["medians"] = {p: statistics.median(r[p]["cpu_us"] for r in runs) for p in PHASES}
+    return chosen
+
+
+def top_commands(phase: Dict[str, Any], count: int = 8) -> str:
+    shown = []
+    for name, v in list(phase["commands"].items())[:count]:
+        if v["calls"] >= 0.01 or v["usec"] >= 0.1:  # a batch's one EVALSHA per 1,000 jobs
+            shown.append(f"{name} {v['calls']:.2g}x {v['usec']:.1f}")
+    return ", ".join(shown)
+
+
+def section(results: Dict[str, Dict[str, Any]], runs: int, jobs: int, version: str) -> str:
+    lines = [
+        BEGIN,
+        "## Redis time per job",
+        "",
+        f"`bench/redis_cost.py`: Redis {version}, one private server, {jobs:,} jobs of a task "
+        "that sends Redis nothing (counted by a byte appended to a file), median of "
+        f"{runs} runs; CPU of redis-server (`INFO cpu`, user + sys) per job. "
+        "`run` = take + complete and everything the workers do meanwhile (heartbeats, "
+        "lease renewals, polls). Batch = each system's fastest way to queue many jobs.",
+        "",
+        "| system | workers | enqueue (single) us | enqueue (batch) us | take + complete us "
+        "| batch + run us | one core's ceiling, jobs/s | what it leaves out |",
+        "|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for system, _mode, label, skips in SYSTEMS:
+        if system not in results:
+            continue
+        m = results[system]["medians"]
+        total = m["enqueue_batch"] + m["run"]
+        lines.append(
+            f"| {system} | {label} | {m['enqueue_single']:.1f} | {m['enqueue_batch']:.1f} | "
+            f"{m['run']:.1f} | {total:.1f} | {1e6 / total:,.0f} | {skips} |"
+        )
+    lines += [
+        "",
+        "Commands per job in the median run (calls per job, usec per job; a "
+        "command run inside a Lua script also counts inside EVALSHA's usec):",
+        "",
+    ]
+    for system, _mode, _label, _skips in SYSTEMS:
+        if system in results:
+            r = results[system]
+            lines.append(f"- **{system}** enqueue: {top_commands(r['enqueue_batch'])}")
+            lines.append(f"  take + complete: {top_commands(r['run'])}")
+    lines += ["", END]
+    return "\n".join(lines)
+
+
+def write_section(text: str) -> None:
+    path = BENCH / "RESULTS.md"
+    old = path.read_text() if path.exists() else ""
+    if BEGIN in old and END in old:
+        head, rest = old.split(BEGIN, 1)
+        new = head + text + rest.split(END, 1)[1]
+    else:
+        new = old.rstrip("\n") + "\n\n" + text + "\n"
+    path.write_text(new)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--jobs", type=int, default=20_000)
+    parser.add_argument("--only", default="", help="comma-separated systems")
+    args = parser.parse_args()
+    wanted = set(filter(None, args.only.split(","))) or {s[0] for s in SYSTEMS}
+    server = PrivateRedis().start()
+    results: Dict[str, Dict[str, Any]] = {}
+    raw: Dict[str, List[Dict[str, Any]]] = {}
+    try:
+        for system, mode, _label, _skips in SYSTEMS:
+            if system not in wanted:
+                continue
+            raw[system] = [one_run(system, mode, server.url, args.jobs) for _ in range(args.runs)]
+            results[system] = median_run(raw[system])
+            m = results[system]["medians"]
+            print(
+                f"{system:9} enqueue single {m['enqueue_single']:6.1f} us  batch "
+                f"{m['enqueue_batch']:6.1f} us  take+complete {m['run']:6.1f} us",
+                flush=True,
+            )
+        text = section(results, args.runs, args.jobs, server.version())
+    finally:
+        server.stop()
+    (BENCH / "results").mkdir(exist_ok=True)
+    (BENCH / "results" / "redis_cost.json").write_text(json.dumps(raw, indent=1))
+    write_section(text)
+    print("wrote the 'Redis time per job' section of bench/RESULTS.md")
+
+
+if __name__ == "__main__":
+    main()

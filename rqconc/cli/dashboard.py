@@ -1,0 +1,75 @@
+"""`rqconc dashboard [--host H] [--port P] [--url URL] [--namespace NS] [--auth USER:PASSWORD]`:
+serve the web dashboard (SPEC section 9) until Ctrl+C.
+
+It refuses to listen beyond loopback without credentials (exit 2). The web packages are an
+extra (`pip install 'rqconc[dashboard]'`): uvicorn, imported only here when the command runs,
+builds the app itself from its import string, so no other command ever loads them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Optional
+
+import click
+
+from rqconc.cli.common import client_for, url_option
+from rqconc.connection.clients import check_settings, redact, resolve_url, translated_errors
+from rqconc.dashboard.settings import (
+    AUTH_VARIABLE,
+    SETTINGS_VARIABLE,
+    DashboardSettings,
+    check_exposure,
+    parse_auth,
+)
+from rqconc.queue.keys import KeySpace
+
+APP_FACTORY = "rqconc.dashboard.app:app_from_environment"
+WEB_PACKAGES = ("starlette", "uvicorn", "prometheus_client")
+
+
+def _settings(
+    host: str, url: Optional[str], namespace: str, auth: Optional[str]
+) -> DashboardSettings:
+    try:
+        KeySpace(namespace)
+        credentials = parse_auth(auth)
+        check_exposure(host, credentials)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    missing = [name for name in WEB_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise click.ClickException(
+            f"the dashboard needs {' and '.join(missing)}: pip install 'rqconc[dashboard]'"
+        )
+    return DashboardSettings(resolve_url(url), namespace, credentials)
+
+
+@click.command()
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=9181, show_default=True)
+@click.option("--namespace", default="rqconc", show_default=True, help="The namespace shown.")
+@click.option(
+    "--auth",
+    envvar=AUTH_VARIABLE,
+    default=None,
+    metavar="USER:PASSWORD",
+    help=f"HTTP Basic credentials for every path (${AUTH_VARIABLE}); needed off loopback.",
+)
+@url_option
+def dashboard(
+    host: str, port: int, namespace: str, auth: Optional[str], url: Optional[str]
+) -> None:
+    """Serve the web dashboard: queues, workers, jobs, failed, scheduled, live events."""
+    settings = _settings(host, url, namespace, auth)
+    client = client_for(settings.url)
+    with translated_errors(client):
+        check_settings(client)
+        client.ping()  # a wrong URL is told now, in one line, not on the first page load
+    import uvicorn
+
+    os.environ[SETTINGS_VARIABLE] = settings.to_environment()
+    where = f"http://{host}:{port}/" if ":" not in host else f"http://[{host}]:{port}/"
+    click.echo(f"rqconc dashboard on {where} (Redis {redact(settings.url or '')}, Ctrl+C stops)")
+    uvicorn.run(APP_FACTORY, factory=True, host=host, port=port, log_level="warning")

@@ -1,0 +1,125 @@
+"""One job's page: its call, status, attempts, progress, outcome, its flow's stages, the
+dead letter it is (if it is one) and its events still in the stream."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import redis
+
+from rqconc import errors
+from rqconc.connection.clients import translated_errors
+from rqconc.queue.job import Job
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.steps import text
+
+# The stream is capped (about 10,000 entries) and its ids are Redis-clock milliseconds: a
+# job's events come after it was created, so the page reads from then on, at most this many
+# entries, instead of the whole stream. created_at comes from the enqueuing client's clock:
+# a minute's margin covers hosts whose clocks disagree.
+EVENTS_SCANNED = 1000
+CLOCK_MARGIN_MS = 60_000
+FLOW_STAGES_SHOWN = 50
+
+
+def _seconds(value: Optional[str]) -> Optional[float]:
+    return int(value) / 1000 if value else None
+
+
+def _call(job: Job) -> Dict[str, Any]:
+    """Arguments as stored: decoded JSON, or a note for a pickled call (never unpickled
+    here: unpickling runs code chosen by whoever can write to Redis)."""
+    if job.serializer != "json":
+        return {"args": None, "kwargs": None, "pickled": True}
+    try:
+        return {"args": job.args, "kwargs": job.kwargs, "pickled": False}
+    except ValueError:
+        return {"args": None, "kwargs": None, "pickled": False, "unreadable": True}
+
+
+def _outcome(job: Job, status: str) -> Dict[str, Any]:
+    if status == "finished":
+        if job.serializer != "json":
+            return {"result": None, "result_pickled": True}
+        try:
+            return {"result": job.return_value}
+        except ValueError:
+            return {"result": None, "result_unreadable": True}
+    failure = job.exc_info
+    if failure is None:
+        return {}
+    return {"error": {"type": failure[0], "message": failure[1], "traceback": failure[2]}}
+
+
+def _progress(job: Job) -> Optional[Dict[str, Any]]:
+    """`job.progress` (fraction, message) where the installed rqconc keeps progress."""
+    progress = getattr(job, "progress", None)
+    if not progress:
+        return None
+    fraction, message = progress
+    return {"fraction": fraction, "message": message}
+
+
+def _flow(job: Job) -> List[Dict[str, Any]]:
+    if not (job.flow_id or job.next_id):
+        return []
+    stages = []
+    for stage in job.flow()[:FLOW_STAGES_SHOWN]:
+        stages.append({"id": stage.id, "function": stage.func_name, "status": str(stage.status)})
+    return stages
+
+
+def _dead_letter(client: redis.Redis, keys: KeySpace, job: Job) -> Optional[str]:
+    """The queue whose dead letters hold this job, if they do."""
+    queue = job.queue_name or "default"
+    listed = client.zscore(keys.failed(queue), job.id)
+    return queue if listed is not None else None
+
+
+def _events(client: redis.Redis, keys: KeySpace, job: Job) -> List[Dict[str, Any]]:
+    created = job.field("created_at") or job.field("enqueued_at")
+    ended = job.field("ended_at")
+    since = f"{max(0, int(created) - CLOCK_MARGIN_MS)}-0" if created else "-"
+    until = f"{int(ended) + CLOCK_MARGIN_MS}-0" if ended else "+"
+    entries: Any = client.xrange(keys.events, since, until, count=EVENTS_SCANNED)
+    wanted, found = job.id.encode(), []
+    for entry_id, raw in entries:
+        if raw.get(b"job_id") == wanted:  # decode only this job's entries
+            event: Dict[str, Any] = {text(k): text(v) for k, v in raw.items()}
+            event["ts"], event["id"] = int(event.get("ts") or 0), text(entry_id)
+            found.append(event)
+    return found
+
+
+def job_page(client: redis.Redis, namespace: str, job_id: str) -> Optional[Dict[str, Any]]:
+    """Everything the job page shows, or None when there is no such job (any more)."""
+    keys = KeySpace(namespace)
+    try:
+        with translated_errors(client):
+            job = Job.fetch(job_id, client, namespace)
+            status = str(job.status)
+            page: Dict[str, Any] = {
+                "id": job.id,
+                "function": job.func_name,
+                "queue": job.queue_name,
+                "status": status,
+                "priority": job.priority,
+                "attempts": job.attempts,
+                "description": job.description,
+                "worker": job.worker_name,
+                "meta": job.meta,
+                "progress": _progress(job),
+                "flow": _flow(job),
+                "flow_id": job.flow_id,
+                "dead_letter_of": _dead_letter(client, keys, job),
+                "events": _events(client, keys, job),
+                **{name: _seconds(job.field(name)) for name in _TIMES},
+                **_call(job),
+                **_outcome(job, status),
+            }
+    except errors.NoSuchJob:
+        return None
+    return page
+
+
+_TIMES = ("created_at", "enqueued_at", "started_at", "ended_at")

@@ -1,0 +1,130 @@
+"""The Redis reads behind each page, each O(page): counts by ZCARD/HLEN-style sizes, lists
+by ZRANGE with limits, jobs by one pipelined HGETALL per shown row. Nothing here walks a
+whole queue, so a page costs the same with 1,000 or 1,000,000 jobs queued.
+
+Every function returns JSON-ready data (times as Unix seconds); the page shows it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+import redis
+
+from rqconc.connection.clients import translated_errors
+from rqconc.queue import cron
+from rqconc.queue.control import is_suspended
+from rqconc.queue.counts import queue_counts
+from rqconc.queue.events import EventStream
+from rqconc.queue.job import Job
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.steps import text
+from rqconc.worker.clock import redis_time
+from rqconc.worker.registry import list_workers
+
+PAGE = 50  # rows per list page
+FEED_BATCH = 200  # events per live-feed answer at most
+
+
+def overview(client: redis.Redis, namespace: str) -> Dict[str, Any]:
+    """Every queue's counts by status, whether workers are suspended, how many are live."""
+    with translated_errors(client):
+        return {
+            "namespace": namespace,
+            "queues": queue_counts(client, None, namespace),
+            "suspended": is_suspended(client, namespace),
+            "workers": int(client.zcount(KeySpace(namespace).workers, redis_time(client), "+inf")),
+        }
+
+
+def workers(client: redis.Redis, namespace: str) -> Dict[str, Any]:
+    """The live workers, each with its heartbeat age and one row per child: the busy ones
+    with their job, then the idle ones (the registry lists running jobs, not their slots)."""
+    with translated_errors(client):
+        now = redis_time(client)
+        found = list_workers(client, namespace)
+    for worker in found:
+        worker["heartbeat_age"] = round(max(0.0, now - worker["last_heartbeat"]), 1)
+        jobs = [str(j) for j in worker["current_jobs"]]
+        idle = max(0, worker["busy"] + worker["idle"] - len(jobs))
+        worker["children"] = [{"state": "busy", "job_id": j} for j in jobs] + [
+            {"state": "idle", "job_id": None} for _ in range(idle)
+        ]
+    return {"workers": found, "now": now}
+
+
+def _row(job: Job) -> Dict[str, Any]:
+    fields = {name: job.field(name) for name in ("status", "exc_type", "exc_message")}
+    return {
+        "id": job.id,
+        "function": job.func_name,
+        "queue": job.queue_name,
+        "description": job.description,
+        "attempts": int(job.field("attempts") or 0),
+        **fields,
+    }
+
+
+def _jobs(client: redis.Redis, namespace: str, ids: List[str]) -> List[Job]:
+    return [job for job in Job.fetch_many(ids, client, namespace) if job is not None]
+
+
+def failed_page(client: redis.Redis, namespace: str, queue: str, offset: int = 0) -> Dict[str, Any]:
+    """One page of a queue's dead letters, latest failure first, with their tracebacks.
+    Letters whose failure_ttl ran out (still listed until maintenance trims them) are left
+    out, and the total does not count them."""
+    keys = KeySpace(namespace)
+    failed, expiry = keys.failed(queue), keys.failed_expiry(queue)
+    with translated_errors(client):
+        now_ms = int(redis_time(client) * 1000)
+        pipe = client.pipeline(transaction=False)
+        pipe.zrevrange(failed, offset, offset + PAGE - 1)
+        pipe.zcard(failed)
+        pipe.zcount(expiry, "-inf", now_ms)
+        ids, listed, expired = pipe.execute()
+        ids = [text(i) for i in ids]
+        ends = client.zmscore(expiry, ids) if ids else []
+        live = [i for i, end in zip(ids, ends) if end is None or end > now_ms]
+        jobs = _jobs(client, namespace, live)
+    rows = [dict(_row(job), traceback=job.field("traceback") or "") for job in jobs]
+    return {"queue": queue, "offset": offset, "total": max(0, listed - expired), "jobs": rows}
+
+
+def scheduled_page(client: redis.Redis, namespace: str, queue: str) -> Dict[str, Any]:
+    """The next PAGE scheduled jobs of a queue (due soonest first) with their due times."""
+    key = KeySpace(namespace).scheduled(queue)
+    with translated_errors(client):
+        due: Any = client.zrange(key, 0, PAGE - 1, withscores=True)
+        total = client.zcard(key)
+        jobs = _jobs(client, namespace, [text(i) for i, _ in due])
+    when = {text(i): score / 1000 for i, score in due}
+    rows = [dict(_row(job), due=when.get(job.id)) for job in jobs]
+    return {"queue": queue, "total": int(total), "jobs": rows}
+
+
+def crons(client: redis.Redis, namespace: str) -> List[Dict[str, Any]]:
+    """Every cron entry with its next runs (a handful per namespace, never per job)."""
+    with translated_errors(client):
+        found = cron.entries(client, KeySpace(namespace))
+    return [entry.as_dict() for entry in found]
+
+
+def events(client: redis.Redis, namespace: str, after: Optional[str]) -> Dict[str, Any]:
+    """The live feed: events after stream id `after` (oldest first), or the latest page
+    when `after` is empty; `last` is the id to ask after next time."""
+    stream = EventStream(client, namespace)
+    if not after:
+        found = stream.latest(PAGE)
+    else:
+        with translated_errors(client):
+            entries: Any = client.xrange(stream.key, f"({after}", "+", count=FEED_BATCH)
+        found = [dict(_event(i, raw)) for i, raw in entries]
+    last = found[-1]["id"] if found else (after or "0-0")
+    return {"events": found, "last": last}
+
+
+def _event(entry_id: Any, raw: Dict[Any, Any]) -> Dict[str, Any]:
+    event: Dict[str, Any] = {text(k): text(v) for k, v in raw.items()}
+    event["ts"] = int(event.get("ts") or 0)
+    event["id"] = text(entry_id)
+    return event

@@ -1,0 +1,2 @@
+"""Metrics kept in Redis by the Lua steps: reading them (read) and the Prometheus text
+format (exposition)."""

@@ -1,0 +1,197 @@
+"""Reading the metrics the Lua steps keep (lua/include/metrics.lua, SPEC 9).
+
+`snapshot()` gives everything `/metrics` shows in a few round trips: the counters and
+histograms of every queue (one HGETALL), the jobs per status (queue/counts.py), the workers
+and their children (the registry). `timeline()` gives the last hour per minute, for charts
+and "throughput and p50/p95 over the last minute". Both only read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from rqconc.connection.clients import ConnectionLike, connect, translated_errors
+from rqconc.queue.counts import queue_counts
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.steps import text
+from rqconc.worker.clock import redis_time
+from rqconc.worker.registry import list_workers
+
+# Upper bounds (ms) of the run- and wait-time buckets, the last one +Inf implied: the same as
+# METRIC_BOUNDS_MS in lua/include/metrics.lua (tests/metrics compares them). Times are whole
+# ms (Redis' clock), so a 0.4 ms run counts in the 1 ms bucket.
+BOUNDS_MS: Tuple[int, ...] = (1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
+BOUNDS_MS += (30000, 60000, 300000)
+COUNTERS = ("enqueued", "failed", "retried")  # finished: the run histogram's count
+
+
+@dataclass
+class Histogram:
+    """Observations of one time (seconds): counts per bucket, NOT cumulative, one more
+    than `BOUNDS_MS` (the last: above every bound), and their sum."""
+
+    counts: List[int] = field(default_factory=lambda: [0] * (len(BOUNDS_MS) + 1))
+    sum_seconds: float = 0.0
+
+    @property
+    def count(self) -> int:
+        return sum(self.counts)
+
+    def cumulative(self) -> List[Tuple[float, int]]:
+        """(upper bound in seconds, observations at most that), +Inf last: Prometheus'."""
+        bounds = [ms / 1000 for ms in BOUNDS_MS] + [math.inf]
+        total, rows = 0, []
+        for bound, count in zip(bounds, self.counts):
+            total += count
+            rows.append((bound, total))
+        return rows
+
+    def quantile(self, q: float) -> Optional[float]:
+        """The q-quantile (0..1) in seconds, interpolated linearly inside its bucket (as
+        Prometheus' histogram_quantile does); None without observations. Above the last
+        bound it answers that bound."""
+        total = self.count
+        if total == 0:
+            return None
+        rank, seen, lower = q * total, 0, 0.0
+        for bound_ms, count in zip(BOUNDS_MS, self.counts):
+            upper = bound_ms / 1000
+            if count and seen + count >= rank:
+                return lower + (upper - lower) * (rank - seen) / count
+            seen, lower = seen + count, upper
+        return BOUNDS_MS[-1] / 1000
+
+
+@dataclass
+class QueueMetrics:
+    """One queue: its counters since the namespace began, its histograms, and its jobs now
+    by status (queued, started, scheduled, deferred, failed, finished)."""
+
+    name: str
+    enqueued: int = 0
+    finished: int = 0
+    failed: int = 0
+    retried: int = 0
+    run: Histogram = field(default_factory=Histogram)
+    wait: Histogram = field(default_factory=Histogram)
+    jobs: Dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class MetricsSnapshot:
+    """Everything `/metrics` shows for one namespace, read at one moment."""
+
+    namespace: str
+    queues: List[QueueMetrics]
+    workers: Dict[str, int]  # state (started, idle, busy, suspended, stale) -> how many
+    children: Dict[str, Dict[str, int]]  # worker name -> {"busy": n, "idle": n}
+
+    def queue(self, name: str) -> QueueMetrics:
+        """The metrics of queue `name` (zeros if it has none yet)."""
+        for queue in self.queues:
+            if queue.name == name:
+                return queue
+        return QueueMetrics(name)
+
+
+@dataclass
+class MinutePoint:
+    """One minute of the last hour: runs that finished or failed for good in it, and the
+    run-time quantiles (seconds; None when nothing finished)."""
+
+    minute: int  # its start, Unix seconds
+    finished: int
+    failed: int
+    run_p50: Optional[float]
+    run_p95: Optional[float]
+
+
+def _bucket_index(bound: str) -> Optional[int]:
+    if bound == "inf":
+        return len(BOUNDS_MS)
+    try:
+        return BOUNDS_MS.index(int(bound))
+    except ValueError:
+        return None  # a bound this version does not know: not shown rather than misfiled
+
+
+def _fold(raw: Dict[Any, Any], queues: Dict[str, QueueMetrics]) -> None:
+    """Files each field of {ns}:metrics (layout: lua/include/metrics.lua) into its queue."""
+    for key, value in raw.items():
+        name, _, rest = text(key).partition(":")
+        try:
+            number = int(value)
+        except ValueError:
+            continue  # only a corrupt write stores a non-integer
+        if name in ("run", "wait"):
+            bound, _, queue_name = rest.partition(":")
+            index = _bucket_index(bound)
+            if index is not None and queue_name:
+                queue = queues.setdefault(queue_name, QueueMetrics(queue_name))
+                getattr(queue, name).counts[index] += number
+                if name == "run":  # every finished run is observed: no counter of its own
+                    queue.finished += number
+        elif name in ("run_ms", "wait_ms") and rest:
+            queue = queues.setdefault(rest, QueueMetrics(rest))
+            getattr(queue, name[:-3]).sum_seconds += number / 1000
+        elif name in COUNTERS and rest:
+            queue = queues.setdefault(rest, QueueMetrics(rest))
+            setattr(queue, name, getattr(queue, name) + number)
+
+
+def snapshot(connection: ConnectionLike, namespace: str = "rqconc") -> MetricsSnapshot:
+    """The counters, histograms and job counts of every queue, and the workers by state."""
+    client = connect(connection)
+    keys = KeySpace(namespace)
+    with translated_errors(client):
+        raw = client.hgetall(keys.metrics)
+        known = sorted(text(n) for n in client.smembers(keys.queues))
+        queues: Dict[str, QueueMetrics] = {name: QueueMetrics(name) for name in known}
+        _fold(raw, queues)
+        names = sorted(queues)
+        for row in queue_counts(client, names, namespace) if names else []:
+            queues[row["name"]].jobs = {k: v for k, v in row.items() if k != "name"}
+        workers: Dict[str, int] = {}
+        children: Dict[str, Dict[str, int]] = {}
+        for worker in list_workers(client, namespace):
+            workers[worker["state"]] = workers.get(worker["state"], 0) + 1
+            children[worker["name"]] = {"busy": worker["busy"], "idle": worker["idle"]}
+    return MetricsSnapshot(namespace, [queues[n] for n in names], workers, children)
+
+
+def timeline(
+    connection: ConnectionLike,
+    namespace: str = "rqconc",
+    queue: Optional[str] = None,
+    minutes: int = 60,
+) -> List[MinutePoint]:
+    """The last `minutes` minutes (at most 60 are kept), oldest first, the current one last:
+    of queue `queue`, or of every queue together."""
+    if not 1 <= minutes <= 60:
+        raise ValueError(f"minutes must be between 1 and 60, not {minutes!r}")
+    client = connect(connection)
+    keys = KeySpace(namespace)
+    with translated_errors(client):
+        current = int(redis_time(client)) // 60 * 60
+        starts = [current - 60 * back for back in range(minutes - 1, -1, -1)]
+        pipe = client.pipeline(transaction=False)
+        for minute in starts:
+            pipe.hgetall(keys.metrics_minute(minute))
+        replies = pipe.execute()
+    return [_point(minute, raw, queue) for minute, raw in zip(starts, replies)]
+
+
+def _point(minute: int, raw: Dict[Any, Any], queue: Optional[str]) -> MinutePoint:
+    run, failed = Histogram(), 0
+    for key, value in raw.items():
+        name, _, rest = text(key).partition(":")
+        if name == "run":
+            bound, _, queue_name = rest.partition(":")
+            index = _bucket_index(bound)
+            if index is not None and (queue is None or queue_name == queue):
+                run.counts[index] += int(value)
+        elif name == "failed" and (queue is None or rest == queue):
+            failed += int(value)
+    return MinutePoint(minute, run.count, failed, run.quantile(0.5), run.quantile(0.95))

@@ -1,0 +1,78 @@
+--[[ metrics (included by the steps that change a job's state, before lifecycle; SPEC 9).
+
+The including script defines NS (the namespace prefix "{ns}:") and NOW (ms, a string;
+`--#include clock`, or the producer's clock in the enqueue steps, which need no minute).
+
+Counters and histograms live in the same atomic step as the change they count, so one read
+gives numbers exact across every worker and host (rqconc/metrics/read.py reads them). All
+of a namespace's totals are one hash, {ns}:metrics, fields named metric first, queue last
+(a queue name may hold ':', a metric name and a bucket bound never do):
+  enqueued:<queue> failed:<queue> retried:<queue>   counters
+  run:<le>:<queue>  wait:<le>:<queue>   histogram buckets, NOT cumulative: the runs whose
+                    time (ms) is at most <le> and above the previous bound ('inf': the rest)
+  run_ms:<queue>  wait_ms:<queue>       the sums of the observed times (ms)
+Run time is start to end of a run that finished, so the finished counter is the run
+histogram's count (one command less for every job); wait time is entering the queue to
+start. Every job pays these in take and complete: five HINCRBYs in all (one each costs
+about 1.5 us of Redis CPU; bench/metrics_cost.py measures the steps).
+The last hour, per minute: {ns}:metrics:<minute> (Unix seconds, a multiple of 60), fields
+run:<le>:<queue> (its finished count is their sum) and failed:<queue>, expiring an hour
+after that minute: the first write of each field sets the TTL, so one EXPIRE per minute.
+]]
+-- Bucket bounds (ms); rqconc/metrics/read.py has the same (a test compares them).
+local METRIC_BOUNDS_MS = {1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000,
+  60000, 300000}
+local METRIC_MINUTE_TTL = 3720
+
+local function metrics_key() return NS .. 'metrics' end
+local function metrics_minute_key(minute) return NS .. 'metrics:' .. minute end
+
+local function metric_bucket(ms)
+  for _, bound in ipairs(METRIC_BOUNDS_MS) do
+    if ms <= bound then return bound end
+  end
+  return 'inf'
+end
+
+-- Counts into this minute's hash, setting its TTL with the field's first write.
+local function metric_minute(field)
+  local minute = math.floor(tonumber(NOW) / 60000) * 60
+  local key = metrics_minute_key(minute)
+  if redis.call('HINCRBY', key, field, 1) == 1 then
+    redis.call('EXPIRE', key, METRIC_MINUTE_TTL)
+  end
+end
+
+-- Elapsed ms since `since` (a stored ms time; a corrupt or future one counts as 0).
+local function metric_elapsed(since)
+  local elapsed = tonumber(NOW) - (tonumber(since) or tonumber(NOW))
+  if elapsed ~= elapsed or elapsed < 0 then return 0 end
+  return elapsed
+end
+
+local function metric_count(name, queue, n)
+  redis.call('HINCRBY', metrics_key(), name .. ':' .. (queue or 'default'), n or 1)
+end
+
+-- A run started (take): the wait since the job entered its queue.
+local function metric_started(queue, enqueued_at)
+  local ms, q, key = metric_elapsed(enqueued_at), queue or 'default', metrics_key()
+  redis.call('HINCRBY', key, 'wait:' .. metric_bucket(ms) .. ':' .. q, 1)
+  redis.call('HINCRBY', key, 'wait_ms:' .. q, ms)
+end
+
+-- A run finished (complete) after `ms` (metric_elapsed since its start): its run time
+-- observed (which counts it as finished), in total and per minute.
+local function metric_finished(queue, ms)
+  local q, key = queue or 'default', metrics_key()
+  local bucket = 'run:' .. metric_bucket(ms) .. ':' .. q
+  redis.call('HINCRBY', key, bucket, 1)
+  redis.call('HINCRBY', key, 'run_ms:' .. q, ms)
+  metric_minute(bucket)
+end
+
+-- A job failed for good (a dead letter, a poison pill).
+local function metric_failed(queue)
+  metric_count('failed', queue)
+  metric_minute('failed:' .. (queue or 'default'))
+end

@@ -1,0 +1,33 @@
+"""Jobs the dashboard tests' workers run (allowed by the workers' `--allow tests`)."""
+
+import os
+import time
+
+
+def nap(seconds):
+    time.sleep(seconds)
+    return seconds
+
+
+def add(a, b):
+    return a + b
+
+
+def fail_once(marker):
+    """Fails the first time (ValueError is not retried by default), succeeds after."""
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        raise ValueError(f"first run fails on purpose; {marker} now exists")
+    return "second run ok"
+
+
+def fail_with(text):
+    """Fails for good with attacker-controlled text in its message and traceback."""
+    raise RuntimeError(text)
+
+
+def first_stage(n):
+    """A two-stage flow: this stage hands on to `add(n, 1)`."""
+    from rqconc import Next
+
+    return Next("default", "tests.dashboard.jobs:add", n, 1, result="handed on")

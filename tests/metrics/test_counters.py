@@ -1,0 +1,116 @@
+"""SPEC 9: the counters and histograms the Lua steps keep are exact across every worker,
+backend and host, and their times are the jobs' own (read through rqconc.metrics.read)."""
+
+import pytest
+
+from rqconc.connection.clients import connect
+from rqconc.metrics.read import BOUNDS_MS, Histogram, snapshot, timeline
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.queue import Queue
+from rqconc.queue.retry import Retry
+from rqconc.queue.scripts import expand
+from rqconc.worker.registry import list_workers
+from tests.support.waiting import wait_for
+
+NAP = "tests.metrics.metrics_jobs:nap"
+BOOM = "tests.metrics.metrics_jobs:boom"
+FAIL_FIRST = "tests.metrics.metrics_jobs:fail_first"
+ENDED = ("finished", "failed")
+
+
+def wait_ended(jobs, timeout=45):
+    wait_for(
+        lambda: all(job.status in ENDED for job in jobs),
+        timeout=timeout,
+        message="every job ended",
+    )
+
+
+def bucket_of(ms):
+    """The histogram bucket (its index) a time in whole ms falls into."""
+    return next((i for i, bound in enumerate(BOUNDS_MS) if ms <= bound), len(BOUNDS_MS))
+
+
+# Two workers of different backends at once, every backend in one of the pairs.
+@pytest.mark.parametrize("pair", [("forking", "threading"), ("multiprocessing", "gevent")])
+def test_counters_are_exact_across_two_workers_of_different_backends(
+    redis_server, start_worker, tmp_path, pair
+):
+    redis_url = redis_server.url
+    for backend in pair:
+        start_worker(backend, 2, redis_url, "-q", "m")
+    wait_for(
+        lambda: [w["idle"] for w in list_workers(connect(redis_url))] == [2, 2],
+        timeout=30,
+        message="2 workers with their children up",
+    )
+    q = Queue("m", connection=redis_url)
+    fast = q.enqueue_many([(NAP, (0.04,))] * 30)
+    fast.append(q.enqueue(NAP, 0))
+    failing = [q.enqueue(BOOM, f"no {i}", retry=None) for i in range(5)]
+    retried = [
+        q.enqueue(FAIL_FIRST, str(tmp_path / f"token{i}"), retry=Retry(1, 0.05, jitter=False))
+        for i in range(4)
+    ]
+    wait_ended(fast + failing + retried)
+    assert all(job.status == "finished" for job in fast + retried)
+
+    m = snapshot(redis_url).queue("m")
+    assert (m.enqueued, m.finished, m.failed, m.retried) == (40, 35, 5, 4)
+    assert m.run.count == 35  # finished runs
+    assert m.wait.count == 44  # every start: 31 + 5 + 4 twice
+    assert m.jobs["finished"] == 35 and m.jobs["failed"] == 5 and m.jobs["queued"] == 0
+    client = connect(redis_url)
+    workers = {client.hget(job.key, "worker") for job in fast + failing + retried}
+    assert len(workers) == 2, "both workers took jobs"
+
+
+def test_run_and_wait_histograms_hold_the_jobs_own_times(redis_server, start_worker):
+    redis_url = redis_server.url
+    q = Queue("h", connection=redis_url)
+    naps = (0.0, 0.03, 0.12, 0.3, 0.3)
+    jobs = [q.enqueue(NAP, s) for s in naps]
+    start_worker("threading", 3, redis_url, "-q", "h")
+    wait_ended(jobs)
+    client = connect(redis_url)
+    runs, waits = Histogram(), Histogram()
+    for job, seconds in zip(jobs, naps):
+        started, ended, enqueued = (
+            int(v) for v in client.hmget(job.key, "started_at", "ended_at", "enqueued_at")
+        )
+        runs.counts[bucket_of(ended - started)] += 1
+        runs.sum_seconds += (ended - started) / 1000
+        waits.counts[bucket_of(max(0, started - enqueued))] += 1
+        waits.sum_seconds += max(0, started - enqueued) / 1000
+        assert ended - started >= 1000 * seconds
+    m = snapshot(redis_url).queue("h")
+    assert m.run.counts == runs.counts and m.run.sum_seconds == pytest.approx(runs.sum_seconds)
+    assert m.wait.counts == waits.counts
+    assert m.wait.sum_seconds == pytest.approx(waits.sum_seconds)
+    assert 0.3 <= m.run.quantile(0.95) <= 0.5  # 2 of 5 runs took 0.3 s: the 250-500 ms bucket
+
+
+def test_timeline_gives_the_last_hour_per_minute(redis_server, start_worker):
+    redis_url = redis_server.url
+    q = Queue("t", connection=redis_url)
+    jobs = [q.enqueue(NAP, 0.02) for _ in range(6)] + [q.enqueue(BOOM, "x", retry=None)]
+    other = q.__class__("other", connection=redis_url).enqueue(NAP, 0)
+    start_worker("gevent", 4, redis_url, "-q", "t,other")
+    wait_ended(jobs + [other])
+    points = timeline(redis_url, queue="t")
+    assert len(points) == 60 and points[-1].minute - points[0].minute == 59 * 60
+    assert sum(p.finished for p in points) == 6 and sum(p.failed for p in points) == 1
+    busy = [p for p in points if p.finished]
+    assert all(0.02 <= p.run_p50 <= p.run_p95 <= 0.05 for p in busy)
+    assert sum(p.finished for p in timeline(redis_url, minutes=5)) == 7  # every queue
+    keys = KeySpace()
+    ttl = connect(redis_url).ttl(keys.metrics_minute(busy[0].minute))
+    assert 3600 < ttl <= 3720  # an hour after its minute, then gone: memory stays bounded
+    with pytest.raises(ValueError):
+        timeline(redis_url, minutes=61)
+
+
+def test_lua_and_python_share_the_bucket_bounds(redis_url):
+    client = connect(redis_url)
+    source = "local NS, NOW = '', '0'\n" + expand("--#include metrics\n")
+    assert client.eval(source + "\nreturn METRIC_BOUNDS_MS", 0) == list(BOUNDS_MS)

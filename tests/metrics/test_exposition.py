@@ -1,0 +1,114 @@
+"""SPEC 9: the Prometheus text format (prometheus-client), read back with prometheus-client's
+own parser: exactly the metric names and labels of the SPEC, the same text from `rqconc
+metrics`, and one-line errors for misuse and an unreachable Redis."""
+
+import subprocess
+import sys
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from rqconc.connection.clients import connect
+from rqconc.metrics.exposition import render
+from rqconc.queue.queue import Queue
+from rqconc.worker.registry import list_workers
+from tests.support.waiting import wait_for
+
+NAP = "tests.metrics.metrics_jobs:nap"
+BOOM = "tests.metrics.metrics_jobs:boom"
+TYPES = {
+    "rqconc_jobs": "gauge",
+    "rqconc_jobs_enqueued": "counter",
+    "rqconc_jobs_finished": "counter",
+    "rqconc_jobs_failed": "counter",
+    "rqconc_jobs_retried": "counter",
+    "rqconc_job_run_seconds": "histogram",
+    "rqconc_job_wait_seconds": "histogram",
+    "rqconc_workers": "gauge",
+    "rqconc_children": "gauge",
+}
+
+
+def parsed(text):
+    """{family name: (type, {(sample name, labels as sorted tuples): value})}."""
+    return {
+        family.name: (
+            family.type,
+            {(s.name, tuple(sorted(s.labels.items()))): s.value for s in family.samples},
+        )
+        for family in text_string_to_metric_families(text)
+    }
+
+
+def value(families, family, sample, **labels):
+    return families[family][1][(sample, tuple(sorted(labels.items())))]
+
+
+def test_metrics_text_parses_with_the_spec_s_names_labels_and_values(redis_server, start_worker):
+    url = redis_server.url
+    q = Queue("p", connection=url)
+    done = [q.enqueue(NAP, 0.01) for _ in range(3)]
+    bad = q.enqueue(BOOM, "x", retry=None)
+    q.enqueue_in(3600, NAP, 0)
+    start_worker("forking", 2, url, "-q", "p", "--name", "w1")
+    wait_for(
+        lambda: bad.status == "failed" and all(j.status == "finished" for j in done),
+        timeout=30,
+        message="jobs ended",
+    )
+    wait_for(lambda: [w["idle"] for w in list_workers(connect(url))] == [2], message="idle")
+
+    families = parsed(render(url).decode())
+    assert {name: kind for name, (kind, _) in families.items()} == TYPES
+    ns = {"namespace": "rqconc", "queue": "p"}
+    assert value(families, "rqconc_jobs", "rqconc_jobs", status="finished", **ns) == 3
+    assert value(families, "rqconc_jobs", "rqconc_jobs", status="scheduled", **ns) == 1
+    assert value(families, "rqconc_jobs", "rqconc_jobs", status="failed", **ns) == 1
+    for name, expected in (("enqueued", 5), ("finished", 3), ("failed", 1), ("retried", 0)):
+        family = f"rqconc_jobs_{name}"
+        assert value(families, family, family + "_total", **ns) == expected
+    run = families["rqconc_job_run_seconds"][1]
+    buckets = sorted(
+        (float(dict(labels)["le"]), v)
+        for (sample, labels), v in run.items()
+        if sample.endswith("_bucket")
+    )
+    counts = [v for _, v in buckets]
+    assert counts == sorted(counts) and buckets[-1] == (float("inf"), 3)  # cumulative
+    assert value(families, "rqconc_job_run_seconds", "rqconc_job_run_seconds_count", **ns) == 3
+    assert value(families, "rqconc_job_run_seconds", "rqconc_job_run_seconds_sum", **ns) >= 0.03
+    wait_count = "rqconc_job_wait_seconds_count"
+    assert value(families, "rqconc_job_wait_seconds", wait_count, **ns) == 4  # started runs
+    assert (
+        value(families, "rqconc_workers", "rqconc_workers", namespace="rqconc", state="idle") == 1
+    )
+    children = {"namespace": "rqconc", "worker": "w1"}
+    assert value(families, "rqconc_children", "rqconc_children", state="idle", **children) == 2
+    assert value(families, "rqconc_children", "rqconc_children", state="busy", **children) == 0
+
+
+def run_cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "rqconc", "metrics", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_rqconc_metrics_prints_the_same_text_once_and_fails_in_one_line(redis_server):
+    url = redis_server.url
+    Queue("c", connection=url).enqueue(NAP, 0)
+    shown = run_cli("--url", url)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == render(url).decode()
+    family = "rqconc_jobs_enqueued"
+    assert (
+        value(parsed(shown.stdout), family, family + "_total", namespace="rqconc", queue="c") == 1
+    )
+
+    bad = run_cli("--url", url, "--namespace", "a b")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "namespace" in bad.stderr
+    gone = run_cli("--url", "redis://:secret@127.0.0.1:1/0")
+    assert gone.returncode == 1 and len(gone.stderr.strip().splitlines()) == 1
+    assert "127.0.0.1:1" in gone.stderr and "secret" not in gone.stderr
