@@ -165,7 +165,7 @@ def _kill_master_while_replica_lags(
     outcome.promoted_after = promoted_at - killed_at
     # The machine is replaced: the node comes back (empty) as the new master's replica.
     # Until then wait_replicas=1 cannot be met: no step completes.
-    old.extra_args = ("--replicaof", *deployment.master_address_text())
+    old.extra_args = (*deployment.node_args, "--replicaof", *deployment.master_address_text())
     old.start()
     deadline = time.monotonic() + 60
     while not (outcome.resumed_after and outcome.replica_back_after):

@@ -134,3 +134,23 @@ def test_a_wedged_master_is_left_for_the_promoted_one_instead_of_hanging(deploym
         assert deployment.current_master() is not wedged
     finally:
         wedged.process.send_signal(signal.SIGCONT)
+
+
+def test_a_password_protected_group_works_through_the_url_and_never_shows_it(
+    redis_binary, start_worker
+):
+    secret = "s3cret/pw"
+    group = SentinelDeployment(redis_binary, password=secret).start()
+    try:
+        worker = start_worker("threading", 1, group.url)
+        job = Queue("default", connection=group.url).enqueue("tests.worker.jobs:add", 1, 2)
+        assert job.get(timeout=20) == 3
+        assert ok("info", "--json", "--url", group.url)
+        wrong = group.url.replace("s3cret%2Fpw", "wrong")
+        done = rqconc("info", "--url", wrong)
+        assert_one_line_error(done, 1)
+        quoted = "s3cret%2Fpw"
+        for text in (worker.output(), done.stderr, describe(connect(group.url))):
+            assert secret not in text and quoted not in text
+    finally:
+        group.close()

@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import time
 from typing import List, Optional, Tuple
+from urllib.parse import quote
 
 import redis
 
@@ -29,7 +30,9 @@ class SentinelProcess:
     """One `redis-server --sentinel` on a free port, with its own config file (Sentinel
     rewrites it)."""
 
-    def __init__(self, binary: str, master_port: int, directory: str) -> None:
+    def __init__(
+        self, binary: str, master_port: int, directory: str, password: Optional[str] = None
+    ) -> None:
         self.binary = binary
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="sentinel-", dir=directory)
@@ -43,6 +46,8 @@ class SentinelProcess:
                 f"sentinel failover-timeout {SERVICE} {FAILOVER_TIMEOUT_MS}\n"
                 f"sentinel parallel-syncs {SERVICE} 1\n"
             )
+            if password:  # the data nodes' password, which the sentinels need to watch them
+                f.write(f"sentinel auth-pass {SERVICE} {password}\n")
         self.process: Optional[subprocess.Popen] = None
 
     def start(self) -> SentinelProcess:
@@ -65,25 +70,32 @@ class SentinelProcess:
 class SentinelDeployment:
     """The servers of one Sentinel group; `url` is the rqconc URL that reaches its master."""
 
-    def __init__(self, binary: str) -> None:
+    def __init__(self, binary: str, password: Optional[str] = None) -> None:
         self.binary = binary
+        self.password = password
         self.dir = tempfile.mkdtemp(prefix="rqconc-sentinel-")
-        self.master = RedisServer(binary)
+        # Every data node may become the master or a replica: each needs both settings.
+        self.node_args = ("--masterauth", password) if password else ()
+        self.master = RedisServer(binary, password=password, extra_args=self.node_args)
         self.replica: Optional[RedisServer] = None
         self.sentinels: List[SentinelProcess] = []
 
     @property
     def url(self) -> str:
         hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
-        return f"redis+sentinel://{hosts}/{SERVICE}/0"
+        auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        return f"redis+sentinel://{auth}{hosts}/{SERVICE}/0"
 
     def start(self) -> SentinelDeployment:
         self.master.start()
         self.replica = RedisServer(
-            self.binary, extra_args=("--replicaof", "127.0.0.1", str(self.master.port))
+            self.binary,
+            password=self.password,
+            extra_args=(*self.node_args, "--replicaof", "127.0.0.1", str(self.master.port)),
         ).start()
         self.sentinels = [
-            SentinelProcess(self.binary, self.master.port, self.dir).start() for _ in range(3)
+            SentinelProcess(self.binary, self.master.port, self.dir, self.password).start()
+            for _ in range(3)
         ]
         self.wait_ready()
         return self
@@ -137,10 +149,14 @@ class SentinelDeployment:
         )
 
     def wait_replica_caught_up(self, timeout: float = 10.0) -> None:
-        """Wait until the replica holds every write the master has (a WAIT on the master)."""
-        acknowledged = (
-            self.current_master().client().execute_command("WAIT", 1, int(timeout * 1000))
+        """Wait until the replica holds every write the master has: WAIT counts the writes
+        of its own connection, so one write and the WAIT go on one connection."""
+        client = redis.Redis(
+            port=self.current_master().port, password=self.password, single_connection_client=True
         )
+        client.set("rqconc-test:caught-up", 1)
+        acknowledged = client.wait(1, int(timeout * 1000))
+        client.close()
         if int(acknowledged) < 1:
             raise TimeoutError("the replica did not catch up")
 
@@ -173,7 +189,8 @@ class SentinelDeployment:
             address = self.master_address()
             if address and address[1] != old.port:
                 try:
-                    role = redis.Redis(port=address[1], socket_timeout=2).role()[0]
+                    node = redis.Redis(port=address[1], password=self.password, socket_timeout=2)
+                    role = node.role()[0]
                 except redis.exceptions.RedisError:
                     role = b""
                 if role in (b"master", "master"):
