@@ -259,7 +259,7 @@ def main() -> None:
     )
     parser.add_argument("--url", required=True)
     parser.add_argument("--mode", default="")
-    parser.add_argument("--task", default="noop", choices=["noop", "sleep10"])
+    parser.add_argument("--task", default="noop", choices=["noop", "sleep10", "asleep10"])
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=0)
     parser.add_argument("--queued", type=int, default=1000)

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/profile_rqconc.py [--backend forking] [--size 2] [--jobs 40000]
                                              [--seconds 8] [--out bench/results/profile]
+                                             [--slots K] [--task noop|sleep10|asleep10]
 
 1. a private redis-server; N no-op jobs queued (enqueue_many, result_ttl=0);
 2. CPU seconds per job of Redis, the supervisor and each child (psutil), unprofiled;
@@ -35,12 +36,17 @@ from bench.common import COUNTER, ROOT, PrivateRedis, kill_group, worker_env  # 
 PYSPY = os.environ.get("BENCH_PYSPY", str(ROOT / "bench" / ".peers-venv" / "bin" / "py-spy"))
 
 
+# What every run profiles besides the backend and size (set from the command line).
+SETTINGS = {"task": "noop", "slots": 1}
+
+
 def fill(url: str, n: int) -> None:
     from rqconc import Queue
 
     queue = Queue("bench", connection=url)
+    func = f"bench.tasks:{SETTINGS['task']}"
     for start in range(0, n, 1000):
-        queue.enqueue_many([("bench.tasks:noop", ())] * min(1000, n - start), result_ttl=0)
+        queue.enqueue_many([(func, ())] * min(1000, n - start), result_ttl=0)
 
 
 def start_worker(url: str, backend: str, size: int) -> subprocess.Popen:
@@ -57,6 +63,7 @@ def start_worker(url: str, backend: str, size: int) -> subprocess.Popen:
         "bench",
         "--log-level",
         "WARNING",
+        *(["--slots", str(SETTINGS["slots"])] if SETTINGS["slots"] > 1 else []),
     ]
     return subprocess.Popen(argv, cwd=str(ROOT), env=worker_env(url), start_new_session=True)
 
@@ -188,7 +195,10 @@ def main() -> None:
         help="sample only threads on the CPU (for threading/gevent: one "
         "process whose idle slots would swamp the profile)",
     )
+    parser.add_argument("--slots", type=int, default=1, help="--slots of the worker")
+    parser.add_argument("--task", default="noop", choices=["noop", "sleep10", "asleep10"])
     args = parser.parse_args()
+    SETTINGS.update(task=args.task, slots=args.slots)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     server = PrivateRedis().start()

@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import bare_loop, dashboard_latency  # noqa: E402
+from bench import bare_loop, cluster_scale, dashboard_latency  # noqa: E402
 from bench.common import ROOT, PrivateRedis, kill_group  # noqa: E402
 
 BENCH = ROOT / "bench"
@@ -66,6 +66,7 @@ class Row:
 NOOP = "no-op jobs/s, 2 processes"
 IO20 = "10 ms jobs/s, 20 slots, 1 process"
 IO100 = "10 ms jobs/s, 100 slots, 1 process"
+SLOTS100 = "10 ms jobs/s, 100+ slots on 2 cores (SPEC 13)"
 ENQ1 = "enqueue/s, single calls"
 ENQB = "enqueue/s, batch API"
 LAT = "enqueue-to-start latency, idle worker (ms)"
@@ -82,7 +83,8 @@ ROWS: List[Row] = [
     Row(NOOP, "rq", "2 x rq worker (Worker: fork per job)", "throughput", "fork:2", jobs=100),
     Row(NOOP, "celery", "prefork -c 2", "throughput", "prefork:2", jobs=800),
     Row(NOOP, "celery", "2 x solo", "throughput", "solo:2", jobs=2000),
-    Row(NOOP, "dramatiq", "-p 2 -t 1", "throughput", "2:1", jobs=1000),
+    # -t 8: Dramatiq's best here (PEER_SETTINGS_TRIED); -t 1 did 490 jobs/s.
+    Row(NOOP, "dramatiq", "-p 2 -t 8", "throughput", "2:8", jobs=4000),
     Row(NOOP, "huey", "-k process -w 2", "throughput", "process:2", jobs=4000),
     Row(NOOP, "arq", "2 processes, max_jobs 10", "throughput", "2:10", jobs=1400),
     Row(IO20, "rqconc", "threading 20", "throughput", "threading:20", "sleep10", 2000),
@@ -121,6 +123,19 @@ ROWS: List[Row] = [
     Row(IO100, "huey", "-k thread -w 100", "throughput", "thread:100", "sleep10", 2000),
     Row(IO100, "huey", "-k greenlet -w 100", "throughput", "greenlet:100", "sleep10", 150),
     Row(IO100, "arq", "1 process, max_jobs 100", "throughput", "1:100", "sleep10", 600),
+    # SPEC 13: 100 slots on 2 cores, 20,000 jobs of 10 ms for rqconc and the peers that keep
+    # up; the slowest peers run fewer (a steady-state rate, as everywhere).
+    *[
+        Row(SLOTS100, system, label, "throughput", mode, task, jobs, timeout=150)
+        for system, label, mode, task, jobs in (
+            ("rqconc", "forking 2 --slots 50", "forking:2:50", "sleep10", 20000),
+            ("rqconc", "asyncio 200 (async def)", "asyncio:200", "asleep10", 20000),
+            ("dramatiq", "-p 2 -t 50", "2:50", "sleep10", 20000),
+            ("huey", "-k thread -w 100", "thread:100", "sleep10", 10000),
+            ("arq", "2 processes, max_jobs 100", "2:100", "sleep10", 10000),
+            ("celery", "-P gevent -c 100", "gevent:100", "sleep10", 5000),
+        )
+    ],
     *[Row(ENQ1, s, "enqueue()", "enqueue", jobs=1000) for s in SYSTEMS],
     *[Row(ENQB, s, "batch", "enqueue", jobs=3000, extra=["--batch", "1"]) for s in SYSTEMS],
     Row(LAT, "rqconc", "forking 2", "latency", "forking:2", jobs=200),
@@ -461,6 +476,8 @@ def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float])
         lambda ours, ratio: ours >= 1700 and ratio > 1,
     )
     add("10 ms jobs, 100 slots: ahead of every peer", IO100, lambda ours, ratio: ratio > 1)
+    for label in ("forking 2 --slots 50", "asyncio 200 (async def)"):
+        lines.append(slots_verdict(label, measured))
     add(
         "enqueue, single calls: ahead of every peer (issue #7)", ENQ1, lambda ours, ratio: ratio > 1
     )
@@ -511,6 +528,23 @@ def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float])
     return lines
 
 
+def slots_verdict(label: str, measured: List[Any]) -> str:
+    """SPEC 13's line for one rqconc mode of the 100-slot rows: >= 6,000 jobs/s and >= 1.5x
+    the best peer of the same run."""
+    target = f"100 slots on 2 cores, {label}: >= 6,000 jobs/s, >= 1.5x every peer (SPEC 13)"
+    ours = [s["median"] for r, s in measured if r.group == SLOTS100 and r.label == label]
+    peers = [(s["median"], r) for r, s in measured if r.group == SLOTS100 and r.system != "rqconc"]
+    if not ours or not peers:
+        return f"| {target} | - | - | - | not measured |"
+    peer, peer_row = max(peers, key=lambda pair: pair[0])
+    ratio = ours[0] / peer
+    met = "yes" if ours[0] >= 6000 and ratio >= 1.5 else "**no**"
+    return (
+        f"| {target} | {ours[0]:,.0f} | {peer:,.0f} ({peer_row.system} {peer_row.label}) | "
+        f"{ratio:.2f}x | {met} |"
+    )
+
+
 def write_results(
     rows: List[Row],
     summaries: List[Dict[str, Any]],
@@ -554,12 +588,29 @@ def write_results(
         python=platform.python_version(),
         backlog=f"{backlog:,}",
         hiredis=hiredis_note(),
+        tried="\n".join(f"- {line}" for line in PEER_SETTINGS_TRIED),
     )
     reruns = RESULTS_DIR / "reruns.md"
     if reruns.exists():
         text += "\n" + reruns.read_text()
     (BENCH / "RESULTS.md").write_text(text)
 
+
+# Settings of the peers tried before choosing each row's (RESULTS.md lists them): keep in step
+# with ROWS when a row changes.
+PEER_SETTINGS_TRIED = [
+    "no-op, 2 processes, Dramatiq: `-p 2 -t 1` 438 and 490 (the old row); `-p 2 -t 8` "
+    "3,403, 3,102, 3,841, 1,799, 1,410; `-p 2 -t 16` 2,646, 3,070; `-p 2 -t 50` 4,260, "
+    "3,629, 2,181 (load average 10-30 from other engineers' tests: -t 8, -t 16 and -t 50 "
+    "cannot be told apart here; -t 8 is kept, the setting known to be about 3,600 on a "
+    "quieter machine, and every one of them is 6-8x -t 1)",
+    "no-op, 2 processes, arq: `max_jobs 10` 354, 273; `max_jobs 20` 329; `max_jobs 50` 133 "
+    "(max_jobs 10 kept)",
+    "10 ms jobs, 100+ slots on 2 cores: Dramatiq `-p 2 -t 50` 2,526, 3,207, 2,511 (its "
+    "processes x threads model, as the row asks); Huey `-k thread -w 100` (one process: its "
+    "process workers run one task each); arq 2 processes x `max_jobs 100`; Celery "
+    "`-P gevent -c 100` in one process, the settings SPEC 13 names",
+]
 
 TEMPLATE = """# Benchmark results
 
@@ -627,6 +678,49 @@ between runs (see the re-runs of the rqconc rows below).
 - Every run has a hard time limit; past it the driver and its workers (each started as its
   own process group) are killed, and the row shows the error.
 
+## SPEC 13, 100 slots on 2 cores: where the time goes
+
+The 100-slot rows run 10 ms jobs (`time.sleep(0.01)` then the `INCR`; rqconc's `asyncio 200`
+row runs `async def` jobs: `await asyncio.sleep(0.01)`, the `INCR` through redis.asyncio).
+`forking 2 --slots 50` is 2 processes x 50 threads: per job one Redis step that completes the
+job and takes the child's next one (`EVALSHA` per job: 1.006, `bench/profile_rqconc.py --slots
+50 --task sleep10`), so takes cost no round trip; slots that go idle together share one
+`take_many` step. CPU per job (`bench/cpu_per_job.py SYSTEM MODE`, same minutes, load average
+20-30 from other engineers' test suites on the 2 cores):
+
+| system, mode | jobs/s | workers' CPU per job | Redis CPU per job |
+| --- | --- | --- | --- |
+| rqconc `forking 2 --slots 50` | 1,099 | 210 us | 98 us |
+| Dramatiq `-p 2 -t 50` | 2,222 | 229 us | 39 us |
+| Huey `-k thread -w 100` | 1,960 | 298 us | 46 us |
+| rqconc `forking 2 --slots 50` (again, 17:15 UTC, 10,000 jobs) | 1,167 | 197 us | 90 us |
+| Dramatiq `-p 2 -t 50` (again, 17:15 UTC, 10,000 jobs) | 2,205 | 241 us | 39 us |
+
+In both pairs Redis got about the same share of a core (rqconc 90 us x 1,167/s = 10.5%,
+Dramatiq 39 us x 2,205/s = 8.6%): throughput followed Redis microseconds per job.
+
+rqconc's worker processes spend no more CPU per job than Dramatiq's, but its Redis spends
+2.5 times as much: the fused complete-and-take step keeps a lease per job (`active`,
+`started:<queue>`), a fencing token and claim index, two events on the stream (`started`,
+`finished`) and the job's status and result bookkeeping, where Dramatiq acks a message. Redis
+is one process: on a machine whose 2 cores are shared by 20-30 runnable processes it gets a
+small share of them, and its microseconds per job cap every rqconc mode together (the no-op
+rows too). At 6,000 jobs/s the 308 us of CPU per job measured here would need 1.85 of the 2
+cores with nothing else running, so the SPEC 13 target is out of reach on this machine
+while it is shared; what would close the gap is Redis time per job (SPEC 13's own target:
+at most 40 us of rqconc's work per job, e.g. one event per job instead of two) and,
+second, one step completing the jobs of several slots of a child at once (a pipelined or
+`complete_many` step: fewer requests per job for Redis and for the child). The asyncio row
+needs the `asyncio` backend (issue #18, another branch): until it is merged it shows an
+error.
+
+## Peer settings tried
+
+Every peer runs in its best setting for the slots compared; these are the settings tried on
+this machine before choosing (shared machine, single runs, jobs/s):
+
+{tried}
+
 ## Worker command lines
 
 {commands}
@@ -651,7 +745,7 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma list of systems to run")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
-        "--budget", type=float, default=690, help="seconds; rows that would start later are skipped"
+        "--budget", type=float, default=780, help="seconds; rows that would start later are skipped"
     )
     parser.add_argument("--backlog", type=int, default=1_000_000)
     parser.add_argument(
@@ -694,6 +788,9 @@ def main() -> None:
         if not only or "dashboard" in only:
             board = dashboard_latency.run(server.url, args.backlog)
             print("\n".join(dashboard_latency.markdown(board)), flush=True)
+        scale = cluster_scale.measure(args.runs) if not only else None
+        if scale:
+            print("\n".join(cluster_scale.lines(scale)), flush=True)
         signal.signal(signal.SIGTERM, previous)
     finally:
         server.stop()
@@ -739,6 +836,8 @@ def main() -> None:
     if board is not None:
         with open(BENCH / "RESULTS.md", "a") as results:
             results.write("\n" + "\n".join(dashboard_latency.markdown(board)) + "\n")
+    if scale:
+        cluster_scale.append_section(BENCH / "RESULTS.md", scale)
     print(f"\nwrote bench/RESULTS.md and bench/results.png in {elapsed:.0f} s")
 
 

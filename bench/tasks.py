@@ -1,6 +1,8 @@
 """rqconc's benchmark tasks. The no-op does one INCR, as every peer's no-op does (SPEC
-section 5); the sleep task sleeps 10 ms first; stamp records when it started."""
+section 5); the sleep task sleeps 10 ms first (asleep10: `await asyncio.sleep`, then the INCR
+through redis.asyncio, as arq's task does); stamp records when it started."""
 
+import asyncio
 import os
 import time
 
@@ -9,6 +11,7 @@ import redis
 from bench.common import mark_done
 
 _client = None
+_async_clients: dict = {}  # per event loop: an asyncio client belongs to the loop it was made on
 
 
 def _redis() -> redis.Redis:
@@ -33,3 +36,14 @@ def stamp() -> None:
 
 def quiet() -> None:
     mark_done()
+
+
+async def asleep10() -> None:
+    await asyncio.sleep(0.01)
+    loop = asyncio.get_running_loop()
+    client = _async_clients.get(loop)
+    if client is None:
+        import redis.asyncio
+
+        client = _async_clients[loop] = redis.asyncio.Redis.from_url(os.environ["BENCH_REDIS_URL"])
+    await client.incr("bench:done")

@@ -11,6 +11,7 @@ QUEUE = "bench"
 TASKS = {
     "noop": "bench.tasks:noop",
     "sleep10": "bench.tasks:sleep10",
+    "asleep10": "bench.tasks:asleep10",
     "stamp": "bench.tasks:stamp",
     "quiet": "bench.tasks:quiet",
 }
@@ -40,8 +41,8 @@ fill = enqueue_batch
 
 
 def workers(mode: str, python: str) -> List[List[str]]:
-    """mode: BACKEND:SIZE, e.g. forking:2, threading:20, gevent:100."""
-    backend, size = mode.split(":")
+    """mode: BACKEND:SIZE[:SLOTS], e.g. forking:2, threading:20, forking:2:50 (--slots 50)."""
+    backend, size, *slots = mode.split(":")
     return [
         [
             python,
@@ -56,5 +57,6 @@ def workers(mode: str, python: str) -> List[List[str]]:
             "bench",
             "--log-level",
             "WARNING",
+            *(["--slots", slots[0]] if slots else []),
         ]
     ]

@@ -1,11 +1,12 @@
 """The `rqconc` inspection and management commands: info, enqueue, job, ping, server,
-suspend, resume, failed, requeue, cancel, events, cron, dashboard."""
+suspend, resume, failed, requeue, cancel, events, cron, dashboard, cluster."""
 
 from __future__ import annotations
 
 import click
 
 from rqconc.cli.cancel import cancel
+from rqconc.cli.cluster import cluster
 from rqconc.cli.control import resume, suspend
 from rqconc.cli.cron import cron
 from rqconc.cli.dashboard import dashboard
@@ -34,5 +35,6 @@ def register(group: click.Group) -> None:
         events,
         cron,
         dashboard,
+        cluster,
     ):
         group.add_command(command)

@@ -15,12 +15,14 @@ import click
 
 from rqconc.cli.common import replica_options_list
 from rqconc.cli.settings import describe, load_settings
+from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.connection.clients import check_settings, connect
 from rqconc.demo import run_demo
 from rqconc.engine.backends import backend_names, pool_class
 from rqconc.engine.fake_source import FakeSource
 from rqconc.engine.pool import Pool
 from rqconc.engine.source import WorkSource
+from rqconc.engine.supervisor import check_slots
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.queue.keys import check_queue_name
 from rqconc.worker import logs, webhooks
@@ -87,6 +89,13 @@ def worker_options(command: Callable) -> Callable:
             type=click.FloatRange(min=0),
             default=None,
             help="Seconds a warm shutdown may last before it turns cold.",
+        ),
+        env_option(
+            "--slots",
+            type=int,
+            default=1,
+            show_default=True,
+            help="Jobs each child runs at once, in threads (forking and multiprocessing).",
         ),
         env_option("--max-jobs-per-child", type=click.IntRange(min=1), default=None),
         env_option(
@@ -222,6 +231,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         preload = (logs.CHILD_SETUP, *preload)
     if options["source_kind"] == "redis":
         check_redis(options["url"])
+    check_slots_option(backend, options["slots"])
     if options["demo"]:
         return run_demo(backend, size, options)
     supervisor = Supervisor(
@@ -245,6 +255,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         take_wait=options["take_wait"],
         webhook_timeout=options["webhook_timeout"],
         callback_timeout=options["callback_timeout"],
+        slots=options["slots"],
         wait_replicas=options["wait_replicas"],
         wait_timeout=options["wait_timeout"],
     )
@@ -271,6 +282,8 @@ def check_redis(url: Optional[str]) -> None:
         client = connect(url)
     except (ValueError, TypeError) as exc:
         raise click.UsageError(str(exc)) from None
+    except REDIS_DOWN:  # a cluster client reads the slot map at once: no seed answered
+        return
     try:
         check_settings(client)
     finally:
@@ -308,6 +321,14 @@ def check_backend_and_size(backend: str, size: int) -> None:
             f"size {size} is too large for {backend}: at most {bound} {children}; "
             "run several workers for more"
         )
+
+
+def check_slots_option(backend: str, slots: int) -> None:
+    """--slots K: a usage error unless K >= 1 on a process backend (SPEC 10)."""
+    try:
+        check_slots(slots, pool_class(backend))
+    except ValueError as exc:
+        raise click.UsageError(f"--slots: {exc}") from None
 
 
 EVERY_QUEUE = {"all", EVERY}  # -q all, -q '*'

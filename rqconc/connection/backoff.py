@@ -21,6 +21,10 @@ REDIS_DOWN = (
     redis.exceptions.ConnectionError,
     redis.exceptions.TimeoutError,
     redis.exceptions.ReadOnlyError,
+    # A Redis Cluster between losing a master and promoting a replica, or unreachable.
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.RedisClusterException,
 )
 
 

@@ -16,15 +16,16 @@ from urllib.parse import quote
 
 import redis
 from redis.backoff import EqualJitterBackoff
+from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from rqconc import errors
-from rqconc.connection import embedded, sentinel
+from rqconc.connection import cluster, embedded, sentinel
 from rqconc.connection.replicas import ReplicasBehind
 
-ConnectionLike = Union[str, redis.Redis, None]
+ConnectionLike = Union[str, redis.Redis, RedisCluster, None]
 
-SCHEMES = ("redis://", "rediss://", "unix://", *sentinel.SCHEMES)
+SCHEMES = ("redis://", "rediss://", "unix://", *cluster.SCHEMES, *sentinel.SCHEMES)
 CONNECT_TIMEOUT = 3.0
 HEALTH_CHECK_INTERVAL = 15
 # With socket_timeout=None a read on a half-open TCP connection would wait forever: keepalive
@@ -114,12 +115,12 @@ def connect(connection: ConnectionLike = None) -> redis.Redis:
     A client passed in is used as it is. Nothing is sent to Redis here: the first command
     connects (so a client made before a fork is safe to use after it).
     """
-    if isinstance(connection, redis.Redis):
-        return connection
+    if isinstance(connection, redis.Redis) or cluster.is_cluster(connection):
+        return connection  # type: ignore[return-value]
     if connection is not None and not isinstance(connection, str):
         raise TypeError(
-            f"connection must be a Redis URL or a redis.Redis client, "
-            f"not {type(connection).__name__}"
+            f"connection must be a Redis URL, a redis.Redis or a redis.cluster.RedisCluster "
+            f"client, not {type(connection).__name__}"
         )
     url = resolve_url(connection)
     if not url.startswith(SCHEMES):
@@ -128,6 +129,8 @@ def connect(connection: ConnectionLike = None) -> redis.Redis:
         )
     if _unescaped_userinfo(url):
         raise ValueError(f"invalid Redis URL {redact(url)!r}: {_ESCAPE_HINT}")
+    if cluster.is_cluster_url(url):
+        return _connect_cluster(url)
     try:
         if sentinel.is_sentinel_url(url):
             client = sentinel.connect(url, client_options(url))
@@ -156,6 +159,15 @@ def _check_tls_options(client: redis.Redis, url: str) -> None:
         raise ValueError(f"invalid TLS options in Redis URL {redact(url)!r}: {problem}") from None
 
 
+def _connect_cluster(url: str) -> redis.Redis:
+    try:
+        seeds_options = client_options(url)
+        client = cluster.connect(url, seeds_options, seeds_options["retry"])
+    except ValueError as exc:  # cluster.parse_url's message never quotes the URL
+        raise ValueError(f"invalid Redis URL {redact(url)!r}: {exc}") from None
+    return client  # type: ignore[return-value]
+
+
 _ESCAPE_HINT = (
     "it cannot be read as redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]; a user or password "
     'holding "/", "?", "#" or "@" must be percent-encoded (%2F, %3F, %23, %40)'
@@ -176,6 +188,8 @@ def _unescaped_userinfo(url: str) -> bool:
 
 def describe(client: redis.Redis) -> str:
     """A printable, password-free name of the server this client talks to."""
+    if cluster.is_cluster(client):
+        return cluster.describe(client)
     managed = sentinel.describe(client) if hasattr(client, "connection_pool") else None
     if managed is not None:
         return managed
@@ -208,9 +222,23 @@ def _scrubbed(text: str, client: redis.Redis) -> str:
     return text
 
 
+def connection_kwargs(client: redis.Redis) -> Dict[str, Any]:
+    """The options of the client's connections (a cluster's: those of every node)."""
+    return _kwargs(client)
+
+
 def _kwargs(client: redis.Redis) -> Dict[str, Any]:
+    if cluster.is_cluster(client):
+        return cluster.connection_kwargs(client)
     return getattr(getattr(client, "connection_pool", None), "connection_kwargs", {})
 
+
+# A cluster between losing a master and promoting its replica (or with no node reachable).
+CLUSTER_DOWN = (
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.RedisClusterException,
+)
 
 # redis-py's own message when a pool with max_connections has none left (a ConnectionError).
 _POOL_FULL = "Too many connections"
@@ -252,12 +280,20 @@ def translated_errors(client: redis.Redis) -> Iterator[None]:
     ConfigurationError for settings no retry can fix)."""
     try:
         yield
+    except CLUSTER_DOWN as exc:  # a failover in progress: an outage, as a dead server is
+        raise errors.ConnectionError(
+            f"the Redis Cluster at {describe(client)} cannot serve the request now "
+            f"({exc.__class__.__name__}: {cluster.first_line(exc)}); retry once it has a "
+            "master for every slot"
+        ) from None
     except redis.exceptions.ResponseError as exc:
         error = settings_error(client, exc)
         if error is None:
             raise
         raise error from None
     except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
+        if isinstance(exc, errors.ConnectionError):
+            raise
         error = settings_error(client, exc)
         if error is not None:
             raise error from None

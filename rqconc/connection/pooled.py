@@ -22,28 +22,35 @@ The connections are not the pool's and do not count against its `max_connections
 from __future__ import annotations
 
 import os
-from typing import Any, List, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import redis
 
+from rqconc.connection import cluster
 from rqconc.connection.direct import DirectConnection, ReplyLost
 
 _CONNECTION_FAILED = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
 
-def pooled_or_plain(client: Any) -> Any:
-    """A `PooledConnection` for a plain `redis.Redis` on a connection pool; anything else
-    (a cluster client, a single-connection client, a pipeline) is returned as it is."""
+def pooled_or_plain(client: Any, key: Optional[str] = None) -> Any:
+    """A `PooledConnection` for a plain `redis.Redis` on a connection pool, or for a cluster
+    client when `key` names the namespace (its connections go to the master serving the
+    key's slot); anything else (a single-connection client, a pipeline) is returned as it is."""
     if type(client) is redis.Redis and getattr(client, "connection", None) is None:
         return PooledConnection(client)
+    if key is not None and cluster.is_cluster(client):
+        return PooledConnection(client, lambda: cluster.ClusterDirectConnection(client, key))
     return client
 
 
 class PooledConnection:
     """The subset of `redis.Redis` that `Script` uses: `evalsha` and `script_load`."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(
+        self, client: redis.Redis, make: Optional[Callable[[], DirectConnection]] = None
+    ) -> None:
         self._client = client
+        self._make = make or (lambda: DirectConnection(client))
         self._idle: List[DirectConnection] = []
         self._pid = os.getpid()
 
@@ -53,7 +60,7 @@ class PooledConnection:
         try:
             return self._idle.pop()
         except IndexError:
-            return DirectConnection(self._client)
+            return self._make()
 
     def execute(self, *args: Any) -> Any:
         connection = self._checkout()

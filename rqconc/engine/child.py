@@ -42,11 +42,19 @@ class ChildContext:
     # The child is an OS process of its own (forking, multiprocessing): it must notice when
     # it is orphaned, and it has a process title of its own.
     is_os_process: bool = False
+    # `--slots K`: the child runs K jobs at once, one thread per slot (slot_host.py). Its
+    # slots are the table's cells index * K ... index * K + K - 1, of these generations.
+    slots_per_child: int = 1
+    generations: Tuple[int, ...] = ()
+
+    @property
+    def first_cell(self) -> int:
+        return self.index * self.slots_per_child
 
 
-def run_child(ctx: ChildContext) -> int:
-    """The child's whole life; returns its exit code."""
-    pid = os.getpid()
+def boot_child(ctx: ChildContext) -> bool:
+    """Preload and the source's set-up, once per child; False (reported in the child's first
+    slot) when that fails."""
     try:
         for entry in ctx.preload:  # "module", or "module:function" to call once imported
             module, _, function = entry.partition(":")
@@ -56,8 +64,17 @@ def run_child(ctx: ChildContext) -> int:
         ctx.source.child_started(ctx.index)
     except Exception as exc:  # any failure to start is a boot error, reported by the slot
         message = f"{exc.__class__.__name__}: {exc}"
-        ctx.slots.boot_failed(ctx.index, ctx.generation, message)
+        generation = ctx.generations[0] if ctx.generations else ctx.generation
+        ctx.slots.boot_failed(ctx.first_cell, generation, message)
         log.debug("child %d failed to start:\n%s", ctx.index, traceback.format_exc())
+        return False
+    return True
+
+
+def run_child(ctx: ChildContext) -> int:
+    """The child's whole life; returns its exit code."""
+    pid = os.getpid()
+    if not boot_child(ctx):
         return BOOT_FAILURE_EXIT
     if not ctx.slots.child_ready(ctx.index, ctx.generation, pid):
         return 0
@@ -68,6 +85,18 @@ def run_child(ctx: ChildContext) -> int:
         ctx.slots.child_exiting(ctx.index, ctx.generation)
     ctx.source.child_stopping()
     return 0
+
+
+def run_slot(ctx: ChildContext, pid: int) -> None:
+    """One slot's life inside a child that runs several (slot_host.py): the same loop as a
+    child of its own, in the cell `ctx.index` of generation `ctx.generation`."""
+    if not ctx.slots.child_ready(ctx.index, ctx.generation, pid):
+        return
+    try:
+        _loop(ctx)
+    finally:
+        ctx.slots.child_exiting(ctx.index, ctx.generation)
+        ctx.source.child_stopping()  # this thread's own connection and orphaned claims
 
 
 def _loop(ctx: ChildContext) -> None:

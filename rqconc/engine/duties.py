@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Callable, List, Optional
+from typing import Callable, Iterable, List, Optional
 
 from rqconc.engine.pool import Pool
 from rqconc.engine.slots import SlotTable, SlotView
@@ -33,23 +33,40 @@ class Duties:
     _pool: Pool
     _slots: SlotTable
     _burst_probe: bool
+    slots_per_child: int
     handle_term: Callable[[], None]
     info: Callable[[], SupervisorInfo]
+    _live_cells: Callable[[], Iterable[int]]
+    _cells_of: Callable[[int], range]
 
     def _enforce_deadlines(self) -> None:
         now = time.time()
         # Every 50 ms: a scan without locks; only a slot that looks overdue is checked again
         # under its lock, and taken from its child in the same step (the child may have
         # moved on to another item meanwhile, which must not be ended for this one).
-        for index in self._slots.overdue(self._pool.live(), now):
+        for index in self._slots.overdue(self._live_cells(), now):
             view = self._slots.take_over_if_overdue(index, now)
             if view is None:
                 continue
-            how = "ending" if self._pool.can_kill else "abandoning"
-            log.warning("job %s overran its timeout: %s child %d", view.item_id, how, index)
-            self._pool.end(index)
+            if self.slots_per_child > 1:
+                log.warning(
+                    "job %s overran its timeout: abandoning its thread in slot %d",
+                    view.item_id,
+                    index,
+                )
+            else:
+                how = "ending" if self._pool.can_kill else "abandoning"
+                log.warning("job %s overran its timeout: %s child %d", view.item_id, how, index)
+            self._end_slot(index)
             self.source.timed_out(view.claim, view.deadline - view.busy_since)
             self._release_next(view)
+
+    def _end_slot(self, index: int) -> None:
+        """End what runs in a slot already taken from its child: the child itself, or, in a
+        child with several slots, nothing: the slot's thread is abandoned and the slot
+        prepared again (slot_host.py says why and what that costs)."""
+        if self.slots_per_child == 1:
+            self._pool.end(index)
 
     def _release_next(self, view: SlotView) -> None:
         """A busy child ended by force may already hold its next item (taken in the step
@@ -60,7 +77,7 @@ class Duties:
     def _busy_views(self) -> List[SlotView]:
         # Read without locks: a claim torn by a concurrent write costs one lease renewal
         # (there are several per lease), and a cancel is re-checked under the slot's lock.
-        views = (self._slots.peek(i) for i in self._pool.live())
+        views = (self._slots.peek(i) for i in self._live_cells())
         return [v for v in views if v.state is ChildState.BUSY]
 
     def _renew(self) -> None:
@@ -78,7 +95,7 @@ class Duties:
             self._recycle_fat_children()
         self.source.tick(self.info())
         if self.burst and self.state is SupervisorState.RUNNING and not self._burst_probe:
-            if not self._slots.count(self._pool.live()).busy and self.source.is_drained():
+            if not self._slots.count(self._live_cells()).busy and self.source.is_drained():
                 # Queues look empty, but a child in a take may have just leased the last
                 # item: start no new take, and decide once none is under way (_check_burst).
                 # A take under way that returns an item runs it (held, not paused).
@@ -90,7 +107,7 @@ class Duties:
     def _check_burst(self) -> None:
         """While a burst probe runs (every loop step): stop once no child takes or runs an
         item and the queues are still empty; go on if a child is busy again or work came."""
-        counts = self._slots.count(self._pool.live())
+        counts = self._slots.count(self._live_cells())
         if counts.taking and not counts.busy:
             return  # a take is under way: wait for it (at most a take's timeout)
         self._burst_probe = False
@@ -111,9 +128,9 @@ class Duties:
                 continue
             # The source's own line names the job; this one says what the engine does.
             log.info(
-                "ending child %d: its job was canceled", view.index, extra={"job_id": view.item_id}
+                "ending slot %d: its job was canceled", view.index, extra={"job_id": view.item_id}
             )
-            self._pool.end(view.index)
+            self._end_slot(view.index)
             self.source.canceled(claim)
             self._release_next(view)
 
@@ -123,4 +140,5 @@ class Duties:
             rss = self._pool.rss_bytes(index)
             if rss is not None and rss > limit:
                 log.info("child %d uses %.0f MB: recycling it after its job", index, rss / 2**20)
-                self._slots.retire(index)
+                for cell in self._cells_of(index):
+                    self._slots.retire(cell)

@@ -46,8 +46,11 @@ class Pool(ABC):
     # freezes the supervisor's loop, so leases are renewed from an OS thread (renewer.py).
     is_green: ClassVar[bool] = False
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, slots_per_child: int = 1) -> None:
         self.capacity = capacity
+        # Jobs one child runs at once (`--slots`, process backends): its slots are the
+        # table's cells child * slots_per_child ... + slots_per_child - 1 (slot_host.py).
+        self.slots_per_child = slots_per_child
         self._room = self._make_semaphore(capacity)
         self._children: Dict[int, Any] = {}
         self._generations: Dict[int, int] = {}

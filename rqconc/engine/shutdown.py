@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from typing import List, Optional, Union
+from typing import Callable, Iterable, List, Optional, Union
 
 from rqconc.engine.pool import Pool
 from rqconc.engine.slots import SlotTable
@@ -39,6 +39,8 @@ class Controls:
     _target: int
     _cold: bool
     _stop_started: float
+    _live_cells: Callable[[], Iterable[int]]
+    _cells_of: Callable[[int], range]
 
     def stop(self, graceful: bool = True) -> None:
         """Ask for a warm (graceful) or a cold shutdown; see `join()` to wait for it."""
@@ -106,7 +108,7 @@ class Controls:
         log.info("warm shutdown: idle children end now, busy ones after their job")
         self.state = SupervisorState.STOPPING
         self._stop_started = time.monotonic()
-        for index in self._pool.live():
+        for index in self._live_cells():
             # A child in the middle of a take is retired, not ended: it may hold an item.
             self._slots.end_when_idle(index)
 
@@ -119,7 +121,7 @@ class Controls:
         self.state = SupervisorState.STOPPING
         # Take every slot first: from then on no child can add a claim, so the claims read
         # here are all the items the children may hold when they are ended.
-        views = [self._slots.mark_gone(i) for i in self._pool.live()]
+        views = [self._slots.mark_gone(i) for i in self._live_cells()]
         self._pool.end_all()
         claims = [claim for v in views for claim in v.claims]
         if claims:
@@ -128,7 +130,7 @@ class Controls:
     def handle_hup(self) -> None:
         """Replace every child gracefully (new children load code afresh)."""
         log.info("SIGHUP: replacing all children")
-        for index in self._pool.live():
+        for index in self._live_cells():
             self._slots.end_when_idle(index)
 
     def handle_ttin(self) -> None:
@@ -142,4 +144,5 @@ class Controls:
             log.info("SIGTTOU: %d children", self._target)
             for index in self._pool.live():
                 if index >= self._target:
-                    self._slots.end_when_idle(index)
+                    for cell in self._cells_of(index):
+                        self._slots.end_when_idle(cell)

@@ -15,7 +15,7 @@ are taken with acquire()/release() rather than `with`: multiprocessing's Lock im
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import Optional, Tuple
 
 from rqconc.engine.slot_memory import (
     BUSY,
@@ -33,6 +33,15 @@ from rqconc.engine.states import ChildState
 
 class ChildSide(SlotMemory):
     """What a child writes into its own slot."""
+
+    def look(self, index: int) -> Tuple[int, int]:
+        """(state, generation) of a slot, read without its lock, for the host of a child
+        with several slots (slot_host.py): the state first, because the supervisor writes
+        the generation before the state when it prepares a slot, so STARTING is never seen
+        with the generation before it (a torn read the other way only delays a look)."""
+        slot = self._cells[index]
+        state = slot.state
+        return state, slot.generation
 
     def child_ready(self, index: int, generation: int, pid: int) -> bool:
         slot, lock = self._cells[index], self._locks[index]

@@ -57,6 +57,12 @@ class SlotTable(ChildSide):
         states = [cells[i].state for i in indices]
         return Counts(states.count(BUSY), states.count(TAKING), states.count(IDLE))
 
+    def empty(self, indices: Iterable[int]) -> List[int]:
+        """Slots taken from their child and not prepared again, read without locks (a slot
+        of a child with several is prepared again by the supervisor alone)."""
+        cells = self._cells
+        return [i for i in indices if cells[i].state == EMPTY]
+
     def overdue(self, indices: Iterable[int], now: float) -> List[int]:
         """Busy slots whose item's deadline has passed, read without locks; confirm with
         `take_over_if_overdue` before acting."""
@@ -125,6 +131,9 @@ class SlotTable(ChildSide):
         slot = self._cells[index]
         last = copy_slot(index, slot)
         slot.state = EMPTY
+        # Its claims are the caller's to settle now; a later look (a child with several
+        # slots that dies after one was taken back) must not settle them again.
+        slot.claim = slot.next_claim = b""
         # A new generation makes every later write of the child a no-op.
         slot.generation += 1
         slot.pid = 0

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 
 @dataclass
@@ -62,8 +62,10 @@ class SupervisorInfo:
     # Latest moment any child's take loop ran: liveness means "the loop ticks", not "the
     # process exists".
     loop_tick: float = 0.0
-    # Per child: (index, state, item id or "", pid or 0).
+    # Per child: (index, state, item id or "", pid or 0); per slot with `--slots`.
     children: Sequence[Any] = ()
+    # Jobs one child runs at once (`--slots`): busy + idle = size * slots.
+    slots: int = 1
 
 
 class WorkSource(ABC):
@@ -76,6 +78,15 @@ class WorkSource(ABC):
     @abstractmethod
     def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
         """Wait up to `timeout` seconds for one item; None when there is none."""
+
+    def take_many(self, claims: Sequence[str], timeout: float) -> List[WorkItem]:
+        """Wait up to `timeout` seconds for items, at most one per claim, each leased under
+        its own claim (`item.claim` says whose); fewer, or none, when fewer wait. Used when
+        several slots of one child are idle at once (`--slots`, slot_host.py): a source that
+        takes several items in one step (the Redis source: lua/take_many.lua) saves a round
+        trip per item. This default takes one, under the first claim."""
+        item = self.take(claims[0], timeout)
+        return [item] if item is not None else []
 
     @abstractmethod
     def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None) -> Optional[WorkItem]:

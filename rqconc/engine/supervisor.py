@@ -13,7 +13,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Type, Union
+from typing import Callable, Iterable, List, Optional, Sequence, Type, Union
 
 from rqconc.engine import titles
 from rqconc.engine.backends import pool_class
@@ -67,10 +67,12 @@ class BaseSupervisor(Controls, Duties):
         preload: Sequence[str] = (),
         burst: bool = False,
         on_tick: Optional[Callable[[BaseSupervisor], None]] = None,
+        slots: int = 1,
     ) -> None:
         self._pool_class = pool_class(backend) if isinstance(backend, str) else backend
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"size must be an integer >= 1, not {size!r}")
+        self.slots_per_child = check_slots(slots, self._pool_class)
         self._pool_class.check_usable()
         if source is None:
             source = FakeSource()
@@ -133,30 +135,47 @@ class BaseSupervisor(Controls, Duties):
 
     @property
     def children(self) -> List[ChildSnapshot]:
+        """One snapshot per child; with `slots` > 1, one per slot (index: the slot's number
+        across the worker, child * slots + slot; pid: its child's)."""
         if not self._has_pool:
             return []
         snapshots = []
         # Read without the slots' locks: this may run in any thread, while the loop frees
         # the lock of a slot whose child died (see SlotTable.prepare).
-        for index in sorted(self._pool.live()):
+        for index in sorted(self._live_cells()):
             view = self._slots.peek(index)
             snapshots.append(
                 ChildSnapshot(
                     index,
                     view.state.label,
                     view.item_id or None,
-                    view.pid or self._pool.pid(index),
+                    view.pid or self._pool.pid(index // self.slots_per_child),
                     view.jobs_done,
                 )
             )
         return snapshots
+
+    def _cells_of(self, index: int) -> range:
+        """The slots (cells of the slot table) of the child in `index`."""
+        first = index * self.slots_per_child
+        return range(first, first + self.slots_per_child)
+
+    def _live_cells(self) -> Iterable[int]:
+        """The slots of every live child (with one slot per child: the children)."""
+        if self.slots_per_child == 1:
+            return self._pool.live()
+        return [cell for index in self._pool.live() for cell in self._cells_of(index)]
 
     # ---- the loop ----
     def _make_pool(self) -> Pool:
         if self.state is not SupervisorState.READY:
             raise RuntimeError(f"a supervisor runs once; this one is {self.state}")
         # Room to grow with SIGTTIN without reallocating shared memory.
-        pool = self._pool_class(max(self.size * 4, self.size + 16))
+        capacity = max(self.size * 4, self.size + 16)
+        if self.slots_per_child == 1:
+            pool = self._pool_class(capacity)
+        else:
+            pool = self._pool_class(capacity, self.slots_per_child)
         self._slots = pool.make_slots()
         self._target = self.size
         self._has_pool = True
@@ -239,9 +258,19 @@ class BaseSupervisor(Controls, Duties):
         for index in range(self._target):
             if index not in live:
                 self._spawn(index)
+        if self.slots_per_child > 1:
+            # Slots taken back from a live child (a timed-out or canceled job's thread was
+            # abandoned): prepared again, the child's host starts a new thread in each.
+            for cell in self._slots.empty(self._live_cells()):
+                generation = self._slots.prepare(cell)
+                pid = self._pool.pid(cell // self.slots_per_child)
+                if pid:
+                    self._slots.set_pid(cell, generation, pid)
 
     def _spawn(self, index: int) -> None:
-        generation = self._slots.prepare(index)
+        cells = self._cells_of(index)
+        generations = tuple(self._slots.prepare(cell) for cell in cells)
+        generation = generations[0]
         ctx = ChildContext(
             index=index,
             generation=generation,
@@ -253,17 +282,46 @@ class BaseSupervisor(Controls, Duties):
             max_jobs=self.max_jobs_per_child,
             preload=self.preload,
             is_os_process=self._pool.children_are_processes,
+            slots_per_child=self.slots_per_child,
+            generations=generations if self.slots_per_child > 1 else (),
         )
         self._pool.spawn(ctx)
         pid = self._pool.pid(index)
         if pid:
-            self._slots.set_pid(index, generation, pid)
+            for cell, cell_generation in zip(cells, generations):
+                self._slots.set_pid(cell, cell_generation, pid)
 
     def _reap(self) -> None:
         for ended in self._pool.reap():
+            if self.slots_per_child > 1:
+                self._account_slots(ended)
+                continue
             view = self._slots.mark_dead(ended.index)
             if view.generation == ended.generation:
                 self._account(view, ended)
+
+    def _account_slots(self, ended: Ended) -> None:
+        """A child with several slots is gone by itself: each slot's job is settled as a
+        child's would be (a busy slot's a failed attempt, a take's goes back), with one line
+        for the child rather than one per slot."""
+        views = [self._slots.mark_dead(cell) for cell in self._cells_of(ended.index)]
+        if views[0].state is ChildState.BOOT_FAILED:
+            self._account(views[0], ended)
+            return
+        busy = [v for v in views if v.state is ChildState.BUSY]
+        reason = f"child {ended.index} died mid-job ({ended.description})"
+        if busy:
+            log.warning("%s; its %d running jobs are failed attempts", reason, len(busy))
+        for view in busy:
+            self.source.lost(view.claim, reason)
+        pending = [c for v in views for c in (v.claims if v not in busy else [v.next_claim])]
+        if any(pending):
+            self.source.interrupted([c for c in pending if c])
+        # A child that recycled itself (SIGHUP, max jobs, abandoned threads) exits 0, maybe
+        # with a slot prepared again that it no longer started: nothing unexpected.
+        quiet = (ChildState.EXITED, ChildState.ENDING, ChildState.EMPTY)
+        if not busy and ended.exitcode and any(v.state not in quiet for v in views):
+            log.warning("child %d ended unexpectedly (%s)", ended.index, ended.description)
 
     def _account(self, view: SlotView, ended: Ended) -> None:
         if view.state is ChildState.BOOT_FAILED:
@@ -287,7 +345,7 @@ class BaseSupervisor(Controls, Duties):
     def _show_title(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return  # embedded with start(): the host process keeps its own title
-        counts = self._slots.count(self._pool.live())
+        counts = self._slots.count(self._live_cells())
         titles.show_supervisor(
             self.backend,
             self._target,
@@ -297,11 +355,12 @@ class BaseSupervisor(Controls, Duties):
             name=self.name,
             state=self.state.value,
             suspended=self.suspended,
+            slots=self.slots_per_child,
         )
 
     def info(self) -> SupervisorInfo:
         # Published for operators (heartbeat, status): read without locks.
-        views = [self._slots.peek(i) for i in self._pool.live()] if self._has_pool else []
+        views = [self._slots.peek(i) for i in self._live_cells()] if self._has_pool else []
         busy = [v for v in views if v.state is ChildState.BUSY]
         return SupervisorInfo(
             name=self.name,
@@ -317,4 +376,17 @@ class BaseSupervisor(Controls, Duties):
             suspended=self.suspended,
             loop_tick=max((v.loop_tick for v in views), default=0.0),
             children=[(v.index, v.state.label, v.item_id, v.pid) for v in views],
+            slots=self.slots_per_child,
         )
+
+
+def check_slots(slots: int, pool: Type[Pool]) -> int:
+    """`slots` (jobs at once per child) as given, or ValueError saying what is wrong."""
+    if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+        raise ValueError(f"slots must be an integer >= 1, not {slots!r}")
+    if slots > 1 and not pool.children_are_processes:
+        raise ValueError(
+            f"slots apply to the process backends (forking, multiprocessing), not {pool.name}: "
+            f"its children run one job each; raise the size instead"
+        )
+    return slots

@@ -1,8 +1,10 @@
 """Process titles, so `ps` tells an operator what each process of a worker does.
 
     rqconc: supervisor forking 4 [default,high] busy=1 idle=3 name=web1.4242.ab12
+    rqconc: supervisor forking 2x50 [default] busy=60 idle=40 name=...  (--slots 50)
     rqconc: child 2 idle
     rqconc: child 3 busy 5f0c...e1
+    rqconc: child 1 slots busy=12 idle=38           (--slots 50: jobs run at once)
 
 Only process children get a title of their own: the children of the threading and gevent
 backends live inside the supervisor process, whose title carries their busy/idle counts.
@@ -53,8 +55,9 @@ def supervisor_title(
     name: str = "",
     state: str = "running",
     suspended: bool = False,
+    slots: int = 1,
 ) -> str:
-    parts = [f"{PREFIX}: supervisor {backend} {size}"]
+    parts = [f"{PREFIX}: supervisor {backend} {size}" + (f"x{slots}" if slots > 1 else "")]
     if queues:
         parts.append(f"[{','.join(queues)}]")
     parts.append(f"busy={busy} idle={idle}")
@@ -73,6 +76,15 @@ def child_title(index: int, item_id: Optional[str] = None) -> str:
     return f"{PREFIX}: child {index} idle"
 
 
+def slots_title(index: int, busy: int, slots: int) -> str:
+    return f"{PREFIX}: child {index} slots busy={busy} idle={slots - busy}"
+
+
+def show_slots(index: int, busy: int, slots: int) -> None:
+    """The title of a process child with several slots (written by its host thread)."""
+    _set(slots_title(index, busy, slots))
+
+
 def show_supervisor(
     backend: str,
     size: int,
@@ -82,8 +94,9 @@ def show_supervisor(
     name: str = "",
     state: str = "running",
     suspended: bool = False,
+    slots: int = 1,
 ) -> None:
-    _set(supervisor_title(backend, size, queues, busy, idle, name, state, suspended))
+    _set(supervisor_title(backend, size, queues, busy, idle, name, state, suspended, slots))
 
 
 def show_child(index: int, item_id: Optional[str] = None) -> None:

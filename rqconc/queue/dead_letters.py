@@ -43,7 +43,7 @@ class DeadLetters:
     def job_ids(self) -> List[str]:
         """Ids of the dead letters, oldest failure first."""
         failed, expiry = self._keys
-        pipe = self.client.pipeline()  # one snapshot of both sets
+        pipe = self.client.pipeline(transaction=True)  # one snapshot of both sets
         pipe.zrange(failed, 0, -1)
         pipe.zrangebyscore(expiry, "-inf", now_ms())
         with translated_errors(self.client):
@@ -53,7 +53,7 @@ class DeadLetters:
 
     def __len__(self) -> int:
         failed, expiry = self._keys
-        pipe = self.client.pipeline()
+        pipe = self.client.pipeline(transaction=True)
         pipe.zcard(failed)
         pipe.zcount(expiry, "-inf", now_ms())
         with translated_errors(self.client):
@@ -62,7 +62,7 @@ class DeadLetters:
 
     def __contains__(self, job_id: str) -> bool:
         failed, expiry = self._keys
-        pipe = self.client.pipeline()
+        pipe = self.client.pipeline(transaction=True)
         pipe.zscore(failed, job_id)
         pipe.zscore(expiry, job_id)
         with translated_errors(self.client):

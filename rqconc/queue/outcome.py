@@ -15,6 +15,7 @@ from typing import Optional
 import redis
 
 from rqconc import errors
+from rqconc.connection.clients import connection_kwargs
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.status import JobStatus
 from rqconc.queue.steps import AwaitReply, Steps, text
@@ -50,7 +51,7 @@ def outcome_now(client: redis.Redis, keys: KeySpace, job_id: str) -> Optional[st
 
 def _block_length(client: redis.Redis) -> float:
     """How long one BLMOVE may block: under the client's socket timeout, if it has one."""
-    socket_timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+    socket_timeout = connection_kwargs(client).get("socket_timeout")
     if not socket_timeout:
         return MAX_BLOCK
     margin = socket_timeout - 1.0 if socket_timeout > 2 else socket_timeout / 2

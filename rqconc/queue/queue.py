@@ -175,7 +175,7 @@ class Queue:
         members, callback, ttl = prepare_group(self.prepare, calls, chord)
         client, group_id = self.connection, new_group_id()
         if self._steps is None:
-            self._steps = Steps(pooled_or_plain(client), self.keys, self.wait)
+            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys, self.wait)
         send = partial(self._steps.enqueue_group, self.name, group_id, members, callback, ttl)
         with translated_errors(client):
             try:
@@ -201,7 +201,7 @@ class Queue:
         jobs = [self._own_fields(func, args, kwargs, options) for func, args, kwargs in calls]
         client = self.connection
         if self._steps is None:
-            self._steps = Steps(pooled_or_plain(client), self.keys, self.wait)
+            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys, self.wait)
         now, fresh_ids = now_ms(), not options.get("job_id")
         if not fresh_ids:  # tells this call's own job from another one under that id
             common = {**common, "enqueue_token": os.urandom(8).hex()}

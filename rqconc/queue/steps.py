@@ -12,6 +12,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import redis
 
+from rqconc.connection.cluster import server_time
 from rqconc.connection.replicas import ReplicaWait, replicated
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.options import id_check
@@ -149,10 +150,10 @@ class Steps:
         self, claim: str, queues: Sequence[str], lease_ms: int, worker: str
     ) -> Tuple[List[str], List[Any]]:
         k = self.keys
-        keys = [k.seq, k.active, k.claims, k.events, *self._take_keys(queues)]
+        keys = [k.seq, k.active, k.claims, k.events, *self.take_keys(queues)]
         return keys, [claim, lease_ms, worker, PROMOTE_BATCH, k.prefix]
 
-    def _take_keys(self, queues: Sequence[str]) -> List[str]:
+    def take_keys(self, queues: Sequence[str]) -> List[str]:
         """The keys a take reads for each queue, in the order of lua/include/take.lua."""
         k = self.keys
         keys: List[str] = []
@@ -233,7 +234,7 @@ class Steps:
             return
         next_claim, queues, lease_ms = next_take
         args += [next_claim, lease_ms, PROMOTE_BATCH, len(queues)]
-        keys += self._take_keys(queues)
+        keys += self.take_keys(queues)
 
     def fail(
         self,
@@ -310,7 +311,7 @@ class Steps:
         """Requeue (or dead-letter) jobs whose lease expired: (requeued, dead)."""
         k = self.keys
         # Redis' clock, as the step's own check: a recovering worker's clock may be off.
-        seconds, micros = self.client.time()
+        seconds, micros = server_time(self.client, k.active)
         now = seconds * 1000 + micros // 1000
         expired = [
             text(i) for i in self.client.zrangebyscore(k.active, "-inf", now, start=0, num=limit)

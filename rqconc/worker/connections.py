@@ -10,14 +10,13 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, cast
 from urllib.parse import quote
 
 import redis
 
-from rqconc.connection import sentinel
-from rqconc.connection.clients import connect, describe
-from rqconc.connection.direct import DirectConnection
+from rqconc.connection import cluster, sentinel
+from rqconc.connection.clients import ConnectionLike, connect, describe
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.steps import Steps
@@ -28,6 +27,8 @@ log = logging.getLogger("rqconc.worker")
 def url_of(client: redis.Redis) -> str:
     """A URL reaching the same server as `client`, for processes that cannot inherit it.
     (TLS certificate options are not carried over: pass a URL for those.)"""
+    if cluster.is_cluster(client):
+        return cluster.url_of(client)
     managed = sentinel.url_of(client)
     if managed is not None:
         return managed
@@ -101,19 +102,17 @@ class Connections:
     `child()` for the calling child's own connection and state."""
 
     def __init__(
-        self,
-        url: Union[str, redis.Redis, None],
-        keys: KeySpace,
-        wait: Optional[ReplicaWait] = None,
+        self, url: ConnectionLike, keys: KeySpace, wait: Optional[ReplicaWait] = None
     ) -> None:
         self.wait = wait  # wait_replicas: every step of this worker waits for them
         self._client: Optional[redis.Redis] = None
         self._client_pid = 0
         self._steps: Optional[Steps] = None
         self._steps_client: Optional[redis.Redis] = None
-        if isinstance(url, redis.Redis):  # used as is here; other processes get its URL
-            self._client, self._client_pid = url, os.getpid()
-            url = url_of(url)
+        if not isinstance(url, (str, type(None))):  # a client: used as is here; other
+            # processes get its URL
+            self._client, self._client_pid = cast(redis.Redis, url), os.getpid()
+            url = url_of(self._client)
         self.url = url
         self.keys = keys
         # Thread-local: greenlet-local under gevent, whose patching replaces it.
@@ -159,7 +158,7 @@ class Connections:
         """The calling child's state, made on first use in each thread, greenlet or process."""
         state: Optional[ChildState] = getattr(self._local, "state", None)
         if state is None or state.pid != os.getpid():
-            direct = DirectConnection(self.client)
+            direct = cluster.direct_connection(self.client, self.keys.seq)
             steps = Steps(direct, self.keys, self.wait)  # type: ignore[arg-type]
             state = self._local.state = ChildState(steps, os.getpid())
         return state

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from typing import Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import redis
 
@@ -107,6 +107,9 @@ class RedisSource(WorkSource):
 
     def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
         return self.taker.take(claim, timeout)
+
+    def take_many(self, claims: Sequence[str], timeout: float) -> List[WorkItem]:
+        return self.taker.take_many(claims, timeout)
 
     def perform(self, item: WorkItem, chain: Optional[NextClaim] = None) -> Optional[WorkItem]:
         return self.taker.perform(item, chain)

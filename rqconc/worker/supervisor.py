@@ -99,8 +99,8 @@ class Supervisor(BaseSupervisor):
         super().__init__(backend, size, source, name=name, **engine_options)
 
     def wait_ready(self, timeout: float = 30) -> Supervisor:
-        """After `start()`: wait until all `size` children are up (idle or busy), so that
-        `children` lists them; returns self. RuntimeError if the supervisor stopped first
+        """After `start()`: wait until all `size` children (each with its `slots`) are up,
+        so that `children` lists them; returns self. RuntimeError if the supervisor stopped first
         (a child failed to boot, or Redis refused it), TimeoutError after `timeout`."""
         deadline = time.monotonic() + timeout
         while True:
@@ -110,9 +110,10 @@ class Supervisor(BaseSupervisor):
                     + (f": {self.boot_error}" if self.boot_error else "")
                 )
             up = [c for c in self.children if c.state in ("idle", "busy")]
-            if len(up) >= self.size:
+            wanted = self.size * self.slots_per_child  # `children` lists every slot
+            if len(up) >= wanted:
                 return self
             if time.monotonic() >= deadline:
-                raise TimeoutError(f"{len(up)} of {self.size} children up after {timeout} s")
+                raise TimeoutError(f"{len(up)} of {wanted} children up after {timeout} s")
             # The supervisor's own thread spawns them; a short poll costs nothing here.
             time.sleep(0.02)

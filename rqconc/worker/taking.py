@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import List, Optional
+from typing import Any, Callable, List, Optional, Sequence
 
 import redis
 
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import NextClaim, WorkItem
+from rqconc.queue.batch_steps import take_many, wait_then_take_many
 from rqconc.queue.serialization import mro_names, type_name
 from rqconc.queue.steps import Steps, text
 from rqconc.worker import logs
@@ -88,6 +89,20 @@ class Taker:
                 self.connections.redis_down(exc, "putting back jobs of lost take replies")
 
     def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
+        return self._guarded([claim], timeout, lambda steps: self._take(steps, claim, timeout))
+
+    def take_many(self, claims: Sequence[str], timeout: float) -> List[WorkItem]:
+        """Up to one job per claim in one step (batch_steps.take_many), each leased under
+        its own claim; for a child whose several slots are idle at once."""
+        found = self._guarded(claims, timeout, lambda s: self._take_many(s, claims, timeout))
+        return found or []
+
+    def _guarded(
+        self, claims: Sequence[str], timeout: float, attempt: Callable[[Steps], Any]
+    ) -> Any:
+        """`attempt` with this child's steps, or None when Redis is away or refuses (never
+        an end of the child): the take may have run with its reply lost, so its claims are
+        kept as orphans, whose jobs go back once Redis answers."""
         wait = self._backoff.remaining()
         if wait > 0:
             time.sleep(min(wait, max(timeout, 0.0)))
@@ -96,10 +111,9 @@ class Taker:
         try:
             if child.orphans:
                 self._requeue_orphans(child)
-            item = self._take(child.steps, claim, timeout)
+            found = attempt(child.steps)
         except REDIS_DOWN as exc:
-            # The take may have run with its reply lost: put that job back once Redis is up.
-            child.orphans.append(claim)
+            child.orphans.extend(claims)
             delay = self._backoff.failed()
             if delay is not None:
                 self.connections.redis_down(exc, "taking a job", delay)
@@ -113,7 +127,7 @@ class Taker:
             return None
         if self._backoff.reset():
             self.connections.redis_up()
-        return item
+        return found
 
     def take_order(self, client: redis.Redis, keep_on_error: bool = False) -> List[str]:
         order = self.queues.names(client, keep_on_error)
@@ -146,6 +160,27 @@ class Taker:
             if isinstance(taken, int):
                 return None
         return work_item(claim, taken, self.recorder.callback_timeout)
+
+    def _take_many(self, hot: Steps, claims: Sequence[str], timeout: float) -> List[WorkItem]:
+        """As `_take`, for several claims at once."""
+        order = self.take_order(hot.client)
+        if not order:
+            time.sleep(min(max(timeout, 0.0), MAX_BLOCK))
+            return []
+        found = take_many(hot, claims, order, self.lease_ms, self.worker)
+        if isinstance(found, int):
+            wait = min(timeout, self.take_wait)
+            if found >= 0:
+                wait = min(wait, found / 1000)
+            if wait < MIN_BLOCK:  # see _take
+                return []
+            found = wait_then_take_many(
+                hot, round(wait, 2), claims, order, self.lease_ms, self.worker
+            )
+            if isinstance(found, int):
+                return []
+        items = [work_item(claim, job, self.recorder.callback_timeout) for claim, job in found]
+        return [item for item in items if item is not None]
 
     def _requeue_orphans(self, child: ChildState) -> None:
         steps = self.connections.steps

@@ -6,9 +6,11 @@ import time
 
 import redis
 
+from rqconc.connection.clients import connect
+
 
 def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url)
+    return connect(url)
 
 
 def record_run(url: str, key: str) -> None:

@@ -7,8 +7,7 @@ import math
 import signal
 import time
 
-import redis
-
+from rqconc.connection.clients import connect
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
 from rqconc.worker.scheduler import LOOKAHEAD, leader
@@ -39,7 +38,7 @@ def test_a_cron_of_every_second_on_three_supervisors_fires_once_per_tick_even_wh
     redis_server, start_worker
 ):
     url = redis_server.url
-    client = redis.Redis.from_url(url)
+    client = connect(url)
     workers = {
         name: start_worker("threading", 2, url, "-q", "cron", "--name", name)
         for name in ("sup-a", "sup-b", "sup-c")

@@ -6,9 +6,8 @@ requeue_all() runs them again."""
 import json
 import time
 
-import redis
-
 from rqconc import Retry
+from rqconc.connection.clients import connect
 from rqconc.queue.job import JobStatus
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
@@ -20,7 +19,7 @@ QUEUE = "sched"
 
 def runs(url, key):
     """Start times of the executions recorded under `key`."""
-    return [json.loads(r)["at"] for r in redis.Redis.from_url(url).lrange(key, 0, -1)]
+    return [json.loads(r)["at"] for r in connect(url).lrange(key, 0, -1)]
 
 
 def started_workers(start_worker, url, backends=("threading",)):
@@ -28,7 +27,7 @@ def started_workers(start_worker, url, backends=("threading",)):
     when every child is idle (so the timings below are the scheduler's, not a start's)."""
     for backend in backends:
         start_worker(backend, 2, url, "-q", f"{QUEUE}-{backend}")
-    client = redis.Redis.from_url(url)
+    client = connect(url)
 
     def all_idle():
         names = [n.decode() for n in client.zrange(KeySpace().workers, 0, -1)]

@@ -11,8 +11,9 @@ import sys
 import traceback
 from typing import Optional
 
-from rqconc.engine.child import ChildContext, prepare_process_child, run_child
+from rqconc.engine.child import ChildContext, prepare_process_child
 from rqconc.engine.process_pool import ProcessPool
+from rqconc.engine.slot_host import run_process_child
 from rqconc.engine.slots import SlotTable
 
 
@@ -23,7 +24,7 @@ class ForkingPool(ProcessPool):
         # Anonymous shared memory and POSIX semaphores (one per slot) survive os.fork().
         ctx = multiprocessing.get_context("fork")
         return SlotTable(
-            self.capacity,
+            self.capacity * self.slots_per_child,
             ctx.Lock,
             multiprocessing.sharedctypes.RawArray,
             children_are_processes=True,
@@ -47,7 +48,7 @@ class ForkingPool(ProcessPool):
             code = 1
             try:
                 prepare_process_child(ctx.supervisor_pid)
-                code = run_child(ctx)
+                code = run_process_child(ctx)
             except BaseException:
                 traceback.print_exc()
             finally:

@@ -7,28 +7,32 @@ import multiprocessing
 import sys
 from typing import Any, Optional
 
-from rqconc.engine.child import ChildContext, prepare_process_child, run_child
+from rqconc.engine.child import ChildContext, prepare_process_child
 from rqconc.engine.process_pool import ProcessPool
+from rqconc.engine.slot_host import run_process_child
 from rqconc.engine.slots import SlotTable
 
 
 def _child_main(ctx: ChildContext) -> None:
     prepare_process_child(ctx.supervisor_pid)
-    sys.exit(run_child(ctx))
+    sys.exit(run_process_child(ctx))
 
 
 class MultiprocessingPool(ProcessPool):
     name = "multiprocessing"
     children_start_fresh = True
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, slots_per_child: int = 1) -> None:
         self._mp = multiprocessing.get_context("spawn")
-        super().__init__(capacity)
+        super().__init__(capacity, slots_per_child)
 
     def make_slots(self) -> SlotTable:
         # Shared memory and one semaphore per slot, pickled for each child as it spawns.
         return SlotTable(
-            self.capacity, self._mp.Lock, self._mp.RawArray, children_are_processes=True
+            self.capacity * self.slots_per_child,
+            self._mp.Lock,
+            self._mp.RawArray,
+            children_are_processes=True,
         )
 
     def _start(self, ctx: ChildContext) -> Any:
