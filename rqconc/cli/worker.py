@@ -218,6 +218,18 @@ def build_source(options: Dict[str, Any]) -> Optional[WorkSource]:
     return FakeSource(spool=options["fake_spool"], log=options["fake_log"])
 
 
+# Options handed to the Supervisor under their own names.
+SAME_NAMED = (
+    "worker_ttl",
+    "take_wait",
+    "webhook_timeout",
+    "callback_timeout",
+    "slots",
+    "wait_replicas",
+    "wait_timeout",
+)
+
+
 def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     """Build the supervisor that the options describe and run it in the foreground."""
     if options["print_config"]:
@@ -251,13 +263,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         preload=preload,
         burst=options["burst"],
         cli=True,
-        worker_ttl=options["worker_ttl"],
-        take_wait=options["take_wait"],
-        webhook_timeout=options["webhook_timeout"],
-        callback_timeout=options["callback_timeout"],
-        slots=options["slots"],
-        wait_replicas=options["wait_replicas"],
-        wait_timeout=options["wait_timeout"],
+        **{name: options[name] for name in SAME_NAMED},
     )
     return supervisor.run()
 
