@@ -114,6 +114,20 @@ class SentinelDeployment:
                 return reply[0].decode() if isinstance(reply[0], bytes) else reply[0], int(reply[1])
         return None
 
+    def agreed_master_address(self) -> Optional[Tuple[str, int]]:
+        """The master every sentinel names, or None while they disagree (mid-failover, a
+        sentinel may still name the old one)."""
+        seen = set()
+        for sentinel in self.sentinels:
+            try:
+                reply = sentinel.client().sentinel_get_master_addr_by_name(SERVICE)
+            except redis.exceptions.RedisError:
+                return None
+            if not reply:
+                return None
+            seen.add(int(reply[1]))
+        return ("127.0.0.1", seen.pop()) if len(seen) == 1 else None
+
     def master_address_text(self) -> Tuple[str, str]:
         address = self.master_address()
         if address is None:
@@ -186,7 +200,7 @@ class SentinelDeployment:
         monotonic time it was first seen."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            address = self.master_address()
+            address = self.agreed_master_address()
             if address and address[1] != old.port:
                 try:
                     node = redis.Redis(port=address[1], password=self.password, socket_timeout=2)
