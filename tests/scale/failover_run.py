@@ -165,7 +165,12 @@ def _kill_master_while_replica_lags(
     outcome.promoted_after = promoted_at - killed_at
     # The machine is replaced: the node comes back (empty) as the new master's replica.
     # Until then wait_replicas=1 cannot be met: no step completes.
-    old.extra_args = (*deployment.node_args, "--replicaof", *deployment.master_address_text())
+    # replica-priority 0: never promoted. On a CPU-starved machine the sentinels may take
+    # the new master for dead too (a false failover), and promoting this node while its
+    # first sync is under way would hand them an empty master (Sentinel's hazard, not
+    # rqconc's: real deployments keep down-after-milliseconds far above our 1-2 s).
+    old.extra_args = (*deployment.node_args, "--replica-priority", "0",
+                      "--replicaof", *deployment.master_address_text())  # fmt: skip
     old.start()
     deadline = time.monotonic() + 60
     while not (outcome.resumed_after and outcome.replica_back_after):

@@ -22,7 +22,7 @@ from tests.support.redis_server import RedisServer, free_port
 
 SERVICE = "rqconc-test"
 # The master counts as down after this silence (ms); sentinels then elect a leader and promote.
-DOWN_AFTER_MS = 1000
+DOWN_AFTER_MS = 2000
 FAILOVER_TIMEOUT_MS = 5000
 
 
