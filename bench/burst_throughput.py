@@ -1,7 +1,11 @@
 """Throughput of `python main.py BACKEND SIZE --burst` on N queued no-op jobs.
 
     .venv/bin/python bench/burst_throughput.py [--backend forking] [--size 2] [--jobs 10000]
-        [--runs 3]
+        [--runs 3] [--task noop|sleep10|asleep10]
+
+    e.g. the asyncio backend on `async def` 10 ms jobs (SPEC 13):
+    .venv/bin/python bench/burst_throughput.py --backend asyncio --size 200 --jobs 20000 \
+        --task asleep10
 
 Starts a private redis-server, enqueues the jobs (enqueue_many), times the worker from
 its start to its exit, and prints each run and the median.
@@ -59,12 +63,12 @@ def start_redis() -> tuple:
     raise RuntimeError("redis-server did not start")
 
 
-def one_run(url: str, backend: str, size: int, jobs: int) -> float:
+def one_run(url: str, backend: str, size: int, jobs: int, task: str = "noop") -> float:
     client = redis.Redis.from_url(url)
     client.flushall()
     queue = Queue("bench", connection=url)
     for start in range(0, jobs, 1000):
-        queue.enqueue_many([("bench.tasks:noop", ())] * min(1000, jobs - start), result_ttl=0)
+        queue.enqueue_many([(f"bench.tasks:{task}", ())] * min(1000, jobs - start), result_ttl=0)
     env = dict(os.environ, BENCH_REDIS_URL=url)
     began = time.perf_counter()
     subprocess.run(
@@ -100,6 +104,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=2)
     parser.add_argument("--jobs", type=int, default=10000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--task", default="noop", choices=["noop", "sleep10", "asleep10"])
     args = parser.parse_args()
     process, url = start_redis()
     try:
@@ -110,10 +115,10 @@ def main() -> None:
         )
         rates = []
         for run in range(args.runs):
-            rate = one_run(url, args.backend, args.size, args.jobs)
+            rate = one_run(url, args.backend, args.size, args.jobs, args.task)
             rates.append(rate)
             print(
-                f"run {run + 1}: {args.jobs} no-op jobs, {args.backend} {args.size}: "
+                f"run {run + 1}: {args.jobs} {args.task} jobs, {args.backend} {args.size}: "
                 f"{rate:,.0f} jobs/s (worker start to exit)"
             )
         print(f"median of {args.runs}: {statistics.median(rates):,.0f} jobs/s")

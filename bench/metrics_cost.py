@@ -47,11 +47,11 @@ def fill(tree: Path, url: str, n: int) -> None:
 # steps, as a worker's child makes them (no task, no worker): Redis' CPU per job of those
 # steps (INFO commandstats, evalsha), what the counters and events add to.
 STEPS_LOOP = """
-import sys, redis
+import sys, psutil, redis
 from rqconc import Queue
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.steps import Steps
-url, n = sys.argv[1], int(sys.argv[2])
+url, n, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 client = redis.Redis.from_url(url)
 client.flushall()
 q = Queue("bench", connection=url)
@@ -59,21 +59,29 @@ for s in range(0, n, 1000):
     q.enqueue_many([("bench.tasks:noop", ())] * min(1000, n - s), result_ttl=0)
 steps = Steps(client, KeySpace())
 job_id, _ = steps.take("c0", ["bench"], 30000, "w")
+server = psutil.Process(pid)
 client.config_resetstat()
+cpu0 = sum(server.cpu_times()[:2])
 for i in range(1, n):
     _, taken = steps.complete("c%d" % (i - 1), job_id, "bench", "null", "json", "w",
                               next_take=("c%d" % i, ["bench"], 30000))
     job_id = taken[0]
-stats = client.info("commandstats")["cmdstat_evalsha"]
-print(stats["usec"] / stats["calls"])
+cpu1 = sum(server.cpu_times()[:2])
+stats = client.info("commandstats")
+calls = sum(v["calls"] for k, v in stats.items() if k != "cmdstat_evalsha")
+print(stats["cmdstat_evalsha"]["usec"] / (n - 1), (cpu1 - cpu0) / (n - 1) * 1e6, calls / (n - 1))
 """
 
 
-def steps_usec(tree: Path, url: str, jobs: int) -> float:
-    """Redis CPU (us) of one fused complete-and-take step, the code of `tree`."""
-    argv = [sys.executable, "-c", STEPS_LOOP, url, str(jobs)]
+def steps_usec(tree: Path, server: PrivateRedis, jobs: int) -> Dict[str, float]:
+    """One fused complete-and-take step of `tree`'s code: its time in Lua (commandstats,
+    wall time inside Redis: a busy machine inflates it), redis-server's CPU time per step
+    (request handling included) and the commands its script calls."""
+    assert server.process is not None
+    argv = [sys.executable, "-c", STEPS_LOOP, server.url, str(jobs), str(server.process.pid)]
     out = subprocess.run(argv, cwd=str(tree), check=True, capture_output=True, text=True)
-    return float(out.stdout.strip())
+    lua, cpu, calls = (float(v) for v in out.stdout.split())
+    return {"step Lua us": lua, "step redis CPU us": cpu, "step commands": calls}
 
 
 def evalsha_usec(client: redis.Redis) -> int:
@@ -145,7 +153,7 @@ def main() -> None:
         for _ in range(args.rounds):
             for side in ("base", "head"):
                 row = {} if args.steps_only else one_round(trees[side], server, args.jobs)
-                row["step us/job"] = steps_usec(trees[side], server.url, args.jobs)
+                row.update(steps_usec(trees[side], server, args.jobs))
                 results[side].append(row)
     finally:
         server.stop()
@@ -158,7 +166,11 @@ def main() -> None:
     for measure in results["base"][0]:
         base = statistics.median(r[measure] for r in results["base"])
         head = statistics.median(r[measure] for r in results["head"])
-        print(f"  {measure:18} base {base:9,.1f}  head {head:9,.1f}  head/base {head / base:.3f}")
+        low = min(r[measure] for r in results["base"]), min(r[measure] for r in results["head"])
+        print(
+            f"  {measure:18} base {base:9,.1f}  head {head:9,.1f}  head/base {head / base:.3f}"
+            f"  (lowest: base {low[0]:,.1f} head {low[1]:,.1f})"
+        )
         for side in ("base", "head"):
             print(f"  {'':18} {side} runs {[round(r[measure], 1) for r in results[side]]}")
 

@@ -1,6 +1,7 @@
 """rqconc's benchmark tasks. The no-op does one INCR, as every peer's no-op does (SPEC
 section 5); the sleep task sleeps 10 ms first (asleep10: `await asyncio.sleep`, then the INCR
-through redis.asyncio, as arq's task does); stamp records when it started."""
+through redis.asyncio, as arq's task does: the asyncio backend's row of SPEC 13); stamp
+records when it started."""
 
 import asyncio
 import os

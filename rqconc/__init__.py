@@ -34,6 +34,7 @@ _EXPORTS = {
     "Task": "rqconc.queue.task",
     "group": "rqconc.queue.groups",
     "Group": "rqconc.queue.groups",
+    "get_current_job": "rqconc.queue.current",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from rqconc.errors import NoSuchJob as NoSuchJob
     from rqconc.errors import NotAllowed as NotAllowed
     from rqconc.errors import WorkerLost as WorkerLost
+    from rqconc.queue.current import get_current_job as get_current_job
     from rqconc.queue.dependency import Dependency as Dependency
     from rqconc.queue.events import EventStream as EventStream
     from rqconc.queue.flows import Next as Next

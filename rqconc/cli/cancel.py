@@ -7,7 +7,7 @@ from typing import Optional, Sequence
 import click
 
 from rqconc import errors
-from rqconc.cli.common import client_for, url_option
+from rqconc.cli.common import client_for, namespace_option, url_option
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.job import Job
 
@@ -15,7 +15,8 @@ from rqconc.queue.job import Job
 @click.command()
 @click.argument("job_ids", metavar="ID...", nargs=-1, required=True)
 @url_option
-def cancel(job_ids: Sequence[str], url: Optional[str]) -> None:
+@namespace_option()
+def cancel(job_ids: Sequence[str], url: Optional[str], namespace: str) -> None:
     """Cancel jobs: waiting ones at once, running ones within 2 s. Exits 1 if one of them
     does not exist."""
     client = client_for(url)
@@ -23,7 +24,7 @@ def cancel(job_ids: Sequence[str], url: Optional[str]) -> None:
     for job_id in job_ids:
         try:
             with translated_errors(client):
-                canceled = Job(job_id, client).cancel()
+                canceled = Job(job_id, client, namespace).cancel()
         except errors.NoSuchJob:
             missing.append(job_id)
             continue

@@ -17,7 +17,7 @@ import click
 from redis.cluster import RedisCluster
 from redis.crc import key_slot
 
-from rqconc.cli.common import client_for, table, url_option
+from rqconc.cli.common import NAMESPACE_ENV, client_for, table, url_option
 from rqconc.connection import cluster as cluster_connection
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.keys import KeySpace
@@ -40,6 +40,7 @@ def cluster() -> None:
     "--namespace",
     "namespaces",
     multiple=True,
+    envvar=NAMESPACE_ENV,  # the namespace the other commands work on is shown too
     metavar="NAME",
     help="Also show this namespace, in use or not (repeatable).",
 )

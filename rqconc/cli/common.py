@@ -10,6 +10,8 @@ import redis
 
 from rqconc.connection.clients import connect, resolve_url
 from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT
+from rqconc.queue.keys import KeySpace
+from rqconc.worker.namespaces import split_namespaces
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -51,6 +53,44 @@ def replica_options(func: F) -> F:
     for option in reversed(replica_options_list()):
         func = option(func)
     return func
+
+
+NAMESPACE_ENV = "RQCONC_NAMESPACE"
+
+
+def namespace_option(many: bool = False) -> Callable[[F], F]:
+    """`--namespace` (and RQCONC_NAMESPACE) for every command: the namespace whose keys it
+    reads and writes; with `many` (the worker) a comma list of namespaces to serve."""
+
+    def check(ctx: click.Context, param: click.Parameter, value: Any) -> str:
+        if isinstance(value, (list, tuple)):  # a config file's list
+            value = ",".join(str(v) for v in value)
+        try:
+            names = split_namespaces(value)
+            for name in names:
+                KeySpace(name)
+        except (ValueError, TypeError) as exc:
+            raise click.BadParameter(str(exc), ctx, param) from None
+        if len(names) > 1 and not many:
+            raise click.BadParameter(
+                f"{value!r}: this command works on one namespace (a worker may serve several)",
+                ctx,
+                param,
+            )
+        return ",".join(names)
+
+    return click.option(
+        "--namespace",
+        default="rqconc",
+        show_default=True,
+        envvar=NAMESPACE_ENV,
+        show_envvar=True,
+        callback=check,
+        metavar="NAMES" if many else "NAME",
+        help="Comma list of namespaces to serve (each one's queues in turn)."
+        if many
+        else "The namespace (key prefix and hash tag) to work on.",
+    )
 
 
 def client_for(url: Optional[str]) -> redis.Redis:
@@ -101,4 +141,12 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-__all__: List[str] = ["url_option", "client_for", "table", "when", "unix_to_iso", "one_line"]
+__all__: List[str] = [
+    "url_option",
+    "namespace_option",
+    "client_for",
+    "table",
+    "when",
+    "unix_to_iso",
+    "one_line",
+]

@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from rqconc.cli.common import client_for, url_option
+from rqconc.cli.common import client_for, namespace_option, url_option
 from rqconc.queue import control
 
 
@@ -29,15 +29,17 @@ def _finite_duration(
     help="Resume by themselves after this many seconds.",
 )
 @url_option
-def suspend(duration: Optional[float], url: Optional[str]) -> None:
-    """Make every worker stop taking new jobs (busy children finish theirs)."""
-    control.suspend(client_for(url), duration)
+@namespace_option()
+def suspend(duration: Optional[float], url: Optional[str], namespace: str) -> None:
+    """Make every worker stop taking new jobs of the namespace (busy children finish theirs)."""
+    control.suspend(client_for(url), duration, namespace)
     click.echo("workers suspended" + (f" for {duration:g} s" if duration else ""))
 
 
 @click.command()
 @url_option
-def resume(url: Optional[str]) -> None:
-    """Let every worker take jobs again."""
-    control.resume(client_for(url))
+@namespace_option()
+def resume(url: Optional[str], namespace: str) -> None:
+    """Let every worker take jobs of the namespace again."""
+    control.resume(client_for(url), namespace)
     click.echo("workers resumed")

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 import click
 
-from rqconc.cli.common import client_for, table, unix_to_iso, url_option
+from rqconc.cli.common import client_for, namespace_option, table, unix_to_iso, url_option
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.cron import CronEntry, entries, latest_tick, next_tick, remove
 from rqconc.queue.keys import KeySpace
@@ -64,10 +64,11 @@ def cron() -> None:
     "description, next_runs}; times as Unix seconds.",
 )
 @url_option
-def list_crons(as_json: bool, url: Optional[str]) -> None:
+@namespace_option()
+def list_crons(as_json: bool, url: Optional[str], namespace: str) -> None:
     """List cron entries with their next run, and the worker that leads the scheduler."""
     client = client_for(url)
-    keys = KeySpace()
+    keys = KeySpace(namespace)
     with translated_errors(client):
         found = entries(client, keys)
         lead = leader(client, keys)
@@ -101,12 +102,13 @@ def list_crons(as_json: bool, url: Optional[str]) -> None:
 @cron.command(name="remove")
 @click.argument("cron_id", metavar="ID")
 @url_option
-def remove_cron(cron_id: str, url: Optional[str]) -> None:
+@namespace_option()
+def remove_cron(cron_id: str, url: Optional[str], namespace: str) -> None:
     """Remove a cron entry and its jobs enqueued ahead of their ticks that have not
     started. Exits 1 if there is no entry of that id."""
     client = client_for(url)
     with translated_errors(client):
-        removed = remove(client, KeySpace(), cron_id)
+        removed = remove(client, KeySpace(namespace), cron_id)
     if not removed:
         raise click.ClickException(f"no cron entry {cron_id}")
     click.echo(f"removed cron {cron_id}")

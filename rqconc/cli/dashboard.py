@@ -14,7 +14,7 @@ from typing import Optional
 
 import click
 
-from rqconc.cli.common import client_for, url_option
+from rqconc.cli.common import client_for, namespace_option, url_option
 from rqconc.connection.clients import check_settings, redact, resolve_url, translated_errors
 from rqconc.dashboard.settings import (
     AUTH_VARIABLE,
@@ -49,7 +49,7 @@ def _settings(
 @click.command()
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=9181, show_default=True)
-@click.option("--namespace", default="rqconc", show_default=True, help="The namespace shown.")
+@namespace_option()
 @click.option(
     "--auth",
     envvar=AUTH_VARIABLE,

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import click
 
-from rqconc.cli.common import client_for, replica_options, url_option
+from rqconc.cli.common import client_for, namespace_option, replica_options, url_option
 from rqconc.queue.options import OPTION_NAMES
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry
@@ -128,9 +128,9 @@ def later_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     metavar="JSON",
     help="A JSON object of keyword arguments for the function.",
 )
-@click.option("--namespace", default="rqconc", show_default=True, help="The key namespace.")
 @replica_options
 @url_option
+@namespace_option()
 @click.argument("function", metavar="module:function")
 @click.argument("json_args", nargs=-1, metavar="[JSON_ARG]...")
 def enqueue(

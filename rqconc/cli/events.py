@@ -7,7 +7,7 @@ from typing import Any, Dict, Optional
 
 import click
 
-from rqconc.cli.common import client_for, unix_to_iso, url_option
+from rqconc.cli.common import client_for, namespace_option, unix_to_iso, url_option
 from rqconc.queue.events import EventStream
 
 _COMMON = ("id", "event", "job_id", "queue", "ts", "worker")
@@ -44,11 +44,17 @@ def _show(event: Dict[str, Any], as_json: bool) -> None:
 )
 @click.option("--job", "job_id", default=None, help="Only the events of this job.")
 @url_option
+@namespace_option()
 def events(
-    follow: bool, as_json: bool, lines: int, job_id: Optional[str], url: Optional[str]
+    follow: bool,
+    as_json: bool,
+    lines: int,
+    job_id: Optional[str],
+    url: Optional[str],
+    namespace: str,
 ) -> None:
     """Print the latest job transitions, and with --follow the new ones as they happen."""
-    stream = EventStream(client_for(url))
+    stream = EventStream(client_for(url), namespace)
     latest = stream.for_job(job_id) if job_id else stream.latest(lines) if lines else []
     for event in latest:
         _show(event, as_json)

@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 import click
 import redis
 
-from rqconc.cli.common import client_for, one_line, table, url_option
+from rqconc.cli.common import client_for, namespace_option, one_line, table, url_option
 from rqconc.cli.job import describe_job, render
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.queue import Queue, queue_names
@@ -18,9 +18,9 @@ queue_option = click.option(
 )
 
 
-def _queues(client: redis.Redis, queue_name: Optional[str]) -> List[Queue]:
-    names = [queue_name] if queue_name else queue_names(client)
-    return [Queue(name, connection=client) for name in names]
+def _queues(client: redis.Redis, queue_name: Optional[str], namespace: str) -> List[Queue]:
+    names = [queue_name] if queue_name else queue_names(client, namespace)
+    return [Queue(name, connection=client, namespace=namespace) for name in names]
 
 
 @click.group()
@@ -32,12 +32,15 @@ def failed() -> None:
 @queue_option
 @click.option("--json", "as_json", is_flag=True)
 @url_option
-def list_failed(queue_name: Optional[str], as_json: bool, url: Optional[str]) -> None:
+@namespace_option()
+def list_failed(
+    queue_name: Optional[str], as_json: bool, url: Optional[str], namespace: str
+) -> None:
     """List dead letters: id, queue, function, attempts, error."""
     client = client_for(url)
     with translated_errors(client):
         rows = []
-        for q in _queues(client, queue_name):
+        for q in _queues(client, queue_name, namespace):
             for job in q.failed.jobs():
                 exc = job.exc_info or ("", "", "")
                 rows.append(
@@ -61,11 +64,12 @@ def list_failed(queue_name: Optional[str], as_json: bool, url: Optional[str]) ->
 @failed.command(name="show")
 @click.argument("job_id")
 @url_option
-def show_failed(job_id: str, url: Optional[str]) -> None:
+@namespace_option()
+def show_failed(job_id: str, url: Optional[str], namespace: str) -> None:
     """Show one dead letter with its traceback."""
     client = client_for(url)
     with translated_errors(client):
-        for q in _queues(client, None):
+        for q in _queues(client, None, namespace):
             if job_id in q.failed:
                 click.echo(render(describe_job(q.fetch_job(job_id))))
                 return
@@ -75,11 +79,12 @@ def show_failed(job_id: str, url: Optional[str]) -> None:
 @failed.command(name="purge")
 @queue_option
 @url_option
-def purge_failed(queue_name: Optional[str], url: Optional[str]) -> None:
+@namespace_option()
+def purge_failed(queue_name: Optional[str], url: Optional[str], namespace: str) -> None:
     """Delete every dead letter (of one queue with -q)."""
     client = client_for(url)
     with translated_errors(client):
-        deleted = sum(q.failed.purge() for q in _queues(client, queue_name))
+        deleted = sum(q.failed.purge() for q in _queues(client, queue_name, namespace))
     click.echo(f"purged {deleted} dead letters")
 
 
@@ -88,15 +93,20 @@ def purge_failed(queue_name: Optional[str], url: Optional[str]) -> None:
 @queue_option
 @click.argument("job_ids", nargs=-1)
 @url_option
+@namespace_option()
 def requeue(
-    requeue_all: bool, queue_name: Optional[str], job_ids: Tuple[str, ...], url: Optional[str]
+    requeue_all: bool,
+    queue_name: Optional[str],
+    job_ids: Tuple[str, ...],
+    url: Optional[str],
+    namespace: str,
 ) -> None:
     """Run dead letters again (same id, attempts reset): --all, or the ids given."""
     if requeue_all == bool(job_ids):
         raise click.UsageError("give either --all or one or more job ids")
     client = client_for(url)
     with translated_errors(client):
-        queues = _queues(client, queue_name)
+        queues = _queues(client, queue_name, namespace)
         if requeue_all:
             count = sum(q.failed.requeue_all() for q in queues)
         else:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import click
 import redis
 
-from rqconc.cli.common import client_for, table, unix_to_iso, url_option
+from rqconc.cli.common import client_for, namespace_option, table, unix_to_iso, url_option
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import COUNTS, queue_counts
@@ -47,14 +47,18 @@ def gather(
     with_workers: bool,
     names: Optional[Sequence[str]] = None,
     by_queue: bool = False,
+    namespace: str = "rqconc",
 ) -> Dict[str, Any]:
     """The report: every known queue, or only `names` (and only the workers serving them)."""
-    report: Dict[str, Any] = {"queues": queue_counts(client, list(names) if names else None)}
-    if is_suspended(client):  # only then: the SPEC's shape stays as it is otherwise
+    shown = list(names) if names else None
+    report: Dict[str, Any] = {"queues": queue_counts(client, shown, namespace)}
+    if is_suspended(client, namespace=namespace):  # only then: the SPEC's shape stays
         report["suspended"] = True
     if with_workers or by_queue:
         with translated_errors(client):
-            workers = [{f: w.get(f) for f in WORKER_FIELDS} for w in list_workers(client)]
+            workers = [
+                {f: w.get(f) for f in WORKER_FIELDS} for w in list_workers(client, namespace)
+            ]
         if names:
             workers = [w for w in workers if any(serves(w, q) for q in names)]
         report["workers"] = workers
@@ -151,6 +155,7 @@ def live(show: Callable[[], Dict[str, Any]], interval: float, as_json: bool) -> 
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (per tick).")
 @url_option
+@namespace_option()
 def info(
     queues: Sequence[str],
     with_workers: bool,
@@ -158,6 +163,7 @@ def info(
     interval: Optional[float],
     as_json: bool,
     url: Optional[str],
+    namespace: str,
 ) -> None:
     """Queues (all, or only QUEUE ...) with their job counts and (with -W) the live workers."""
     for name in queues:
@@ -168,7 +174,7 @@ def info(
     client = client_for(url)
 
     def show() -> Dict[str, Any]:
-        return gather(client, with_workers, queues, by_queue)
+        return gather(client, with_workers, queues, by_queue, namespace)
 
     if interval is not None:
         return live(show, interval, as_json)

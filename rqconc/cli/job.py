@@ -9,7 +9,7 @@ from typing import Any, Dict, Optional
 import click
 
 from rqconc import errors
-from rqconc.cli.common import client_for, url_option, when
+from rqconc.cli.common import client_for, namespace_option, url_option, when
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.job import Job
 
@@ -75,13 +75,14 @@ def render(report: Dict[str, Any]) -> str:
 @click.argument("job_id", metavar="ID")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @url_option
-def job(job_id: str, as_json: bool, url: Optional[str]) -> None:
+@namespace_option()
+def job(job_id: str, as_json: bool, url: Optional[str], namespace: str) -> None:
     """Show one job: status, function, queue, priority, attempts, leases lost, log_tag,
     times (and how long a running job has run), result or error."""
     client = client_for(url)
     try:
         with translated_errors(client):
-            report = describe_job(Job.fetch(job_id, client))
+            report = describe_job(Job.fetch(job_id, client, namespace))
     except errors.NoSuchJob:
         raise click.ClickException(f"no such job {job_id}") from None
     except (ValueError, TypeError, KeyError) as exc:  # a stored field no longer reads back

@@ -6,7 +6,7 @@ from typing import Optional
 
 import click
 
-from rqconc.cli.common import client_for, url_option
+from rqconc.cli.common import client_for, namespace_option, url_option
 from rqconc.connection.clients import describe, translated_errors
 from rqconc.queue.steps import text
 from rqconc.worker.registry import heartbeat_age
@@ -21,7 +21,8 @@ from rqconc.worker.registry import heartbeat_age
     help="Succeed only if this worker is registered and heartbeating.",
 )
 @url_option
-def ping(worker_name: Optional[str], url: Optional[str]) -> None:
+@namespace_option()
+def ping(worker_name: Optional[str], url: Optional[str], namespace: str) -> None:
     """Print PONG and the server when Redis answers (exit 1 otherwise)."""
     client = client_for(url)
     with translated_errors(client):
@@ -31,10 +32,10 @@ def ping(worker_name: Optional[str], url: Optional[str]) -> None:
         click.echo(f"PONG {describe(client)} (Redis {version})")
         return
     with translated_errors(client):
-        age = heartbeat_age(client, worker_name)
+        age = heartbeat_age(client, worker_name, namespace)
     if age is None:
         raise click.ClickException(
             f"worker {worker_name!r} is not registered or missed its heartbeats "
-            f"on {describe(client)}"
+            f"in namespace {namespace!r} on {describe(client)}"
         )
     click.echo(f"PONG worker {worker_name} (last heartbeat {age:.1f}s ago) on {describe(client)}")

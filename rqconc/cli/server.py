@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import click
 
-from rqconc.cli.common import url_option
+from rqconc.cli.common import namespace_option, url_option
 from rqconc.connection import embedded
 from rqconc.connection.clients import connect
 from rqconc.worker.registry import list_workers
@@ -23,7 +23,8 @@ def server() -> None:
 @server.command()
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @url_option
-def status(as_json: bool, url: Optional[str]) -> None:
+@namespace_option()
+def status(as_json: bool, url: Optional[str], namespace: str) -> None:
     """Whether the embedded server runs, its pid, socket, version and memory."""
     state = embedded.status()
     if as_json:
@@ -43,16 +44,16 @@ def status(as_json: bool, url: Optional[str]) -> None:
         click.echo(f"{name:<8} {'-' if value is None else value}")
 
 
-status.help = (status.help or "") + _URL_NOTE
+status.help = (status.help or "") + _URL_NOTE + "; so is --namespace"
 
 
-def _workers_on_embedded() -> List[str]:
+def _workers_on_embedded(namespace: str) -> List[str]:
     """Names of the workers registered on the running embedded server (none if it is down)."""
     if not embedded.status()["running"]:
         return []
     client = connect(embedded.url())
     try:
-        return [worker["name"] for worker in list_workers(client)]
+        return [worker["name"] for worker in list_workers(client, namespace)]
     finally:
         client.close()
 
@@ -60,9 +61,10 @@ def _workers_on_embedded() -> List[str]:
 @server.command()
 @click.option("--force", is_flag=True, help="Stop it even while workers use it.")
 @url_option
-def stop(force: bool, url: Optional[str]) -> None:
+@namespace_option()
+def stop(force: bool, url: Optional[str], namespace: str) -> None:
     """Shut the embedded server down (its data is kept)."""
-    workers = [] if force else _workers_on_embedded()
+    workers = [] if force else _workers_on_embedded(namespace)
     if workers:
         shown = ", ".join(workers[:3]) + (
             f" and {len(workers) - 3} more" if len(workers) > 3 else ""
@@ -77,4 +79,4 @@ def stop(force: bool, url: Optional[str]) -> None:
         click.echo("no embedded Redis server was running")
 
 
-stop.help = (stop.help or "") + _URL_NOTE
+stop.help = (stop.help or "") + _URL_NOTE + "; --namespace: whose workers are checked"

@@ -83,7 +83,7 @@ def _shaped(param: click.Parameter, value: Any) -> Any:
     option, a list for the comma list of queues."""
     if param.multiple:
         return (value,) if isinstance(value, str) else value
-    if param.name == "queues" and isinstance(value, (list, tuple)):
+    if param.name in ("queues", "namespace") and isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
     return value
 

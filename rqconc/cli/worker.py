@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import click
 
-from rqconc.cli.common import replica_options_list
+from rqconc.cli.common import namespace_option, replica_options_list
 from rqconc.cli.settings import describe, load_settings
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.connection.clients import check_settings, connect
@@ -26,6 +26,7 @@ from rqconc.engine.supervisor import check_slots
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.queue.keys import check_queue_name
 from rqconc.worker import logs, webhooks
+from rqconc.worker.hooks import Hooks
 from rqconc.worker.listened import EVERY
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.supervisor import Supervisor
@@ -75,6 +76,7 @@ def worker_options(command: Callable) -> Callable:
         env_option(
             "--url", default=None, help="Redis URL (default: REDIS_URL, else the embedded server)."
         ),
+        namespace_option(many=True),
         env_option(
             "--burst", is_flag=True, help="Exit 0 once every queue is empty and every child idle."
         ),
@@ -111,6 +113,13 @@ def worker_options(command: Callable) -> Callable:
             is_flag=True,
             help="Run jobs of pickle queues "
             "(unpickling runs code chosen by whoever can write to Redis).",
+        ),
+        env_option(
+            "--hooks",
+            multiple=True,
+            metavar="MODULE",
+            help="Module whose hook functions run around the worker and its jobs "
+            "(repeatable; docs/hooks.md).",
         ),
         env_option("--name", default=None, help="The worker's name in the registry."),
         env_option(
@@ -238,12 +247,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     add_to_sys_path(options["paths"])
     level = options["log_level"] or ("WARNING" if options["demo"] else "INFO")
     logs.configure(level, options["log_format"], sys.stderr)
-    preload = tuple(options["preload"])
-    if pool_class(backend).children_start_fresh:  # they inherit no logging set-up
-        preload = (logs.CHILD_SETUP, *preload)
-    if options["source_kind"] == "redis":
-        check_redis(options["url"])
-    check_slots_option(backend, options["slots"])
+    check_before_start(backend, options)
     if options["demo"]:
         return run_demo(backend, size, options)
     supervisor = Supervisor(
@@ -251,6 +255,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         size,
         split_queues(options["queues"]),
         connection=options["url"],
+        namespace=options["namespace"],
         strategy=options["strategy"],
         allow=options["allow"],
         allow_pickle=options["allow_pickle"],
@@ -260,12 +265,40 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         shutdown_timeout=options["shutdown_timeout"],
         max_jobs_per_child=options["max_jobs_per_child"],
         max_memory_per_child=options["max_memory_per_child"],
-        preload=preload,
+        preload=child_preload(backend, options["preload"]),
         burst=options["burst"],
         cli=True,
+        hooks=load_hooks(options["hooks"]),
         **{name: options[name] for name in SAME_NAMED},
     )
     return supervisor.run()
+
+
+def check_before_start(backend: str, options: Dict[str, Any]) -> None:
+    """What must hold before a worker starts: Redis answers (or its outage is waited out),
+    --slots fits the backend, --demo has one namespace; each a one-line error otherwise."""
+    if options["source_kind"] == "redis":
+        check_redis(options["url"])
+    check_slots_option(backend, options["slots"])
+    if options["demo"] and "," in options["namespace"]:
+        raise click.UsageError("--demo runs in one namespace: give --namespace one name")
+
+
+def child_preload(backend: str, modules: Sequence[str]) -> Tuple[str, ...]:
+    """The modules children import first; children that start fresh (not forked) also set
+    up logging first, since they inherit no logging set-up."""
+    preload = tuple(modules)
+    if pool_class(backend).children_start_fresh:
+        preload = (logs.CHILD_SETUP, *preload)
+    return preload
+
+
+def load_hooks(modules: Sequence[str]) -> Hooks:
+    """The `--hooks` modules; a module that is missing or has no hook: one line, exit 2."""
+    try:
+        return Hooks(modules)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def add_to_sys_path(paths: Sequence[str]) -> None:

@@ -43,8 +43,8 @@ def _calls(count: int, seed: int = 4711) -> List[tuple]:
     return calls
 
 
-def _enqueue(url: str, count: int) -> List[str]:
-    queue = Queue(DEMO_QUEUE, connection=url)
+def _enqueue(url: str, count: int, namespace: str) -> List[str]:
+    queue = Queue(DEMO_QUEUE, connection=url, namespace=namespace)
     queue.empty()
     job_ids = []
     for priority in (2, 1, 0):  # three priorities; enqueue_many takes one option set
@@ -74,8 +74,10 @@ def progress_line(done: int, count: int, states: List[str], rate: float, width: 
     return (head + _marks(states, width - len(head) - len(tail) - 1) + tail)[: width - 1]
 
 
-def _summary(url: str, job_ids: List[str], elapsed: float, backend: str, size: int) -> str:
-    jobs = [job for job in Job.fetch_many(job_ids, url) if job is not None]
+def _summary(
+    url: str, job_ids: List[str], elapsed: float, backend: str, size: int, namespace: str
+) -> str:
+    jobs = [job for job in Job.fetch_many(job_ids, url, namespace) if job is not None]
     rows = [
         (job.field("status"), job.field("enqueued_at"), job.field("started_at")) for job in jobs
     ]
@@ -99,9 +101,9 @@ def _summary(url: str, job_ids: List[str], elapsed: float, backend: str, size: i
 class Progress:
     """The live display: redrawn in place on a terminal, else a plain line every second."""
 
-    def __init__(self, count: int, url: str) -> None:
+    def __init__(self, count: int, url: str, namespace: str = "rqconc") -> None:
         self.count = count
-        self.queue = Queue(DEMO_QUEUE, connection=url)
+        self.queue = Queue(DEMO_QUEUE, connection=url, namespace=namespace)
         self.began = time.monotonic()
         self.done_at: Optional[float] = None  # when the last job was seen done
         self.tty = sys.stdout.isatty()
@@ -130,13 +132,15 @@ def run_demo(backend: str, size: int, options: Dict[str, Any]) -> int:
     count = options["demo"]
     print(f"Redis: {describe(connect(url))}")
     print(LEGEND)
-    job_ids = _enqueue(url, count)
-    progress = Progress(count, url)
+    namespace = options.get("namespace") or "rqconc"  # one (the command line checks)
+    job_ids = _enqueue(url, count, namespace)
+    progress = Progress(count, url, namespace)
     sup = Supervisor(
         backend,
         size,
         [DEMO_QUEUE],
         connection=url,
+        namespace=namespace,
         burst=True,
         on_tick=progress.show,
         name=options.get("name"),
@@ -144,5 +148,5 @@ def run_demo(backend: str, size: int, options: Dict[str, Any]) -> int:
     code = sup.run()
     progress.show(sup, final=True)  # the last line's rate is the summary's
     ending = "\n" if progress.tty else ""
-    print(ending + _summary(url, job_ids, progress.elapsed(), backend, size))
+    print(ending + _summary(url, job_ids, progress.elapsed(), backend, size, namespace))
     return code

@@ -2,10 +2,11 @@
 
 A process that is PID 1 inherits every orphan of its namespace (a job's `cmd &`, a double
 fork) and must reap them, or they stay zombies. The `forking` and `multiprocessing`
-supervisors do it themselves (engine/process_pool.py). With `threading` and `gevent` the jobs'
-own `subprocess` children are children of the supervisor too, and reaping "any child" would
-steal their exit statuses; so there rqconc splits itself in two, like `tini`: this process
-stays PID 1, only reaps and passes signals on, and the worker runs as its child.
+supervisors do it themselves (engine/process_pool.py). With `threading`, `gevent` and
+`asyncio` the jobs' own `subprocess` children are children of the supervisor too, and
+reaping "any child" would steal their exit statuses; so there rqconc splits itself in two,
+like `tini`: this process stays PID 1, only reaps and passes signals on, and the worker runs
+as its child.
 
 This runs before gevent patches anything (nothing is imported but the standard library's
 `os` and `signal`), so the worker child starts as a fresh process would.
@@ -20,7 +21,7 @@ from typing import Optional
 
 # By name, not by the pool classes' capabilities: this runs before gevent patches the
 # standard library, and importing a pool class would import `threading` first.
-IN_PROCESS_BACKENDS = ("threading", "gevent")
+IN_PROCESS_BACKENDS = ("threading", "gevent", "asyncio")
 # What the worker reacts to (docs/operations.md): each one reaches it once, from here.
 FORWARDED = (
     signal.SIGTERM,

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List, Tuple, Union
 
+from rqconc.queue.placement import namespaces_of
+
 
 class Dependency:
     """The parents of a job, and whether it may run after one of them failed for good."""
 
     def __init__(self, jobs: Union[Any, Iterable[Any]], allow_failure: bool = False) -> None:
         self.job_ids = _ids(jobs)
+        # Of the jobs given (ids say none): a parent of another namespace is refused at
+        # enqueue (rqconc/queue/placement.py).
+        self.namespaces = namespaces_of(jobs if isinstance(jobs, (list, tuple, set)) else [jobs])
         if not self.job_ids:
             raise ValueError("Dependency needs at least one job")
         self.allow_failure = bool(allow_failure)

@@ -19,6 +19,7 @@ import sys
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
 
+from rqconc.queue import current
 from rqconc.queue.eager_group import EagerGroup
 from rqconc.queue.eager_job import EagerJob
 from rqconc.queue.eager_run import Attempt, attempt, call_of, followup_arguments
@@ -123,7 +124,8 @@ class EagerRunner:
         outcome = Attempt(exc=refused)
         while refused is None:
             fields["status"], fields["started_at"] = JobStatus.STARTED.value, str(now_ms())
-            outcome = attempt(func, [*leading, *args], kwargs, job.serializer, _next_type())
+            with current.running(job):  # rqconc.get_current_job() inside, as on a worker
+                outcome = attempt(func, [*leading, *args], kwargs, job.serializer, _next_type())
             fields["attempts"] = str(int(fields.get("attempts", "0")) + 1)
             if outcome.exc is None or not outcome.exc_mro:
                 break

@@ -7,10 +7,12 @@ It ended before `enqueue` returned: `get()` never blocks and `cancel()` has noth
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+import json
+from typing import Any, Dict, List, Optional, Tuple
 
 from rqconc import errors
 from rqconc.queue.job import Job
+from rqconc.queue.job_reporting import check_progress
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.status import JobStatus
 
@@ -68,6 +70,28 @@ class EagerJob(Job):
             found.append(stage)
             stage = stage.next_stage
         return found
+
+    # Reporting (meta, progress) as a worker stores it, in the fields (no progress event).
+    def save_meta(self) -> None:
+        self._fields["meta"] = json.dumps(self.meta)
+
+    def set_progress(self, fraction: float, message: Optional[str] = None) -> bool:
+        check_progress(fraction, message)
+        if self._fields.get("status") != JobStatus.STARTED:
+            return False
+        self._fields["progress"] = repr(float(fraction))
+        if message is None:
+            self._fields.pop("progress_message", None)
+        else:
+            self._fields["progress_message"] = message
+        return True
+
+    @property
+    def progress(self) -> Tuple[float, Optional[str]]:
+        fraction = self._fields.get("progress")
+        if fraction is None:
+            return 0.0, None
+        return float(fraction), self._fields.get("progress_message")
 
 
 __all__ = ["EagerJob"]

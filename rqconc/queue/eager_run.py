@@ -7,20 +7,15 @@ traceback. The queue layer may not import the worker's runner, hence this small 
 
 from __future__ import annotations
 
-import inspect
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from rqconc import errors
+from rqconc.queue.calling import call_job_function
 from rqconc.queue.job import Job
 from rqconc.queue.retry import failure_names
-from rqconc.queue.serialization import (
-    ASYNC_NOT_SUPPORTED,
-    get_serializer,
-    resolve_function,
-    type_name,
-)
+from rqconc.queue.serialization import get_serializer, resolve_function, type_name
 
 Failure = Tuple[str, str, str]  # type name, message, traceback
 
@@ -65,15 +60,12 @@ def attempt(
     next_type: Optional[type],
 ) -> Attempt:
     try:
-        result = func(*args, **kwargs)
+        result = call_job_function(func, args, kwargs)
     except Exception as exc:  # the job's own failure; BaseException reaches the test
         return Attempt(
             exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
             exc_mro=failure_names(exc),
         )
-    if inspect.iscoroutine(result):  # enqueued by name: the producer could not refuse it
-        result.close()
-        return Attempt(exc=("ValueError", ASYNC_NOT_SUPPORTED, ""))
     next_stage: Any = None
     if next_type is not None and isinstance(result, next_type):
         next_stage = result

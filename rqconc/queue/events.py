@@ -2,10 +2,11 @@
 
 Events live in a capped Redis stream (`{ns}:events`, about the latest 10,000), each one a
 dict: `event` (queued, scheduled, deferred, started, finished, failed, retry, requeued,
-interrupted, canceled), `job_id`, `queue`, `ts` (ms since the epoch), `worker` (empty for
-client-side steps), `func`, `attempt` (the 1-based execution it is about: the run that ended
-for failed and retry, else the current or next one) and step-specific fields: `exc_type` and
-`exc_message` (its first 1,000 bytes) on failed and retry, `run_time` (seconds) on finished.
+interrupted, canceled; `progress` from `job.set_progress()`), `job_id`, `queue`, `ts` (ms
+since the epoch), `worker` (empty for client-side steps), `func`, `attempt` (the 1-based
+execution it is about: the run that ended for failed and retry, else the current or next
+one) and step-specific fields: `exc_type` and `exc_message` (its first 1,000 bytes) on failed
+and retry, `run_time` (seconds) on finished, `progress` and `message` on progress.
 
 `EventStream.ship(handler)` is the hook to send events elsewhere (Elasticsearch, a log
 pipeline): it reads through a consumer group, so several shippers share the work, each

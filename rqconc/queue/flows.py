@@ -14,6 +14,7 @@ import redis
 
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.options import refuse, take_options
+from rqconc.queue.placement import namespaces_of, refuse_foreign
 from rqconc.queue.queue import Queue
 
 
@@ -37,6 +38,7 @@ class Next:
     def prepare(self, client: redis.Redis, namespace: str) -> Tuple[str, Dict[str, Any]]:
         """The next stage as (id, hash fields), validated and serialized, nothing written."""
         queue = self.queue
+        refuse_foreign(namespace, "Next(...): the next stage", namespaces_of([queue, self.func]))
         if not isinstance(queue, Queue):
             queue = Queue(queue, connection=client, namespace=namespace)
         kwargs = dict(self.kwargs)

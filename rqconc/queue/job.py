@@ -25,6 +25,7 @@ from rqconc.queue.defaults import (
     DEFAULT_RESULT_TTL,
     DEFAULT_TIMEOUT,
 )
+from rqconc.queue.job_reporting import Reporting
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.outcome import missing_job, outcome_now, wait_for_outcome
 from rqconc.queue.retry import Retry
@@ -68,8 +69,9 @@ def _datetime(value: Optional[str]) -> Optional[datetime]:
     return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc) if value else None
 
 
-class Job:
-    """One job stored in Redis. Get one from `Queue.enqueue*` or `Job.fetch(id)`."""
+class Job(Reporting):
+    """One job stored in Redis. Get one from `Queue.enqueue*` or `Job.fetch(id)`.
+    Inside a job, `rqconc.get_current_job()` returns it (meta and progress: Reporting)."""
 
     def __init__(
         self,
@@ -137,6 +139,7 @@ class Job:
         if not raw:
             raise self._missing()
         self._fields = {text(k): text(v) for k, v in raw.items()}
+        self._forget_meta()
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, func={self.func_name!r}, queue={self.queue_name!r})"
@@ -253,10 +256,6 @@ class Job:
     def description(self) -> Optional[str]:
         """As given at enqueue, else the call (None if the stored call is unreadable)."""
         return description_of(self._fields)
-
-    @property
-    def meta(self) -> Dict[str, Any]:
-        return json.loads(self._field("meta", "{}") or "{}")
 
     @property
     def depends_on(self) -> List[str]:

@@ -44,6 +44,7 @@ from rqconc.queue.options import (
     take_options,
     with_defaults,
 )
+from rqconc.queue.placement import check_call, check_options
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import check_utf8, dump_arguments, function_name, get_serializer
 from rqconc.queue.signature import Signature
@@ -170,6 +171,10 @@ class Queue:
         callback (run with their results once all finished), in one step; what
         `rqconc.group(...).enqueue(queue)` calls (rqconc/queue/groups.py). An eager queue runs
         them inline (rqconc/queue/eager.py)."""
+        for call in calls:
+            check_call(self.keys.namespace, "a job of the group", call)
+        if chord is not None:
+            check_call(self.keys.namespace, "the chord's callback", chord)
         if self._eager is not None:
             return self._eager.enqueue_group(calls, chord)
         members, callback, ttl = prepare_group(self.prepare, calls, chord)
@@ -195,6 +200,7 @@ class Queue:
     def _store(
         self, calls: Sequence[Call], options: Dict[str, Any], due_ms: Optional[int]
     ) -> List[Job]:
+        check_options(self.keys.namespace, options)  # parents, callbacks: ours (placement.py)
         if self._eager is not None:
             return self._eager.run(calls, options)
         common, priority = self._common_fields(options)
@@ -235,6 +241,7 @@ class Queue:
     ) -> List[Tuple[str, int, Dict[str, str]]]:
         """Validate and serialize jobs of this queue as (id, priority, hash fields), writing
         nothing: bad input raises here, before any Redis step."""
+        check_options(self.keys.namespace, options)
         common, priority = self._common_fields(options)
         common = {"queue": self.name, "created_at": str(now_ms()), **common}
         return [

@@ -117,6 +117,14 @@ class AwaitReply(IntEnum):
     PENDING = 2  # not pushed yet: the job's state follows
 
 
+class ProgressReply(IntEnum):
+    """progress.lua."""
+
+    MISSING = -1
+    NOT_RUNNING = 0  # the job does not run (any more): nothing written
+    STORED = 1
+
+
 class CronLeaseReply(IntEnum):
     """cron_lease.lua: the first element of its reply."""
 

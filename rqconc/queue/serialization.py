@@ -148,12 +148,6 @@ def dump_arguments(
 # ---- function references ----
 
 
-ASYNC_NOT_SUPPORTED = (
-    "async def jobs are not supported yet; make it a plain def "
-    "(asyncio.run() inside it runs a coroutine)"
-)
-
-
 def function_name(func: Union[str, Callable[..., Any]]) -> str:
     """ "module:qualname" of an importable function; ValueError for anything a worker could
     not import by name (lambdas, nested functions, bound methods, objects, __main__)."""
@@ -179,8 +173,6 @@ def function_name(func: Union[str, Callable[..., Any]]) -> str:
             f"cannot enqueue {qualname!r} from {module}: lambdas and nested "
             "functions cannot be imported by a worker; define it at module level"
         )
-    if inspect.iscoroutinefunction(func):
-        raise ValueError(f"cannot enqueue {module}:{qualname}: {ASYNC_NOT_SUPPORTED}")
     if inspect.ismethod(func) and not inspect.isclass(func.__self__):
         raise ValueError(
             f"cannot enqueue the bound method {qualname!r}: the worker would not "

@@ -4,7 +4,7 @@ takes (a `Signature`, or a `(func, args[, kwargs])` tuple)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 Func = Union[str, Callable[..., Any]]
 
@@ -18,6 +18,8 @@ class Signature:
     args: Tuple[Any, ...] = ()
     kwargs: Dict[str, Any] = field(default_factory=dict)
     options: Dict[str, Any] = field(default_factory=dict)
+    # The namespace of the task that made it (`task.s(...)`); None: whichever queue's.
+    namespace: Optional[str] = None
 
 
 def signature_of(call: Any) -> Signature:

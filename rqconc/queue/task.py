@@ -118,7 +118,7 @@ class Task(Generic[P, R]):
     def s(self, *args: P.args, **kwargs: P.kwargs) -> Signature:
         """The call `func(*args, **kwargs)` with the task's options, not enqueued: for
         `rqconc.group(...)`."""
-        return Signature(self.func, tuple(args), dict(kwargs), dict(self._options))
+        return Signature(self.func, tuple(args), dict(kwargs), dict(self._options), self.namespace)
 
 
 @overload

@@ -28,6 +28,8 @@ from rqconc.worker.runner import Outcome
 log = logging.getLogger("rqconc.worker")
 
 ExcInfo = Tuple[str, str, str]  # type name, message, traceback
+# Told how a failure was recorded: (FailReply code, retry delay in s or None).
+Notify = Optional[Callable[[int, Optional[float]], None]]
 
 
 def stored_number(value: Any, default: float) -> float:
@@ -111,12 +113,13 @@ class Recorder:
         outcome: Outcome,
         duration: float,
         take: Optional[Tuple[str, Sequence[str], int]] = None,
+        notify: Notify = None,
     ) -> Optional[WorkItem]:
         """Record the outcome; with `take` (next claim, queues, lease ms), a success also
-        takes the next job, which is returned."""
+        takes the next job, which is returned. `notify` hears how a failure was recorded."""
         if outcome.exc is not None:
             code = self.fail(
-                item.claim, item.item_id, fields, outcome.exc, outcome.exc_mro, duration
+                item.claim, item.item_id, fields, outcome.exc, outcome.exc_mro, duration, notify
             )
             if code == -1:
                 self._stale(item, fields)
@@ -175,6 +178,7 @@ class Recorder:
         exc: ExcInfo,
         exc_mro: Sequence[str] = (),
         duration: Optional[float] = None,
+        notify: Notify = None,
     ) -> int:
         """Fail the job; its policy retries it when `exc_mro` (empty: a final failure, such
         as a refusal) matches. 2: retry scheduled, 1: failed for good, -1: stale claim."""
@@ -188,6 +192,8 @@ class Recorder:
         if code != -1:
             event = "retry" if code == 2 else "failed"
             log_transition(self.worker, event, job_id, queue, duration, exc, fields.get("func"))
+        if notify is not None:
+            notify(code, None if retry_in is None else retry_in / 1000)
         return code
 
     def fail_claim(self, claim: str, cls: type, message: str) -> int:

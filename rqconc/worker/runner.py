@@ -6,7 +6,6 @@ returns.
 
 from __future__ import annotations
 
-import inspect
 import json
 import traceback
 from dataclasses import dataclass
@@ -15,11 +14,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.queue.callbacks import callback_arguments
+from rqconc.queue.calling import call_job_function
 from rqconc.queue.flows import Next
 from rqconc.queue.job import Job
 from rqconc.queue.retry import failure_names
 from rqconc.queue.serialization import (
-    ASYNC_NOT_SUPPORTED,
     get_serializer,
     is_allowed,
     resolve_function,
@@ -41,6 +40,9 @@ class Outcome:
     # corrupt data, a result that cannot be stored), which no policy retries.
     exc_mro: Tuple[str, ...] = ()
     next_stage: Optional[Tuple[str, Dict[str, Any]]] = None  # a flow's next job (id, fields)
+    # For the hooks (hooks.py), in the child only: what the function returned or raised.
+    value: Any = None
+    error: Optional[BaseException] = None
 
 
 def _short(value: str, limit: int = 300) -> str:
@@ -122,15 +124,14 @@ class JobRunner:
         except Refused as refused:
             return Outcome(exc=(refused.exc_type, str(refused), ""))
         try:
-            result = func(*args, **kwargs)
+            result = call_job_function(func, args, kwargs)
         except Exception as exc:  # the job's own failure; BaseException ends the child
             return Outcome(
                 exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
                 exc_mro=failure_names(exc),
+                error=exc,
             )
-        if inspect.iscoroutine(result):  # enqueued by name: the producer could not refuse it
-            result.close()  # never awaited: no "coroutine was never awaited" warning
-            return Outcome(exc=("ValueError", ASYNC_NOT_SUPPORTED, ""))
+        returned = result
         try:
             next_stage = None
             if isinstance(result, Next):
@@ -142,6 +143,7 @@ class JobRunner:
                 result=serializer.dumps(result, "return value"),
                 serializer=serializer.name,
                 next_stage=next_stage,
+                value=returned,
             )
         except (TypeError, ValueError) as exc:  # deterministic: a retry would fail the same
             return Outcome(exc=(type(exc).__name__, str(exc), traceback.format_exc()))

@@ -28,6 +28,7 @@ from rqconc.queue.keys import KeySpace
 from rqconc.worker import webhooks
 from rqconc.worker.connections import Connections, url_of
 from rqconc.worker.duties import Duties
+from rqconc.worker.hooks import Hooks, HookSpec
 from rqconc.worker.listened import Listened
 from rqconc.worker.outcomes import Recorder
 from rqconc.worker.registry import DEFAULT_TTL
@@ -62,6 +63,7 @@ class RedisSource(WorkSource):
         webhook_timeout: float = webhooks.TIMEOUT_SECONDS,
         callback_timeout: float = CALLBACK_TIMEOUT,
         wait: Optional[ReplicaWait] = None,
+        hooks: Union[Hooks, Sequence[HookSpec]] = (),
     ) -> None:
         self.keys = KeySpace(namespace)
         self.listened = Listened(queues, self.keys)  # the names, or "*": every queue
@@ -75,6 +77,8 @@ class RedisSource(WorkSource):
             self.connections, self.runner, self.recorder, self.listened, strategy, lease_seconds
         )
         self.taker.take_wait = take_wait
+        self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
+        self.taker.hooks = self.hooks  # the job hooks, run in each child
         self.webhook_timeout = webhook_timeout
         self.duties = Duties(
             self.connections, self.recorder, self.listened,
@@ -122,9 +126,10 @@ class RedisSource(WorkSource):
         # What this worker serves, said once: the queues, the Redis (no password) and the
         # allow-list, the first things to check when jobs wait or fail as not allowed.
         log.info(
-            "worker %s serves queues %s on %s; allowed modules: %s",
+            "worker %s serves queues %s of namespace %s on %s; allowed modules: %s",
             self.name,
             ", ".join(self.queues),
+            self.keys.namespace,
             self.connections.describe(),
             self.runner.allowed_text(),
         )

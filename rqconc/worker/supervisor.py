@@ -17,6 +17,8 @@ from rqconc.engine.states import SupervisorState
 from rqconc.engine.supervisor import BaseSupervisor
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.worker import webhooks
+from rqconc.worker.hooks import Hooks, HookSpec
+from rqconc.worker.namespaces import source_for
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.source import RedisSource
 from rqconc.worker.taking import MAX_BLOCK
@@ -51,11 +53,17 @@ class Supervisor(BaseSupervisor):
     `allow_pickle=True`. `cli=True` (the rqconc command line) makes the not-allowed hint
     name `--allow` instead of this constructor's `allow=`.
 
+    `namespace` is one name, or several (a list or a comma string): the worker then takes
+    from the same `queues` in each namespace in turn (rqconc/worker/namespaces.py).
+
     Seconds: `worker_ttl`, how long the registry lists it without a heartbeat; `take_wait`,
     the longest an idle child blocks on its queues (a stop is seen at least this often);
     `webhook_timeout`, one webhook POST; `callback_timeout`, a callback or webhook job that
     carries no timeout of its own. `wait_replicas=N`: each state change returns only once N
-    replicas acknowledged it (Redis WAIT, up to `wait_timeout` s; docs/reliability.md)."""
+    replicas acknowledged it (Redis WAIT, up to `wait_timeout` s; docs/reliability.md).
+
+    `hooks`: objects or modules (or module names) with any of the hook functions of
+    rqconc/worker/hooks.py (docs/hooks.md)."""
 
     def __init__(
         self,
@@ -68,7 +76,7 @@ class Supervisor(BaseSupervisor):
         allow: Union[str, Sequence[str]] = (),
         lease_seconds: float = 15,
         max_lost: int = 3,
-        namespace: str = "rqconc",
+        namespace: Union[str, Sequence[str]] = "rqconc",
         name: Optional[str] = None,
         source: Optional[WorkSource] = None,
         allow_pickle: bool = False,
@@ -79,24 +87,31 @@ class Supervisor(BaseSupervisor):
         callback_timeout: float = CALLBACK_TIMEOUT,
         wait_replicas: int = 0,
         wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
+        hooks: Union[Hooks, Sequence[HookSpec]] = (),
         **engine_options: Any,
     ) -> None:
         # One name is one name: a str is a Sequence whose items are its letters.
         queues, allow, name = one_or_many(queues), one_or_many(allow), name or default_worker_name()
-        timings = checked_seconds(
-            registry_ttl=worker_ttl, take_wait=take_wait, webhook_timeout=webhook_timeout,
-            callback_timeout=callback_timeout,
-        )  # fmt: skip
-        if source is None:
-            source = RedisSource(
-                connection, queues, strategy, allow, lease_seconds, max_lost, namespace, name,
-                allow_pickle=allow_pickle, cli=cli, wait=ReplicaWait(wait_replicas, wait_timeout),
-                **timings,
-            )  # fmt: skip
+        timings = checked_seconds(registry_ttl=worker_ttl, take_wait=take_wait,
+            webhook_timeout=webhook_timeout, callback_timeout=callback_timeout)  # fmt: skip
+        self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
+        wait = ReplicaWait(wait_replicas, wait_timeout)
+        if source is None:  # one namespace, or a round-robin over several (namespaces.py)
+            source = source_for(namespace, lambda ns: RedisSource(
+                connection, queues, strategy, allow, lease_seconds, max_lost, ns, name, wait=wait,
+                allow_pickle=allow_pickle, cli=cli, hooks=self.hooks, **timings))  # fmt: skip
         self.queues = queues
         # The engine's take timeout is the longest a child's take may last: the same wait.
         engine_options.setdefault("take_timeout", take_wait)
         super().__init__(backend, size, source, name=name, **engine_options)
+
+    def _serve(self) -> int:
+        # Once per worker, in the supervisor, around its whole run (hooks.py).
+        self.hooks.call("on_worker_start", self)
+        try:
+            return super()._serve()
+        finally:
+            self.hooks.call("on_worker_stop", self)
 
     def wait_ready(self, timeout: float = 30) -> Supervisor:
         """After `start()`: wait until all `size` children (each with its `slots`) are up,

@@ -9,20 +9,23 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import redis
 
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import NextClaim, WorkItem
-from rqconc.queue.batch_steps import take_many, wait_then_take_many
 from rqconc.queue.serialization import mro_names, type_name
 from rqconc.queue.steps import Steps, text
+from rqconc.queue.steps_batch import take_many, wait_then_take_many
 from rqconc.worker import logs
 from rqconc.worker.connections import ChildState, Connections
+from rqconc.worker.hooks import Hooks
+from rqconc.worker.job_scope import JobScope
 from rqconc.worker.listened import Listened
 from rqconc.worker.outcomes import (
+    Notify,
     Recorder,
     job_timeout,
     log_transition,
@@ -72,6 +75,7 @@ class Taker:
         self.lease_ms = int(lease_seconds * 1000)
         self.take_wait = take_wait
         self._rotation = 0
+        self.hooks = Hooks()  # the worker's job hooks (RedisSource sets them)
         self._backoff = Backoff(first=0.1, cap=30.0, jitter=True)
 
     def child_started(self, forked: bool) -> None:
@@ -92,7 +96,7 @@ class Taker:
         return self._guarded([claim], timeout, lambda steps: self._take(steps, claim, timeout))
 
     def take_many(self, claims: Sequence[str], timeout: float) -> List[WorkItem]:
-        """Up to one job per claim in one step (batch_steps.take_many), each leased under
+        """Up to one job per claim in one step (steps_batch.take_many), each leased under
         its own claim; for a child whose several slots are idle at once."""
         found = self._guarded(claims, timeout, lambda s: self._take_many(s, claims, timeout))
         return found or []
@@ -128,6 +132,10 @@ class Taker:
         if self._backoff.reset():
             self.connections.redis_up()
         return found
+
+    def backing_off(self) -> bool:
+        """Whether this process is waiting out a failed take (Redis away or refusing)."""
+        return self._backoff.remaining() > 0
 
     def take_order(self, client: redis.Redis, keep_on_error: bool = False) -> List[str]:
         order = self.queues.names(client, keep_on_error)
@@ -198,12 +206,28 @@ class Taker:
         log_transition(
             self.worker, "started", item.item_id, fields.get("queue", ""), func=fields.get("func")
         )
+        scope = JobScope(self.hooks, self.connections, item.item_id, fields)
         started = time.monotonic()
-        with logs.job_context(item.item_id):  # the job's own log lines name it
+        with logs.job_context(item.item_id), scope.current():  # its log lines name it
+            scope.before()
             outcome = corrupt or self.runner.run(fields)
         duration = time.monotonic() - started
         if item.overran():  # returned too late to be ended (held the GIL, never yielded)
             outcome = overrun(job_timeout(fields, self.recorder.callback_timeout))
+        with scope.current():
+            following = self._record(item, fields, outcome, duration, chain, scope.notify(outcome))
+            scope.after(outcome)
+        return following
+
+    def _record(
+        self,
+        item: WorkItem,
+        fields: Dict[str, str],
+        outcome: Outcome,
+        duration: float,
+        chain: Optional[NextClaim],
+        notify: Notify,
+    ) -> Optional[WorkItem]:
         # Failures are rare: only a success takes the next job in the same step.
         next_claim = chain() if chain is not None and outcome.exc is None else None
         take = None
@@ -213,7 +237,7 @@ class Taker:
             take = (next_claim, order, self.lease_ms) if order else None
             next_claim = next_claim if order else None  # no queue yet: no take to chain
         try:
-            return self.recorder.record(item, fields, outcome, duration, take)
+            return self.recorder.record(item, fields, outcome, duration, take, notify)
         except REDIS_DOWN as exc:
             self.connections.redis_down(exc, "recording a job's outcome")
             if next_claim is not None:
@@ -221,7 +245,8 @@ class Taker:
                 # claim goes back once Redis answers; retries take nothing.
                 self.connections.child().orphans.append(next_claim)
         until_recorded(
-            self.connections, lambda: self.recorder.record(item, fields, outcome, duration)
+            self.connections,
+            lambda: self.recorder.record(item, fields, outcome, duration, notify=notify),
         )
         return None
 

@@ -29,7 +29,7 @@ def socket_is_patched():
 
 
 async def coroutine_job():
-    return "never"
+    return "awaited"
 """
 
 
@@ -115,14 +115,13 @@ def test_the_cli_hint_for_a_module_not_allowed_names_the_option(app_dir, redis_s
     assert "start the worker with --allow myapp" in job.exc_info[1]
 
 
-def test_an_async_def_job_enqueued_by_name_fails_with_a_clear_message(app_dir, redis_server):
+def test_an_async_def_job_enqueued_by_name_is_awaited(app_dir, redis_server):
     job = Queue("default", connection=redis_server.url).enqueue("myapp.tasks:coroutine_job")
     argv = [console_script(), "worker", "-b", "forking", "--burst", "--allow", "myapp"]
     done = run([*argv, "--url", redis_server.url], cwd=app_dir)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert job.status == JobStatus.FAILED
-    assert "async def jobs are not supported yet" in job.exc_info[1]
-    assert "pickle" not in job.exc_info[1] and "never awaited" not in done.stderr
+    assert job.status == JobStatus.FINISHED and job.return_value == "awaited"
+    assert "never awaited" not in done.stderr
 
 
 @pytest.mark.parametrize(

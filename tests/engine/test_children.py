@@ -168,7 +168,7 @@ def test_max_memory_per_child_recycles_a_grown_child_after_its_job(backend, spoo
     assert worker.wait_exit(5) == 0
 
 
-@pytest.mark.parametrize("backend", ["threading", "gevent"])
+@pytest.mark.parametrize("backend", ["threading", "gevent", "asyncio"])
 def test_max_memory_per_child_is_declared_unsupported_by_in_process_backends(
     backend, spool, start_worker
 ):

@@ -17,7 +17,7 @@ import psutil
 from tests.support.waiting import wait_for  # noqa: F401 - re-exported for the tests
 
 ROOT = Path(__file__).resolve().parents[2]
-BACKENDS = ["forking", "multiprocessing", "threading", "gevent"]
+BACKENDS = ["forking", "multiprocessing", "threading", "gevent", "asyncio"]
 PROCESS_BACKENDS = ["forking", "multiprocessing"]
 
 

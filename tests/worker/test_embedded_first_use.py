@@ -1,7 +1,7 @@
 """The README's embedding example as a new user runs it (issue 15, items 2 and 4): children
 listed once `wait_ready()` returns, a user's job runs with `allow="firstuseapp"` (one prefix,
 not its letters) on a redis.Redis client, the not-allowed hint names the Supervisor's
-argument, and `async def` functions are refused at enqueue."""
+argument, and `async def` functions are accepted at enqueue (SPEC 10)."""
 
 import pytest
 import redis
@@ -16,7 +16,7 @@ def hello(name):
 
 
 async def coroutine_job():
-    return "never"
+    return "awaited"
 
 
 @pytest.fixture
@@ -65,10 +65,9 @@ def test_the_embedded_hint_for_a_module_not_allowed_names_the_supervisor_argumen
     assert "Supervisor(allow=['firstuseapp'])" in message and "--allow" not in message
 
 
-def test_an_async_def_function_is_refused_at_enqueue(redis_server):
+def test_an_async_def_function_is_accepted_at_enqueue(redis_server):
     q = Queue("embedded", connection=redis_server.url)
-    with pytest.raises(ValueError, match="^cannot enqueue .*: async def jobs are not supported"):
-        q.enqueue(coroutine_job)
-    with pytest.raises(ValueError, match="async def jobs are not supported yet"):
-        q.enqueue("rqconc.demo.tasks:send_sms", on_success=coroutine_job)
-    assert q.count == 0
+    job = q.enqueue(coroutine_job)
+    assert job.func_name.endswith(":coroutine_job")
+    q.enqueue("rqconc.demo.tasks:send_sms", on_success=coroutine_job)
+    assert q.count == 2

@@ -7,7 +7,7 @@ from rqconc import Queue
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.worker_process import Spool, wait_for
 
-IN_PROCESS = ["threading", "gevent"]
+IN_PROCESS = ["threading", "gevent", "asyncio"]
 
 
 def executions(server):

@@ -12,6 +12,7 @@ BACKENDS: Dict[str, Tuple[str, str]] = {
     "multiprocessing": ("rqconc.engine.backends.multiproc", "MultiprocessingPool"),
     "threading": ("rqconc.engine.backends.threads", "ThreadPool"),
     "gevent": ("rqconc.engine.backends.greenlets", "GreenletPool"),
+    "asyncio": ("rqconc.engine.backends.asyncio_loop", "AsyncioPool"),
 }
 
 

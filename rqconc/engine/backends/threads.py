@@ -3,7 +3,8 @@
 A thread cannot be killed. A child that overruns its item's deadline is *abandoned*: its
 slot gets a new generation (so nothing it writes counts), its item is reported to the source
 (whose fencing rejects whatever the thread tries to record later), and a new thread takes
-its place. The abandoned thread ends by itself when its work returns.
+its place. The abandoned thread ends by itself when its work returns. An `async def` item
+runs in the thread's own event loop, and ending its child cancels its task (event_loops.py).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import logging
 import threading
 from typing import Any, Optional
 
+from rqconc.engine import event_loops
 from rqconc.engine.child import ChildContext, run_child
 from rqconc.engine.pool import Pool
 from rqconc.engine.slots import SlotTable
@@ -19,7 +21,8 @@ from rqconc.engine.slots import SlotTable
 log = logging.getLogger("rqconc.engine")
 
 
-def _thread_main(ctx: ChildContext, outcome: dict) -> None:
+def _thread_main(ctx: ChildContext, outcome: dict, loop: Any) -> None:
+    event_loops.install(loop)
     try:
         outcome["code"] = run_child(ctx)
     except BaseException as exc:  # a child that dies must not take the process with it
@@ -36,20 +39,32 @@ class ThreadPool(Pool):
         # supervisor deciding about their own slot.
         return SlotTable(self.capacity, threading.Lock)
 
+    def _child_loop(self) -> Any:
+        """Where the child's `async def` items run: its own loop."""
+        return event_loops.ChildLoop()
+
     def _start(self, ctx: ChildContext) -> Any:
         outcome: dict = {}
+        loop = self._child_loop()
         thread = threading.Thread(
-            target=_thread_main, args=(ctx, outcome), name=f"rqconc-child-{ctx.index}", daemon=True
+            target=_thread_main,
+            args=(ctx, outcome, loop),
+            name=f"rqconc-child-{ctx.index}",
+            daemon=True,
         )
         thread.start()
-        return thread, outcome
+        return thread, outcome, loop
 
     def _exitcode(self, handle: Any) -> Optional[int]:
-        thread, outcome = handle
+        thread, outcome, _ = handle
         if thread.is_alive():
             return None
         return outcome.get("code", 1)
 
     def end(self, index: int) -> None:
-        # Abandon: the thread runs on, but the slot and the pool place are free again.
+        # Abandon: the thread runs on, but the slot and the pool place are free again. A
+        # coroutine it runs is cancelled, so that thread returns at the item's next await.
+        handle = self._children.get(index)
+        if handle is not None:
+            handle[2].cancel()
         self._forget(index)

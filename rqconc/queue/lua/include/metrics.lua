@@ -14,7 +14,7 @@ of a namespace's totals are one hash, {ns}:metrics, fields named metric first, q
 Run time is start to end of a run that finished, so the finished counter is the run
 histogram's count (one command less for every job); wait time is entering the queue to
 start. Every job pays these in take and complete: five HINCRBYs in all (one each costs
-about 1.5 us of Redis CPU; bench/metrics_cost.py measures the steps).
+about 1.5-2 us of Redis CPU; bench/metrics_cost.py --steps-only measures the steps).
 The last hour, per minute: {ns}:metrics:<minute> (Unix seconds, a multiple of 60), fields
 run:<le>:<queue> (its finished count is their sum) and failed:<queue>, expiring an hour
 after that minute: the first write of each field sets the TTL, so one EXPIRE per minute.

@@ -1,0 +1,63 @@
+"""Children whose `async def` items run as tasks of one event loop (the `asyncio` backend).
+
+One OS thread runs the backend's event loop for the supervisor's whole life. Each of the
+`size` slots is a thread of its own (pre-spawned, idle/busy in the slot table like every
+backend's children): it takes a job, and an `async def` job's coroutine is handed to the
+shared loop as a task while the slot's thread waits for it; a plain function runs in the
+slot's thread itself, so plain functions get a thread pool of the same size.
+
+Limits (docs/backends.md): ending a child (timeout, `job.cancel()`, cold shutdown) cancels
+its task, which ends at its next `await`; a task that never awaits (a CPU loop, a blocking
+call inside `async def`) freezes every other task of the loop until it returns, and is then
+recorded as timed out. A plain function cannot be killed: its thread is abandoned as in the
+threading backend. Takes and completions are one Redis round trip per job, made by the slot
+threads (a multi-job take step replaces them in one place: rqconc/worker/taking.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+from rqconc.engine import event_loops
+from rqconc.engine.backends.threads import ThreadPool
+
+log = logging.getLogger("rqconc.engine")
+
+
+class AsyncioPool(ThreadPool):
+    name = "asyncio"
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__(capacity)
+        self._loop = asyncio.new_event_loop()
+        self._loop_thread = threading.Thread(
+            target=self._run_loop, name="rqconc-asyncio-loop", daemon=True
+        )
+        self._loop_thread.start()
+
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.close()
+
+    def _child_loop(self) -> Any:
+        return event_loops.SharedLoop(self._loop)
+
+    def close(self) -> None:
+        # Tasks still running belong to abandoned slots whose jobs were failed or requeued
+        # already: cancel them, let them unwind, then stop the loop.
+        def stop() -> None:
+            for task in asyncio.all_tasks(self._loop):
+                task.cancel()
+            self._loop.call_later(0.05, self._loop.stop)
+
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(stop)
+            # A task that never awaits holds the loop: a cold shutdown must not wait for it
+            # (the process is gone within 1 s); the thread is a daemon.
+            self._loop_thread.join(timeout=0.2)

@@ -1,0 +1,150 @@
+"""Where a child runs coroutines: its own event loop, created once and reused.
+
+A child is a process, a thread or a greenlet; each keeps one event loop for the `async def`
+items it runs (`run`), so a connection pool an item keeps in a module global stays bound to a
+loop that lives on. Under the asyncio backend the children share the backend's one loop
+instead (`SharedLoop`): the child's thread hands the coroutine to it and waits.
+
+Ending a child that runs a coroutine cancels the coroutine's task (`cancel`): the item sees
+`CancelledError` at its next `await`, as it would for `asyncio.wait_for`. A process is simply
+killed; a thread or greenlet cannot be, but its coroutine can.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import os
+import threading
+from typing import Any, Coroutine, Optional
+
+# Per thread (per greenlet under gevent, whose patched `threading.local` is greenlet-local).
+_local = threading.local()
+
+
+class Interrupted(Exception):
+    """The coroutine's task was cancelled because its child was ended (a timeout, a cancel,
+    a cold shutdown): whatever the child records afterwards is refused by its fencing."""
+
+
+class ChildLoop:
+    """The event loop of one child, run in the child's own thread while an item runs."""
+
+    def __init__(self) -> None:
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._pid = 0
+        self._task: Optional[asyncio.Task] = None
+        self._cancelled = False
+
+    def _the_loop(self) -> asyncio.AbstractEventLoop:
+        # A forked child inherits its parent's loop object, whose selector it shares: never
+        # reuse a loop across a fork.
+        if self._loop is None or self._pid != os.getpid() or self._loop.is_closed():
+            self._loop = asyncio.new_event_loop()
+            self._pid = os.getpid()
+        return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        loop = self._the_loop()
+        self._cancelled = False
+        task = loop.create_task(coro)
+        self._task = task
+        try:
+            return loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if self._cancelled:
+                raise Interrupted("the job's task was cancelled: its child was ended") from None
+            raise
+        finally:
+            self._task = None
+
+    def cancel(self) -> None:
+        """Cancel the running item's task (from another thread); nothing if none runs."""
+        task, loop = self._task, self._loop
+        if task is not None and loop is not None and not loop.is_closed():
+            self._cancelled = True
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # closed meanwhile: the item is over
+                pass
+
+
+class SharedLoop:
+    """A child of the asyncio backend: its items run as tasks of the backend's one loop,
+    while the child's thread waits for the result. The task runs in a copy of the thread's
+    context (`contextvars`), as it would in the thread itself."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._task: Optional[asyncio.Task] = None
+        self._cancelled = False
+
+    def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
+        self._cancelled = False
+        done: concurrent.futures.Future = concurrent.futures.Future()
+        context = contextvars.copy_context()
+
+        def start() -> None:  # in the loop's thread
+            task = context.run(self._loop.create_task, coro)
+            self._task = task
+            task.add_done_callback(lambda ended: _settle(ended, done))
+
+        self._loop.call_soon_threadsafe(start)
+        try:
+            return done.result()
+        except (concurrent.futures.CancelledError, asyncio.CancelledError):
+            if self._cancelled:
+                raise Interrupted("the job's task was cancelled: its child was ended") from None
+            raise
+        finally:
+            self._task = None
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        try:  # after `start` if that is still queued: call_soon keeps the order
+            self._loop.call_soon_threadsafe(self._cancel_task)
+        except RuntimeError:  # the loop is closed: nothing runs any more
+            pass
+
+    def _cancel_task(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
+def _settle(task: asyncio.Task, done: concurrent.futures.Future) -> None:
+    """Hand a task's end to the thread waiting for it."""
+    if task.cancelled():
+        done.cancel()
+        done.set_running_or_notify_cancel()
+    elif task.exception() is not None:
+        done.set_exception(task.exception())
+    else:
+        done.set_result(task.result())
+
+
+def install(loop: Any) -> None:
+    """Make `loop` (a ChildLoop or SharedLoop) the one this thread's items run in."""
+    _local.loop = loop
+
+
+def current() -> Any:
+    """This thread's (greenlet's) loop, made on first use."""
+    loop = getattr(_local, "loop", None)
+    if loop is None:
+        loop = _local.loop = ChildLoop()
+    return loop
+
+
+def run(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine to its end in this child's loop and return its result.
+
+    Called from inside a running loop (an eager job enqueued by async code), the coroutine
+    runs in a helper thread's loop: one thread cannot run two loops at once."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return current().run(coro)
+    context = contextvars.copy_context()  # get_current_job() and the like, as here
+    with concurrent.futures.ThreadPoolExecutor(1, "rqconc-eager-async") as helper:
+        return helper.submit(context.run, asyncio.run, coro).result()

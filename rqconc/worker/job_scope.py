@@ -1,0 +1,62 @@
+"""One execution as the job's own code and the user's hooks see it: the `Job` that
+`rqconc.get_current_job()` returns while it runs, and the job hooks (hooks.py) around it,
+in the job's own child."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Dict, Iterator, Optional
+
+from rqconc import errors
+from rqconc.queue import current
+from rqconc.queue.job import Job
+from rqconc.worker.connections import Connections
+from rqconc.worker.hooks import Hooks
+from rqconc.worker.outcomes import Notify
+from rqconc.worker.runner import Outcome
+
+RETRYING = 2  # FailReply.RETRYING: the failure was recorded as a retry
+
+
+class JobScope:
+    """The job of one execution, made from the fields its take returned."""
+
+    def __init__(
+        self, hooks: Hooks, connections: Connections, job_id: str, fields: Dict[str, str]
+    ) -> None:
+        self.hooks = hooks
+        # A take returns the fields a run needs, not `meta`: it is read on first use.
+        self.job = Job.stored(job_id, connections.client, connections.keys, fields)
+        self.job.mark_meta_unread()
+
+    @contextlib.contextmanager
+    def current(self) -> Iterator[None]:
+        with current.running(self.job):
+            yield
+
+    def before(self) -> None:
+        if self.hooks:
+            self.hooks.call("before_job", self.job)
+
+    def notify(self, outcome: Outcome) -> Notify:
+        """What the recorder calls once a failure is recorded: on_retry or on_failure."""
+        if not self.hooks or outcome.exc is None:
+            return None
+        error = outcome.error
+        if error is None:  # refused before it ran (not allowed, corrupt): no exception of its own
+            exc_type, message, trace = outcome.exc
+            error = errors.JobFailed(self.job.id, exc_type, message, trace)
+        exc_info = (type(error), error, error.__traceback__)
+
+        def recorded(code: int, delay: Optional[float]) -> None:
+            if code == RETRYING:
+                self.hooks.call("on_retry", self.job, exc_info, delay)
+            elif code != -1:  # -1: this run's outcome was refused (its lease was lost)
+                self.hooks.call("on_failure", self.job, exc_info)
+
+        return recorded
+
+    def after(self, outcome: Outcome) -> None:
+        """After a success was recorded."""
+        if self.hooks and outcome.exc is None:
+            self.hooks.call("after_job", self.job, outcome.value)
