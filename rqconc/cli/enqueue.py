@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import click
 
-from rqconc.cli.common import client_for, namespace_option, url_option
+from rqconc.cli.common import client_for, namespace_option, replica_options, url_option
 from rqconc.cli.flow import flow_enqueue_options, take_flow_options
 from rqconc.queue.options import OPTION_NAMES
 from rqconc.queue.queue import Queue
@@ -130,6 +130,7 @@ def later_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     help="A JSON object of keyword arguments for the function.",
 )
 @flow_enqueue_options
+@replica_options
 @url_option
 @namespace_option()
 @click.argument("function", metavar="module:function")
@@ -143,6 +144,8 @@ def enqueue(
     url: Optional[str],
     function: str,
     json_args: Sequence[str],
+    wait_replicas: int,
+    wait_timeout: float,
     **given: Any,
 ) -> None:
     """Enqueue module:function(*JSON_ARGs, **--kwargs) and print the new job's id."""
@@ -154,7 +157,10 @@ def enqueue(
     flow = take_flow_options(given)
     options = {**job_options(**given), **flow}
     try:
-        queue = Queue(queue_name, connection=client_for(url), namespace=namespace)
+        queue = Queue(
+            queue_name, connection=client_for(url), namespace=namespace,
+            wait_replicas=wait_replicas, wait_timeout=wait_timeout,
+        )  # fmt: skip
         if delay is not None:
             job = queue.enqueue_in(delay, function, *args, **later_kwargs(kwargs), **options)
         elif when is not None:

@@ -19,6 +19,7 @@ import redis
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
 from rqconc.connection.direct import ReplyLost
 from rqconc.connection.pooled import pooled_or_plain
+from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
 from rqconc.queue import admin, cron
 from rqconc.queue.cron import CronEntry
 from rqconc.queue.dead_letters import DeadLetters
@@ -75,8 +76,12 @@ class Queue(FlowControl):
         default_retry: Optional[Retry] = None,
         event_detail: str = "basic",
         eager: Optional[bool] = None,
+        wait_replicas: int = 0,
+        wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
     ) -> None:
         self.name = check_queue_name(name)
+        # SPEC section 8: enqueue and each state change wait for N replicas (replicas.py).
+        self.wait = ReplicaWait(wait_replicas, wait_timeout)
         self.serializer = get_serializer(serializer)
         self.keys = KeySpace(namespace)
         # Options for every job of this queue that does not set its own (SPEC section 14).
@@ -114,7 +119,7 @@ class Queue(FlowControl):
     def failed(self) -> DeadLetters:
         """The dead letters of this queue: `len`, `job_ids`, `requeue(id)`, `requeue_all()`,
         `purge()`."""
-        return DeadLetters(self.connection, self.keys, self.name)
+        return DeadLetters(self.connection, self.keys, self.name, self.wait)
 
     # ---- enqueueing ----
     def enqueue(self, func: Func, *args: Any, **kwargs: Any) -> Job:
@@ -177,7 +182,7 @@ class Queue(FlowControl):
         members, callback, ttl = prepare_group(self.prepare, calls, chord)
         client, group_id = self.connection, new_group_id()
         if self._steps is None:
-            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys)
+            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys, self.wait)
         send = partial(self._steps.enqueue_group, self.name, group_id, members, callback, ttl)
         with translated_errors(client):
             try:
@@ -204,7 +209,7 @@ class Queue(FlowControl):
         jobs = [self._own_fields(func, args, kwargs, options) for func, args, kwargs in calls]
         client = self.connection
         if self._steps is None:
-            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys)
+            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys, self.wait)
         now, fresh_ids = now_ms(), not options.get("job_id")
         common = with_expiry(common, due_ms, now)
         if "unique_key" in common:  # SPEC 11: one step that may return the holder instead
