@@ -35,14 +35,18 @@ wheel-smoke: venv
 	$(BIN)/python .ci/wheel_smoke.py
 
 # Peers go into bench/.peers-venv; a private redis-server; writes bench/RESULTS.md (< 15 min),
-# then its "Redis time per job" section (bench/redis_cost.py, ~3 min).
+# then its "Redis time per job" section (bench/redis_cost.py, ~3 min), then the cost of
+# wait_replicas=1 (bench/wait_replicas.py, master + 1 replica, ~1 min).
 bench: venv
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/redis_cost.py --jobs 10000
+	$(BIN)/python bench/wait_replicas.py
 
 # Long chaos run: 5,000 jobs under faults (< 15 min); rewrites the table in docs/reliability.md.
+# Then a Sentinel failover under 2,000 jobs, with and without wait_replicas (docs/reliability.md).
 chaos: venv
 	CHAOS_JOBS=$${CHAOS_JOBS:-5000} $(BIN)/python -m pytest -q -s -m chaos tests/chaos
+	FAILOVER_JOBS=$${FAILOVER_JOBS:-2000} $(BIN)/python -m pytest -q -s -m chaos tests/scale/test_failover.py
 
 # 200,000 no-op jobs through forking 2: RSS must stay flat, no key left behind.
 soak: venv

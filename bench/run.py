@@ -79,6 +79,15 @@ RQ_NOTE = "RQ runs one job at a time per process (no threads): 1 SimpleWorker"
 # the whole `make bench` has to fit in 15 minutes on 2 cores.
 ROWS: List[Row] = [
     Row(NOOP, "rqconc", "forking 2", "throughput", "forking:2", jobs=10000),
+    Row(
+        NOOP,
+        "rqconc",
+        "forking 2, limits set (never reached)",
+        "throughput",
+        "forking:2:limits",
+        jobs=10000,
+        note="q.set_limits(concurrency=1000, rate='1000000/s'): flow control's cost (SPEC 13)",
+    ),
     Row(NOOP, "rq", "2 x rq worker (SimpleWorker)", "throughput", "simple:2", jobs=800),
     Row(NOOP, "rq", "2 x rq worker (Worker: fork per job)", "throughput", "fork:2", jobs=100),
     Row(NOOP, "celery", "prefork -c 2", "throughput", "prefork:2", jobs=800),

@@ -13,6 +13,7 @@ from rqconc.cli.dashboard import dashboard
 from rqconc.cli.enqueue import enqueue
 from rqconc.cli.events import events
 from rqconc.cli.failed import failed, requeue
+from rqconc.cli.flow import limits, pause
 from rqconc.cli.info import info
 from rqconc.cli.job import job
 from rqconc.cli.ping import ping
@@ -36,5 +37,7 @@ def register(group: click.Group) -> None:
         cron,
         dashboard,
         cluster,
+        limits,
+        pause,
     ):
         group.add_command(command)

@@ -9,6 +9,7 @@ import click
 import redis
 
 from rqconc.connection.clients import connect, resolve_url
+from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT
 from rqconc.queue.keys import KeySpace
 from rqconc.worker.namespaces import split_namespaces
 
@@ -23,6 +24,35 @@ def url_option(func: F) -> F:
         metavar="URL",
         help="Redis URL (default: $REDIS_URL, else the embedded server).",
     )(func)
+
+
+def replica_options_list(option: Callable[..., Any] = click.option) -> List[Callable[[F], F]]:
+    """`--wait-replicas N` / `--wait-timeout S` (SPEC section 8, docs/reliability.md)."""
+    return [
+        option(
+            "--wait-replicas",
+            type=click.IntRange(min=0),
+            default=0,
+            show_default=True,
+            metavar="N",
+            help="Each enqueue and state change returns only once N replicas acknowledged it "
+            "(Redis WAIT): a failover then loses none of them.",
+        ),
+        option(
+            "--wait-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=DEFAULT_WAIT_TIMEOUT,
+            show_default=True,
+            metavar="SECONDS",
+            help="How long to wait for those replicas before failing with a connection error.",
+        ),
+    ]
+
+
+def replica_options(func: F) -> F:
+    for option in reversed(replica_options_list()):
+        func = option(func)
+    return func
 
 
 NAMESPACE_ENV = "RQCONC_NAMESPACE"

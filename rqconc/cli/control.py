@@ -8,6 +8,7 @@ from typing import Optional
 import click
 
 from rqconc.cli.common import client_for, namespace_option, url_option
+from rqconc.cli.flow import resume_queue
 from rqconc.queue import control
 
 
@@ -37,9 +38,14 @@ def suspend(duration: Optional[float], url: Optional[str], namespace: str) -> No
 
 
 @click.command()
+@click.argument("queue_name", metavar="[QUEUE]", required=False)
 @url_option
 @namespace_option()
-def resume(url: Optional[str], namespace: str) -> None:
-    """Let every worker take jobs of the namespace again."""
+def resume(queue_name: Optional[str], url: Optional[str], namespace: str) -> None:
+    """Let every worker take jobs of the namespace again; with QUEUE, undo `rqconc pause
+    QUEUE` instead."""
+    if queue_name is not None:
+        resume_queue(queue_name, namespace, url)
+        return
     control.resume(client_for(url), namespace)
     click.echo("workers resumed")

@@ -8,7 +8,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import click
 
-from rqconc.cli.common import client_for, namespace_option, url_option
+from rqconc.cli.common import client_for, namespace_option, replica_options, url_option
+from rqconc.cli.flow import flow_enqueue_options, take_flow_options
 from rqconc.queue.options import OPTION_NAMES
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry
@@ -128,6 +129,8 @@ def later_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     metavar="JSON",
     help="A JSON object of keyword arguments for the function.",
 )
+@flow_enqueue_options
+@replica_options
 @url_option
 @namespace_option()
 @click.argument("function", metavar="module:function")
@@ -141,6 +144,8 @@ def enqueue(
     url: Optional[str],
     function: str,
     json_args: Sequence[str],
+    wait_replicas: int,
+    wait_timeout: float,
     **given: Any,
 ) -> None:
     """Enqueue module:function(*JSON_ARGs, **--kwargs) and print the new job's id."""
@@ -149,9 +154,13 @@ def enqueue(
     args = parse_json_args(json_args)
     kwargs = parse_json_object(kwargs_json, "--kwargs") or {}
     when = parse_at(at)
-    options = job_options(**given)
+    flow = take_flow_options(given)
+    options = {**job_options(**given), **flow}
     try:
-        queue = Queue(queue_name, connection=client_for(url), namespace=namespace)
+        queue = Queue(
+            queue_name, connection=client_for(url), namespace=namespace,
+            wait_replicas=wait_replicas, wait_timeout=wait_timeout,
+        )  # fmt: skip
         if delay is not None:
             job = queue.enqueue_in(delay, function, *args, **later_kwargs(kwargs), **options)
         elif when is not None:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 import click
 
-from rqconc.cli.common import namespace_option
+from rqconc.cli.common import namespace_option, replica_options_list
 from rqconc.cli.settings import describe, load_settings
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.connection.clients import check_settings, connect
@@ -187,6 +187,7 @@ def worker_options(command: Callable) -> Callable:
 def timing_options() -> List[Callable]:
     seconds = click.FloatRange(min=0, min_open=True)
     return [
+        *replica_options_list(env_option),
         env_option(
             "--worker-ttl",
             type=seconds,
@@ -226,6 +227,18 @@ def build_source(options: Dict[str, Any]) -> Optional[WorkSource]:
     return FakeSource(spool=options["fake_spool"], log=options["fake_log"])
 
 
+# Options handed to the Supervisor under their own names.
+SAME_NAMED = (
+    "worker_ttl",
+    "take_wait",
+    "webhook_timeout",
+    "callback_timeout",
+    "slots",
+    "wait_replicas",
+    "wait_timeout",
+)
+
+
 def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     """Build the supervisor that the options describe and run it in the foreground."""
     if options["print_config"]:
@@ -255,12 +268,8 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         preload=child_preload(backend, options["preload"]),
         burst=options["burst"],
         cli=True,
-        worker_ttl=options["worker_ttl"],
-        take_wait=options["take_wait"],
-        webhook_timeout=options["webhook_timeout"],
-        callback_timeout=options["callback_timeout"],
-        slots=options["slots"],
         hooks=load_hooks(options["hooks"]),
+        **{name: options[name] for name in SAME_NAMED},
     )
     return supervisor.run()
 

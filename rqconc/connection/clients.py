@@ -20,11 +20,12 @@ from redis.cluster import RedisCluster
 from redis.retry import Retry
 
 from rqconc import errors
-from rqconc.connection import cluster, embedded
+from rqconc.connection import cluster, embedded, sentinel
+from rqconc.connection.replicas import ReplicasBehind
 
 ConnectionLike = Union[str, redis.Redis, RedisCluster, None]
 
-SCHEMES = ("redis://", "rediss://", "unix://", *cluster.SCHEMES)
+SCHEMES = ("redis://", "rediss://", "unix://", *cluster.SCHEMES, *sentinel.SCHEMES)
 CONNECT_TIMEOUT = 3.0
 HEALTH_CHECK_INTERVAL = 15
 # With socket_timeout=None a read on a half-open TCP connection would wait forever: keepalive
@@ -131,8 +132,13 @@ def connect(connection: ConnectionLike = None) -> redis.Redis:
     if cluster.is_cluster_url(url):
         return _connect_cluster(url)
     try:
-        client = redis.Redis.from_url(url, **client_options(url))
+        if sentinel.is_sentinel_url(url):
+            client = sentinel.connect(url, client_options(url))
+        else:
+            client = redis.Redis.from_url(url, **client_options(url))
     except ValueError:
+        if sentinel.is_sentinel_url(url):
+            raise ValueError(f"invalid Redis URL {redact(url)!r}: {sentinel.URL_SHAPE}") from None
         # Never quote redis-py's message: it names what it misread, which may be a piece of
         # the password (as the "port" when the password holds "/", "?" or "#").
         raise ValueError(f"invalid Redis URL {redact(url)!r}: {_ESCAPE_HINT}") from None
@@ -184,6 +190,9 @@ def describe(client: redis.Redis) -> str:
     """A printable, password-free name of the server this client talks to."""
     if cluster.is_cluster(client):
         return cluster.describe(client)
+    managed = sentinel.describe(client) if hasattr(client, "connection_pool") else None
+    if managed is not None:
+        return managed
     pool = getattr(client, "connection_pool", None)
     kwargs = getattr(pool, "connection_kwargs", None)
     if kwargs is None:
@@ -288,6 +297,8 @@ def translated_errors(client: redis.Redis) -> Iterator[None]:
         error = settings_error(client, exc)
         if error is not None:
             raise error from None
+        if isinstance(exc, ReplicasBehind):  # Redis is up: its replicas lag or are gone
+            raise errors.ConnectionError(f"Redis at {describe(client)}: {exc}") from None
         if str(exc) == _POOL_FULL:  # Redis itself may be fine: the client's own cap is hit
             cap = getattr(client.connection_pool, "max_connections", "the")
             raise errors.ConnectionError(

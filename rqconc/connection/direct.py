@@ -99,6 +99,7 @@ class DirectConnection:
         # (NOSCRIPT, ...) or, while a restarted server loads its data, a ConnectionError
         # (LOADING), which callers must meet as the outage it is.
         if isinstance(reply, Exception):
+            self._demoted_check([reply])
             raise reply
         return reply
 
@@ -106,7 +107,17 @@ class DirectConnection:
         """Send the commands in one write and read every reply; an error reply is returned
         in its place (raising at the first would leave the others unread)."""
         self._send(b"".join(hiredis.pack_command(tuple(args)) for args in commands))
-        return [self._reply() for _ in commands]
+        return self._demoted_check([self._reply() for _ in commands])
+
+    def _demoted_check(self, replies: List[Any]) -> List[Any]:
+        """READONLY means this server was a master and is now a replica (a failover demoted
+        it, or we reached it before the sentinels had moved on): no write ran, so it is an
+        outage to retry after reconnecting (a sentinel-managed connection asks the sentinels
+        for the master again), never a job's failure."""
+        if any(isinstance(reply, redis.exceptions.ReadOnlyError) for reply in replies):
+            self.close()
+            raise redis.exceptions.ConnectionError("the server is now a replica (READONLY)")
+        return replies
 
     def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
         return self.execute("EVALSHA", sha, numkeys, *keys_and_args)

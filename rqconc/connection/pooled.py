@@ -22,7 +22,7 @@ The connections are not the pool's and do not count against its `max_connections
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Sequence
 
 import redis
 
@@ -54,13 +54,16 @@ class PooledConnection:
         self._idle: List[DirectConnection] = []
         self._pid = os.getpid()
 
-    def execute(self, *args: Any) -> Any:
+    def _checkout(self) -> DirectConnection:
         if self._pid != os.getpid():  # forked: the parent's sockets are not ours to use
             self._idle, self._pid = [], os.getpid()
         try:
-            connection = self._idle.pop()
+            return self._idle.pop()
         except IndexError:
-            connection = self._make()
+            return self._make()
+
+    def execute(self, *args: Any) -> Any:
+        connection = self._checkout()
         try:
             reply = connection.execute(*args)
         except redis.exceptions.ResponseError:
@@ -75,6 +78,23 @@ class PooledConnection:
         # DirectConnection has closed it.
         self._idle.append(connection)
         return reply
+
+    def pipelined(self, *commands: Sequence[Any]) -> List[Any]:
+        """Commands in one write on one connection (a step and its WAIT, replicas.py); error
+        replies in their places. Falls back to a redis-py pipeline as `execute` does."""
+        connection = self._checkout()
+        try:
+            replies = connection.pipelined(*commands)
+        except ReplyLost:
+            raise
+        except _CONNECTION_FAILED:
+            connection.close()
+            pipe = self._client.pipeline(transaction=False)
+            for command in commands:
+                pipe.execute_command(*command)
+            return list(pipe.execute(raise_on_error=False))
+        self._idle.append(connection)
+        return replies
 
     def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
         return self.execute("EVALSHA", sha, numkeys, *keys_and_args)

@@ -30,6 +30,7 @@ import redis
 from croniter import croniter
 
 from rqconc.connection.clients import translated_errors
+from rqconc.queue import intervals
 from rqconc.queue.job import description_of
 from rqconc.queue.keys import KeySpace, check_queue_name
 from rqconc.queue.scripts import CronAdvanceReply, CronPutReply
@@ -63,6 +64,8 @@ def check_expression(expr: Any) -> str:
         raise ValueError(f"a cron expression is a str, not {expr!r}")
     normalized = " ".join(expr.split())
     fields = normalized.split(" ")
+    if intervals.period(normalized):  # q.every(...)
+        return normalized
     if normalized.startswith("@"):
         if normalized.lower() not in ALIASES:
             raise ValueError(
@@ -92,6 +95,9 @@ def check_cron_id(cron_id: Any) -> str:
 
 def next_tick(expr: str, after: float) -> int:
     """The first tick strictly after `after` (Unix seconds)."""
+    every = intervals.period(expr)
+    if every:
+        return intervals.next_tick(every, after)
     return int(croniter(expr, after).get_next(float))
 
 
@@ -107,6 +113,9 @@ def next_ticks(expr: str, after: float, count: int = SHOWN_RUNS) -> List[int]:
 
 def latest_tick(expr: str, now: float) -> int:
     """The latest tick at or before `now` (ticks are whole seconds)."""
+    every = intervals.period(expr)
+    if every:
+        return intervals.latest_tick(every, now)
     return int(croniter(expr, float(int(now) + 1)).get_prev(float))
 
 

@@ -8,12 +8,13 @@ reader here leaves out the ids whose expiry (`failed_expiry:<queue>`) has passed
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import redis
 
 from rqconc import errors
 from rqconc.connection.clients import translated_errors
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.job import Job
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.steps import Steps, now_ms, text
@@ -22,14 +23,17 @@ from rqconc.queue.steps import Steps, now_ms, text
 class DeadLetters:
     """The dead letters of the queue `name` (what `Queue.failed` returns)."""
 
-    def __init__(self, client: redis.Redis, keys: KeySpace, name: str) -> None:
+    def __init__(
+        self, client: redis.Redis, keys: KeySpace, name: str, wait: Optional[ReplicaWait] = None
+    ) -> None:
         self.client = client
         self.keys = keys
         self.name = name
+        self.wait = wait  # the queue's wait_replicas: requeue and purge wait for them too
 
     @property
     def _steps(self) -> Steps:
-        return Steps(self.client, self.keys)
+        return Steps(self.client, self.keys, self.wait)
 
     @property
     def _keys(self) -> Tuple[str, str]:

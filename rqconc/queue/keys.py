@@ -191,3 +191,44 @@ class KeySpace:
     def scheduler_lease(self) -> str:
         """The cron scheduler leader's lease: "host:pid:worker name", with a TTL."""
         return self.prefix + "scheduler:leader"
+
+
+class FlowKeys:
+    """The keys of one queue's flow control (SPEC 11; lua/include/flow.lua builds the
+    per-group ones from the same patterns while it runs)."""
+
+    def __init__(self, keys: KeySpace, queue: str) -> None:
+        self.prefix, self.queue = keys.prefix, queue
+
+    @property
+    def settings(self) -> str:
+        """Limits, group limits and pause of the queue (absent for a plain queue)."""
+        return f"{self.prefix}flow:{self.queue}"
+
+    @property
+    def starts(self) -> str:
+        """Start times (ms) in the queue's rate window."""
+        return f"{self.prefix}starts:{self.queue}"
+
+    @property
+    def parked_groups(self) -> str:
+        return f"{self.prefix}parkedgroups:{self.queue}"
+
+    @property
+    def group_timers(self) -> str:
+        return f"{self.prefix}gtimers:{self.queue}"
+
+    def group_running(self, group: str) -> str:
+        return f"{self.prefix}grunning:{self.queue}:{group}"
+
+    def group_starts(self, group: str) -> str:
+        return f"{self.prefix}gstarts:{self.queue}:{group}"
+
+    def parked(self, group: str) -> str:
+        """Waiting jobs of a capped group, scored as in the queue."""
+        return f"{self.prefix}parked:{self.queue}:{group}"
+
+
+def unique_key(keys: KeySpace, key: str) -> str:
+    """The id of the job that holds a `unique_key` (lua/enqueue_unique.lua)."""
+    return f"{keys.prefix}unique:{key}"

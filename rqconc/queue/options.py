@@ -27,6 +27,7 @@ from rqconc.queue.defaults import (
     MAX_TTL,
 )
 from rqconc.queue.dependency import parents_of
+from rqconc.queue.flow_options import FLOW_OPTION_NAMES, flow_fields
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import check_utf8, get_serializer
 
@@ -47,6 +48,7 @@ OPTION_NAMES = (
     "failure_url",
     "description",
     "meta",
+    *FLOW_OPTION_NAMES,  # SPEC 11: group, ttl, unique_key, unique_for, debounce
 )
 _OPTIONS = frozenset(OPTION_NAMES)
 _FOLLOWUPS = frozenset(("on_success", "on_failure", "success_url", "failure_url"))
@@ -143,6 +145,7 @@ def common_fields(
     if retry is not None:
         fields["retry"] = retry.to_json()
     _add_meta_and_links(fields, options)
+    fields.update(flow_fields(options))
     if not _FOLLOWUPS.isdisjoint(options):
         fields.update(followup_fields(queue, dict(fields, queue=queue), options))
     return fields, priority

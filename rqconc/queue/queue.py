@@ -19,11 +19,14 @@ import redis
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
 from rqconc.connection.direct import ReplyLost
 from rqconc.connection.pooled import pooled_or_plain
+from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
 from rqconc.queue import admin, cron
 from rqconc.queue.cron import CronEntry
 from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.eager import EagerRunner, eager_mode
 from rqconc.queue.eager_group import EagerGroup
+from rqconc.queue.flow import FlowControl
+from rqconc.queue.flow_options import with_expiry
 from rqconc.queue.group_handle import Group, new_group_id, prepare_group
 from rqconc.queue.job import Job, describe_call
 from rqconc.queue.keys import KeySpace, check_queue_name
@@ -59,7 +62,7 @@ def _refusal(reason: EnqueueReply, job_id: str) -> ValueError:
     )
 
 
-class Queue:
+class Queue(FlowControl):
     """A named queue of jobs. `connection`: a URL, a `redis.Redis`, or None (SPEC section 6)."""
 
     def __init__(
@@ -73,8 +76,12 @@ class Queue:
         default_retry: Optional[Retry] = None,
         event_detail: str = "basic",
         eager: Optional[bool] = None,
+        wait_replicas: int = 0,
+        wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
     ) -> None:
         self.name = check_queue_name(name)
+        # SPEC section 8: enqueue and each state change wait for N replicas (replicas.py).
+        self.wait = ReplicaWait(wait_replicas, wait_timeout)
         self.serializer = get_serializer(serializer)
         self.keys = KeySpace(namespace)
         # Options for every job of this queue that does not set its own (SPEC section 14).
@@ -112,7 +119,7 @@ class Queue:
     def failed(self) -> DeadLetters:
         """The dead letters of this queue: `len`, `job_ids`, `requeue(id)`, `requeue_all()`,
         `purge()`."""
-        return DeadLetters(self.connection, self.keys, self.name)
+        return DeadLetters(self.connection, self.keys, self.name, self.wait)
 
     # ---- enqueueing ----
     def enqueue(self, func: Func, *args: Any, **kwargs: Any) -> Job:
@@ -175,7 +182,7 @@ class Queue:
         members, callback, ttl = prepare_group(self.prepare, calls, chord)
         client, group_id = self.connection, new_group_id()
         if self._steps is None:
-            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys)
+            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys, self.wait)
         send = partial(self._steps.enqueue_group, self.name, group_id, members, callback, ttl)
         with translated_errors(client):
             try:
@@ -202,21 +209,18 @@ class Queue:
         jobs = [self._own_fields(func, args, kwargs, options) for func, args, kwargs in calls]
         client = self.connection
         if self._steps is None:
-            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys)
+            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys, self.wait)
         now, fresh_ids = now_ms(), not options.get("job_id")
+        common = with_expiry(common, due_ms, now)
+        if "unique_key" in common:  # SPEC 11: one step that may return the holder instead
+            return [self._store_unique(jobs, common, priority, due_ms)]
         if not fresh_ids:  # tells this call's own job from another one under that id
             common = {**common, "enqueue_token": os.urandom(8).hex()}
         # A job that may be deleted before a resend gets there needs the step's mark (only
         # the caller that resends asks for it: the mark is one more write).
+        mark = may_vanish(common)
         send = partial(
-            self._steps.enqueue,
-            self.name,
-            jobs,
-            priority,
-            due_ms,
-            common,
-            fresh_ids,
-            mark=may_vanish(common),
+            self._steps.enqueue, self.name, jobs, priority, due_ms, common, fresh_ids, mark=mark
         )
         with translated_errors(client):
             # Generated ids are 128 random bits: only a caller's own id can exist already.

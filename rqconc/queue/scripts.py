@@ -50,6 +50,7 @@ TAKE_FIELDS = (
     "parent_exc",
     "chord_results",  # a chord callback's: its group's results (lua/include/lifecycle.lua)
     "event_detail",  # read for the take's own `started` event (detail_of, lifecycle.lua)
+    "expires_at",  # a job with a ttl: the take expires it past then (lua/include/flow.lua)
 )
 
 

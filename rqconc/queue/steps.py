@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import redis
 
 from rqconc.connection.cluster import server_time
+from rqconc.connection.replicas import ReplicaWait, replicated
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.options import id_check
 from rqconc.queue.scripts import (
@@ -47,8 +48,10 @@ REVOKED_MS = 600_000
 class Steps:
     """The Lua steps bound to one client and namespace."""
 
-    def __init__(self, client: redis.Redis, keys: KeySpace) -> None:
-        self.client = client
+    def __init__(
+        self, client: redis.Redis, keys: KeySpace, wait: Optional[ReplicaWait] = None
+    ) -> None:
+        self.client = replicated(client, wait)  # wait_replicas: WAIT after each step
         self.keys = keys
 
     def enqueue(
@@ -134,7 +137,7 @@ class Steps:
         keys, args = self._take_call(claim, queues, lease_ms, worker)
         take = script("take")
         markers = [self.keys.marker(name) for name in queues]
-        _, reply = self.client.pipelined(  # type: ignore[attr-defined]
+        _, reply = self.client.pipelined(
             ("BZPOPMIN", *markers, timeout), ("EVALSHA", take.sha, len(keys), *keys, *args)
         )
         if isinstance(reply, redis.exceptions.NoScriptError):

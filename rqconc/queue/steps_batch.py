@@ -43,7 +43,7 @@ def wait_then_take_many(
     yet (the next plain `take_many` loads it)."""
     keys, args = _call(steps, claims, queues, lease_ms, worker)
     markers = [steps.keys.marker(name) for name in queues]
-    _, reply = steps.client.pipelined(  # type: ignore[attr-defined]
+    _, reply = steps.client.pipelined(
         ("BZPOPMIN", *markers, timeout),
         ("EVALSHA", script("take_many").sha, len(keys), *keys, *args),
     )

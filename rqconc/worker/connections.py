@@ -15,8 +15,9 @@ from urllib.parse import quote
 
 import redis
 
-from rqconc.connection import cluster
+from rqconc.connection import cluster, sentinel
 from rqconc.connection.clients import ConnectionLike, connect, describe
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.steps import Steps
 
@@ -28,6 +29,9 @@ def url_of(client: redis.Redis) -> str:
     (TLS certificate options are not carried over: pass a URL for those.)"""
     if cluster.is_cluster(client):
         return cluster.url_of(client)
+    managed = sentinel.url_of(client)
+    if managed is not None:
+        return managed
     kwargs = client.connection_pool.connection_kwargs
     user, password = kwargs.get("username"), kwargs.get("password")
     auth = ""
@@ -97,10 +101,14 @@ class Connections:
     """The clients of one worker: `client`/`steps` for the supervisor and rare calls,
     `child()` for the calling child's own connection and state."""
 
-    def __init__(self, url: ConnectionLike, keys: KeySpace) -> None:
+    def __init__(
+        self, url: ConnectionLike, keys: KeySpace, wait: Optional[ReplicaWait] = None
+    ) -> None:
+        self.wait = wait  # wait_replicas: every step of this worker waits for them
         self._client: Optional[redis.Redis] = None
         self._client_pid = 0
         self._steps: Optional[Steps] = None
+        self._steps_client: Optional[redis.Redis] = None
         if not isinstance(url, (str, type(None))):  # a client: used as is here; other
             # processes get its URL
             self._client, self._client_pid = cast(redis.Redis, url), os.getpid()
@@ -118,6 +126,7 @@ class Connections:
         # No socket crosses a process boundary: each process opens its own client.
         state = self.__dict__.copy()
         state["_client"], state["_client_pid"], state["_steps"] = None, 0, None
+        state["_steps_client"] = None
         del state["_local"], state["_outage"]
         return state
 
@@ -141,8 +150,8 @@ class Connections:
     @property
     def steps(self) -> Steps:
         client = self.client
-        if self._steps is None or self._steps.client is not client:
-            self._steps = Steps(client, self.keys)
+        if self._steps is None or self._steps_client is not client:
+            self._steps, self._steps_client = Steps(client, self.keys, self.wait), client
         return self._steps
 
     def child(self) -> ChildState:
@@ -150,7 +159,7 @@ class Connections:
         state: Optional[ChildState] = getattr(self._local, "state", None)
         if state is None or state.pid != os.getpid():
             direct = cluster.direct_connection(self.client, self.keys.seq)
-            steps = Steps(direct, self.keys)  # type: ignore[arg-type]
+            steps = Steps(direct, self.keys, self.wait)  # type: ignore[arg-type]
             state = self._local.state = ChildState(steps, os.getpid())
         return state
 

@@ -217,7 +217,7 @@ class NamespacesSource(WorkSource):
         source = self.sources[index]
         try:
             client = source.connections.child().steps.client
-            paused = bool(client.execute("EXISTS", source.keys.suspended))  # type: ignore[attr-defined]
+            paused = bool(client.execute("EXISTS", source.keys.suspended))
         except REDIS_DOWN:
             pass  # keep the last answer: the take that follows meets the outage anyway
         turns.paused[index] = (now, paused)

@@ -21,6 +21,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import redis
 
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.queue.keys import KeySpace
@@ -61,13 +62,14 @@ class RedisSource(WorkSource):
         take_wait: float = MAX_BLOCK,
         webhook_timeout: float = webhooks.TIMEOUT_SECONDS,
         callback_timeout: float = CALLBACK_TIMEOUT,
+        wait: Optional[ReplicaWait] = None,
         hooks: Union[Hooks, Sequence[HookSpec]] = (),
     ) -> None:
         self.keys = KeySpace(namespace)
         self.listened = Listened(queues, self.keys)  # the names, or "*": every queue
         self.queues = self.listened.given
         self.name = name or f"{socket.gethostname()}.{os.getpid()}"
-        self.connections = Connections(url, self.keys)
+        self.connections = Connections(url, self.keys, wait)
         self.url = self.connections.url
         self.runner = JobRunner(self.connections, allow, allow_pickle, cli)
         self.recorder = Recorder(self.connections, self.name, callback_timeout)

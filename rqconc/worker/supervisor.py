@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 import redis
 
+from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
 from rqconc.engine.source import WorkSource
 from rqconc.engine.states import SupervisorState
 from rqconc.engine.supervisor import BaseSupervisor
@@ -58,7 +59,8 @@ class Supervisor(BaseSupervisor):
     Seconds: `worker_ttl`, how long the registry lists it without a heartbeat; `take_wait`,
     the longest an idle child blocks on its queues (a stop is seen at least this often);
     `webhook_timeout`, one webhook POST; `callback_timeout`, a callback or webhook job that
-    carries no timeout of its own.
+    carries no timeout of its own. `wait_replicas=N`: each state change returns only once N
+    replicas acknowledged it (Redis WAIT, up to `wait_timeout` s; docs/reliability.md).
 
     `hooks`: objects or modules (or module names) with any of the hook functions of
     rqconc/worker/hooks.py (docs/hooks.md)."""
@@ -83,22 +85,21 @@ class Supervisor(BaseSupervisor):
         take_wait: float = MAX_BLOCK,
         webhook_timeout: float = webhooks.TIMEOUT_SECONDS,
         callback_timeout: float = CALLBACK_TIMEOUT,
+        wait_replicas: int = 0,
+        wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
         hooks: Union[Hooks, Sequence[HookSpec]] = (),
         **engine_options: Any,
     ) -> None:
         # One name is one name: a str is a Sequence whose items are its letters.
-        queues, allow = one_or_many(queues), one_or_many(allow)
-        name = name or default_worker_name()
-        timings = checked_seconds(
-            registry_ttl=worker_ttl, take_wait=take_wait,
-            webhook_timeout=webhook_timeout, callback_timeout=callback_timeout,
-        )  # fmt: skip
+        queues, allow, name = one_or_many(queues), one_or_many(allow), name or default_worker_name()
+        timings = checked_seconds(registry_ttl=worker_ttl, take_wait=take_wait,
+            webhook_timeout=webhook_timeout, callback_timeout=callback_timeout)  # fmt: skip
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
+        wait = ReplicaWait(wait_replicas, wait_timeout)
         if source is None:  # one namespace, or a round-robin over several (namespaces.py)
             source = source_for(namespace, lambda ns: RedisSource(
-                connection, queues, strategy, allow, lease_seconds, max_lost, ns, name,
-                allow_pickle=allow_pickle, cli=cli, hooks=self.hooks, **timings,
-            ))  # fmt: skip
+                connection, queues, strategy, allow, lease_seconds, max_lost, ns, name, wait=wait,
+                allow_pickle=allow_pickle, cli=cli, hooks=self.hooks, **timings))  # fmt: skip
         self.queues = queues
         # The engine's take timeout is the longest a child's take may last: the same wait.
         engine_options.setdefault("take_timeout", take_wait)

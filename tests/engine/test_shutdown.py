@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from tests.support.waiting import promised
 from tests.support.worker_process import BACKENDS, PROCESS_BACKENDS, pid_alive, wait_for
 
 pytestmark = pytest.mark.parametrize("backend", BACKENDS)
@@ -46,7 +47,7 @@ def test_warm_shutdown_with_every_child_idle_is_gone_within_1s(backend, spool, s
     began = time.monotonic()
     worker.signal(signal.SIGTERM)
     assert worker.wait_exit(5) == 0
-    assert time.monotonic() - began < 1.0
+    assert time.monotonic() - began < promised(1.0)
     assert not any(pid_alive(pid) for pid in children)
 
 
@@ -60,7 +61,7 @@ def test_second_signal_is_cold_and_gives_interrupted_items_back(backend, spool, 
     began = time.monotonic()
     worker.signal(signal.SIGTERM)
     assert worker.wait_exit(5) == 1
-    assert time.monotonic() - began < 1.0
+    assert time.monotonic() - began < promised(1.0)
     assert sorted(spool.items("interrupted")) == sorted(items)
     assert spool.waiting() == sorted(items)  # back where they can be taken again
 

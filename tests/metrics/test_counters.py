@@ -101,7 +101,9 @@ def test_timeline_gives_the_last_hour_per_minute(redis_server, start_worker):
     assert len(points) == 60 and points[-1].minute - points[0].minute == 59 * 60
     assert sum(p.finished for p in points) == 6 and sum(p.failed for p in points) == 1
     busy = [p for p in points if p.finished]
-    assert all(0.02 <= p.run_p50 <= p.run_p95 <= 0.05 for p in busy)
+    # 20 ms naps: the quantiles are interpolated inside the run histogram's buckets (a 20 ms
+    # run lies in the 10-25 ms one), and a loaded machine may stretch a nap, never shorten it.
+    assert all(0.01 <= p.run_p50 <= p.run_p95 <= 0.5 for p in busy), busy
     assert sum(p.finished for p in timeline(redis_url, minutes=5)) == 7  # every queue
     keys = KeySpace()
     ttl = connect(redis_url).ttl(keys.metrics_minute(busy[0].minute))

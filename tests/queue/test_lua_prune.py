@@ -52,9 +52,10 @@ def test_every_step_loads_pruned_and_the_hot_steps_define_fewer_closures(client)
         for called in functions(expand(read(f"{name}.lua"))):
             if called not in defined:
                 assert not re.search(rf"\b{called}\(", step.source), (name, called)
-    # A take needs none of the dependents, groups, follow-ups and dead-letter functions.
+    # A take needs none of the follow-up, chord and dead-letter functions.
     assert len(functions(script("take").source)) < len(functions(expand(read("take.lua"))))
-    assert "settle_dependents" not in functions(script("take").source)
+    assert "spawn_followups" not in functions(script("take").source)
+    assert "add_dead_letter" not in functions(script("take").source)
 
 
 def test_a_definition_of_another_shape_is_kept():

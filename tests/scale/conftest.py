@@ -8,6 +8,7 @@ deployment in DEPLOYMENTS.
 """
 
 import functools
+import itertools
 
 import pytest
 from redis.cluster import RedisCluster
@@ -15,8 +16,9 @@ from redis.cluster import RedisCluster
 from rqconc.connection.clients import connect
 from tests.queue.conftest import keys, make_source, queue, source, steps  # noqa: F401
 from tests.support.cluster import RedisClusterProcesses
+from tests.support.sentinel import SentinelDeployment
 
-DEPLOYMENTS = ["cluster"]
+DEPLOYMENTS = ["cluster", "sentinel"]
 # Every backend runs the worker tests on one Redis already: here they run on `forking`, and
 # the shutdown promises on one in-process backend too, to keep the deployments' share of the
 # suite short.
@@ -70,6 +72,37 @@ class ClusterDeployment:
         self.processes.flushall()
 
 
+class SentinelTestDeployment:
+    """A 1-master, 1-replica, 3-sentinel group (tests/support/sentinel.py). Each flush moves
+    to a database of its own: a worker an earlier test ended may still finish its last take
+    for a moment, on its own database."""
+
+    name = "sentinel"
+
+    def __init__(self, group: SentinelDeployment) -> None:
+        self.group = group
+        self.databases = itertools.count(1)
+        self.db = 0
+
+    @property
+    def url(self) -> str:
+        return self.group.url.rsplit("/", 1)[0] + f"/{self.db}"
+
+    def client(self):
+        return connect(self.url)
+
+    def flush(self) -> None:
+        self.db = next(self.databases) % 16
+        self.client().flushdb()
+
+
+@pytest.fixture(scope="session")
+def sentinel_group(redis_binary):
+    group = SentinelDeployment(redis_binary).start()
+    yield group
+    group.close()
+
+
 @pytest.fixture(scope="session")
 def cluster_processes(redis_binary):
     cluster = RedisClusterProcesses(redis_binary).start()
@@ -81,6 +114,8 @@ def cluster_processes(redis_binary):
 def deployment(request):
     if request.param == "cluster":
         return ClusterDeployment(request.getfixturevalue("cluster_processes"))
+    if request.param == "sentinel":
+        return SentinelTestDeployment(request.getfixturevalue("sentinel_group"))
     raise ValueError(f"unknown deployment {request.param!r}")
 
 

@@ -8,9 +8,9 @@ import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
-import redis
 
 from rqconc import Dependency, EventStream, JobFailed, JobStatus, Queue, Retry
+from rqconc.connection.clients import connect
 from tests.support.redis_server import free_port
 from tests.support.worker_process import BACKENDS, wait_for
 from tests.worker import lifecycle_jobs
@@ -283,7 +283,7 @@ def test_the_event_stream_hook_ships_every_event_once(redis_server, start_worker
     start_worker("threading", 2, url)
     for job in jobs:
         job.get(timeout=10)
-    stream = EventStream(redis.Redis.from_url(url))
+    stream = EventStream(connect(url))
     stream.ship(shipped.append, group="elastic", stop=lambda: len(shipped) >= 15)
     assert sorted((e["job_id"], e["event"]) for e in shipped) == sorted(
         (j.id, event) for j in jobs for event in ("queued", "started", "finished")

@@ -24,6 +24,7 @@ ended (or the claim is stale), -1 when there is no such job.
 local NS, SEQ, EVENTS, WORKER = ARGV[2], KEYS[5], KEYS[6], ARGV[4]
 --#include clock
 --#include lifecycle
+--#include flow
 
 local id, key, claim = ARGV[1], KEYS[1], ARGV[3]
 local status = redis.call('HGET', key, 'status')
@@ -39,6 +40,7 @@ if claim ~= '' then
   redis.call('HDEL', KEYS[4], claim)
   redis.call('ZREM', KEYS[3], id)
   redis.call('ZREM', started_key(queue), id)
+  flow_released(id, queue)  -- a capped queue may start its next job
   redis.call('SREM', KEYS[2], id)
   mark_canceled(id, key, 'canceled while running')
   settle_dependents(id, false)

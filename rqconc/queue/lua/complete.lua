@@ -45,14 +45,17 @@ job does not have: no dependents, callbacks, flow stage, group, waiter or kept r
 local NS, SEQ, EVENTS, WORKER = ARGV[6], KEYS[7], KEYS[8], ARGV[7]
 --#include clock
 --#include lifecycle
+--#include flow
 --#include take
 
 local claim, id, now = ARGV[1], ARGV[2], tonumber(NOW)
 local key, done = KEYS[3], KEYS[6]
 local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl', 'flow_id',
-  'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index', 'event_detail', 'started_at', 'func', 'has_dependents')
+  'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index', 'event_detail',
+  'started_at', 'func', 'flow_taken', 'has_dependents')
 local token, queue, attempts, result_ttl, flow_id, followups, cancel_requested, waiters,
-  group_id, group_index, event_detail, started_at, func, has_dependents = unpack(job, 1, 14)
+  group_id, group_index, event_detail, started_at, func, flow_taken, has_dependents =
+  unpack(job, 1, 15)
 -- The token is the fence: it is the claim of the run that holds the lease, or nothing.
 if token ~= claim then
   return {-1}
@@ -72,6 +75,9 @@ end
 redis.call('HDEL', KEYS[2], claim)
 redis.call('ZREM', KEYS[1], id)
 redis.call('ZREM', KEYS[4], id)
+if flow_taken then  -- taken under flow control: a capped queue or group may start its next
+  flow_released(id, queue)
+end
 if cancel_requested then
   redis.call('SREM', KEYS[9], id)  -- finishing first wins over a cancel request
 end

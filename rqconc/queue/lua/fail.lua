@@ -34,6 +34,7 @@ Returns 1 when failed for good, 2 when scheduled for a retry, -1 when the claim 
 local NS, SEQ, EVENTS, WORKER = ARGV[7], KEYS[8], KEYS[9], ARGV[8]
 --#include clock
 --#include lifecycle
+--#include flow
 
 local claim, id, now = ARGV[1], ARGV[2], tonumber(NOW)
 local key, done = KEYS[3], KEYS[7]
@@ -44,6 +45,7 @@ end
 redis.call('HDEL', KEYS[2], claim)
 redis.call('ZREM', KEYS[1], id)
 redis.call('ZREM', KEYS[4], id)
+flow_released(id, redis.call('HGET', key, 'queue'))  -- a capped queue may start its next job
 redis.call('HDEL', key, 'token')
 bump(key, 'attempts')
 redis.call('HSET', key, 'exc_type', ARGV[3], 'exc_message', ARGV[4], 'traceback', ARGV[5],

@@ -28,6 +28,7 @@ dead letters (or were canceled).
 local NS, SEQ, EVENTS, WORKER = ARGV[2], KEYS[1], KEYS[4], ''
 --#include clock
 --#include lifecycle
+--#include flow
 
 local now, max_lost = tonumber(NOW), tonumber(ARGV[1])
 local requeued, dead = 0, 0
@@ -61,6 +62,7 @@ for i = 1, (#ARGV - 2) / 2 do
     if exists then
       redis.call('HDEL', key, 'token')
       redis.call('ZREM', KEYS[5 * i + 2], id)
+      flow_released(id, redis.call('HGET', key, 'queue'))  -- its slot comes back
       bump(key, 'attempts')
       local lost = bump(key, 'lost')
       if redis.call('HGET', key, 'cancel_requested') then

@@ -28,6 +28,7 @@ Returns {id, v1, v2, ...}: the taken job's TAKE_FIELDS (include/take.lua), alrea
 local NS, SEQ, EVENTS, WORKER = ARGV[5], KEYS[1], KEYS[4], ARGV[3]
 --#include clock
 --#include lifecycle
+--#include flow
 --#include take
 
 -- A child that takes here may have been woken by a marker: re-arm them (rearm = true).

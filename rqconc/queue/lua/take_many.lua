@@ -30,6 +30,7 @@ Returns {{claim, id, v1, v2, ...}, ...}: one entry per job taken, the claim it w
 local NS, SEQ, EVENTS, WORKER = ARGV[4], KEYS[1], KEYS[4], ARGV[2]
 --#include clock
 --#include lifecycle
+--#include flow
 --#include take
 
 local lease_ms, batch, nq = tonumber(ARGV[1]), ARGV[3], (#KEYS - 4) / 4  -- batch: as text

@@ -24,7 +24,7 @@ due time: a worker whose own clock is off would wait the wrong time for it (issu
 -- these, not HGETALL: a job hash holds twice as many fields the worker never reads.)
 local TAKE_FIELDS = {'func', 'args', 'kwargs', 'serializer', 'timeout', 'queue', 'attempts',
   'retry', 'callback_of', 'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc',
-  'chord_results', 'event_detail'}
+  'chord_results', 'event_detail', 'expires_at'}
 local TAKE_FUNC = 1
 local TAKE_QUEUE = 6
 local TAKE_ATTEMPTS = 7
@@ -33,12 +33,22 @@ local TAKE_ATTEMPTS = 7
 local TAKE_READ = {'token', unpack(TAKE_FIELDS)}
 TAKE_READ[#TAKE_READ + 1] = 'enqueued_at'
 local TAKE_EVENT_DETAIL = 15
+local TAKE_EXPIRES_AT = 16
+-- Jobs one take may expire or park (include/flow.lua) before it answers "take again now":
+-- bounds the time one take holds Redis.
+local FLOW_SKIPS = 500
 local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 
 local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
   local now = tonumber(NOW)
-  -- The claim's child was ended (its claims requeued) while this take was on its way.
-  if redis.call('EXISTS', NS .. 'revoked:' .. claim) == 1 then return -1 end
+  -- The claim's child was ended (its claims requeued) while this take was on its way; and
+  -- which listened queues have flow settings (include/flow.lua). One EXISTS asks both: a
+  -- plain queue pays no call of its own for flow control (SPEC 13).
+  local revoked = NS .. 'revoked:' .. claim
+  local asked = {revoked}
+  for i = 1, nq do asked[i + 1] = flow_key(string.sub(KEYS[first + 4 * (i - 1)], #NS + 3)) end
+  local flows, flowing = {}, redis.call('EXISTS', unpack(asked)) > 0
+  if flowing and redis.call('EXISTS', revoked) == 1 then return -1 end
 
   local function promote(scheduled)
     local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', NOW, 'LIMIT', '0', batch)
@@ -70,6 +80,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   end
 
   local function lease(id, key, values, started)
+    local expires_at = values[TAKE_EXPIRES_AT + 1]
     if values[1] then  -- never leave two claims pointing at one job
       redis.call('HDEL', claims, values[1])
     end
@@ -83,7 +94,8 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     emit('started', id, values[TAKE_QUEUE + 1])
     metric_started(values[TAKE_QUEUE + 1], table.remove(values))  -- enqueued_at
     values[1] = id
-    return values
+    values[TAKE_EXPIRES_AT + 1] = false
+    return values, expires_at
   end
 
   local function queue_keys(i)  -- q, marker, scheduled, started of the i-th queue
@@ -91,22 +103,54 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     return KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
   end
 
+  -- Flow control (include/flow.lua): a queue's settings, nil for a plain queue; the
+  -- earliest moment a capped queue or group may start again (`flow_due`, ms).
+  local flow_due, skips = -1, 0
+  local function note_wait(wait)
+    if wait > 0 and (flow_due < 0 or now + wait < flow_due) then flow_due = now + wait end
+  end
+
   for i = 1, nq do
-    local _, _, scheduled = queue_keys(i)
+    local queue, _, scheduled = queue_keys(i)
     promote(scheduled)
+    flows[i] = flowing and flow_lib().flow_of(string.sub(queue, #NS + 3)) or false
+    if flows[i] and flows[i].grouped then
+      flow_lib().promote_group_timers(flows[i], now, batch)
+    end
   end
 
   local taken = nil
   for i = 1, nq do
     local queue, _, _, started = queue_keys(i)
-    while not taken do
+    local flow = flows[i]
+    local open = true
+    if flow then
+      local wait = flow_lib().queue_wait(flow, started, now)
+      note_wait(wait)
+      open = wait == 0
+    end
+    while open and not taken and skips < FLOW_SKIPS do
       local popped = redis.call('ZPOPMIN', queue)
       if #popped == 0 then break end
       -- An id whose hash is gone (deleted meanwhile) is dropped and the next one tried.
       local key = job_key(popped[1])
       local values = read(key)
       if values then
-        taken = lease(popped[1], key, values, started)
+        local admitted, wait = true, -1
+        if flow or values[TAKE_EXPIRES_AT + 1] then
+          admitted, wait = flow_lib().flow_admits(flow, popped[1], popped[2], key,
+            values[TAKE_EXPIRES_AT + 1], started, now)
+        end
+        if admitted then
+          local expires_at
+          taken, expires_at = lease(popped[1], key, values, started)
+          if flow or expires_at then
+            flow_lib().flow_started(flow, popped[1], key, expires_at, claim, started, now)
+          end
+        else
+          skips = skips + 1
+          note_wait(wait)
+        end
       end
     end
     if taken then break end
@@ -115,16 +159,19 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   if taken then
     if rearm then
       for i = 1, nq do
-        local queue, marker = queue_keys(i)
-        if redis.call('ZCARD', queue) > 0 then
+        local queue, marker, _, started = queue_keys(i)
+        -- A capped queue's marker is set again by the step that frees it (flow_released).
+        if redis.call('ZCARD', queue) > 0
+            and (not flows[i] or flow_lib().queue_wait(flows[i], started, now) == 0) then
           redis.call('ZADD', marker, 0, '0')
         end
       end
     end
     return taken
   end
+  if skips >= FLOW_SKIPS then return 0 end  -- more to look at: take again at once
 
-  local earliest = -1
+  local earliest = flow_due
   for i = 1, nq do
     local _, _, scheduled = queue_keys(i)
     local head = redis.call('ZRANGE', scheduled, 0, 0, 'WITHSCORES')

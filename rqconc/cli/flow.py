@@ -1,0 +1,123 @@
+"""Flow control from the command line (SPEC 11): `rqconc limits QUEUE`, `rqconc pause QUEUE`
+(`rqconc resume QUEUE` lives beside `rqconc resume`, in control.py), and the flow options
+of `rqconc enqueue`."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Optional, TypeVar
+
+import click
+
+from rqconc.cli.common import client_for, namespace_option, url_option
+from rqconc.queue.queue import Queue
+
+F = TypeVar("F", bound=Callable[..., Any])
+FLOW_CLI_OPTIONS = ("group", "ttl", "unique_key", "unique_for", "debounce")
+
+
+def flow_enqueue_options(func: F) -> F:
+    """`rqconc enqueue`'s --group, --ttl, --unique-key, --unique-for, --debounce."""
+    seconds = click.FloatRange(min=0, min_open=True)
+    for decorator in reversed(
+        (
+            click.option("--group", default=None, help="The job's group (for group limits)."),
+            click.option(
+                "--ttl",
+                type=seconds,
+                default=None,
+                metavar="SECONDS",
+                help="Cancel the job (event expired) if not started SECONDS after its due time.",
+            ),
+            click.option(
+                "--unique-key",
+                default=None,
+                metavar="KEY",
+                help="Return the job holding KEY instead of a new one while it waits or runs.",
+            ),
+            click.option(
+                "--unique-for",
+                type=seconds,
+                default=None,
+                metavar="SECONDS",
+                help="Keep the unique key SECONDS after the job ended.",
+            ),
+            click.option(
+                "--debounce",
+                type=seconds,
+                default=None,
+                metavar="SECONDS",
+                help="Replace a waiting job's arguments and start it SECONDS from now.",
+            ),
+        )
+    ):
+        func = decorator(func)
+    return func
+
+
+def take_flow_options(given: Dict[str, Any]) -> Dict[str, Any]:
+    """The flow options given to `rqconc enqueue`, taken out of `given`."""
+    taken = {name: given.pop(name, None) for name in FLOW_CLI_OPTIONS}
+    return {name: value for name, value in taken.items() if value is not None}
+
+
+def _queue(name: str, namespace: str, url: Optional[str]) -> Queue:
+    try:
+        return Queue(name, connection=client_for(url), namespace=namespace)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.option("--concurrency", type=int, default=None, help="Most running jobs at once.")
+@click.option("--rate", default=None, help="Most starts per second/minute/hour: 100/s, 5/min.")
+@click.option("--group-concurrency", type=int, default=None, help="The same, per group.")
+@click.option("--group-rate", default=None, help="The same, per group.")
+@click.option("--clear", is_flag=True, help="Remove the queue's limits and group limits.")
+@namespace_option()
+@url_option
+def limits(
+    queue_name: str,
+    concurrency: Optional[int],
+    rate: Optional[str],
+    group_concurrency: Optional[int],
+    group_rate: Optional[str],
+    clear: bool,
+    namespace: str,
+    url: Optional[str],
+) -> None:
+    """Show or set a queue's limits, enforced across all workers. The options given replace
+    the queue's caps (or its groups' caps); --clear removes them all."""
+    queue = _queue(queue_name, namespace, url)
+    caps, group_caps = (concurrency, rate), (group_concurrency, group_rate)
+    if clear and any(v is not None for v in caps + group_caps):
+        raise click.UsageError("--clear removes every limit: give no other limit with it")
+    try:
+        if clear or any(v is not None for v in caps):
+            queue.set_limits(*caps)
+        if clear or any(v is not None for v in group_caps):
+            queue.set_group_limits(*group_caps)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    shown = queue.limits
+    click.echo(
+        f"{queue_name}: {'paused' if shown.paused else 'running'}; "
+        f"concurrency {shown.concurrency or '-'}, rate {shown.rate or '-'}; per group: "
+        f"concurrency {shown.group_concurrency or '-'}, rate {shown.group_rate or '-'}"
+    )
+
+
+@click.command()
+@click.argument("queue_name", metavar="QUEUE")
+@namespace_option()
+@url_option
+def pause(queue_name: str, namespace: str, url: Optional[str]) -> None:
+    """Stop every worker taking QUEUE's jobs (running ones finish; other queues go on)."""
+    _queue(queue_name, namespace, url).pause()
+    click.echo(f"queue {queue_name} paused")
+
+
+def resume_queue(queue_name: str, namespace: str, url: Optional[str]) -> None:
+    """`rqconc resume QUEUE`: undo `rqconc pause QUEUE`."""
+    _queue(queue_name, namespace, url).resume()
+    click.echo(f"queue {queue_name} resumed")

@@ -1,0 +1,176 @@
+"""Flow control (SPEC 11): queue and group limits, pause, and the enqueue options `group`,
+`ttl`, `unique_key`, `unique_for`, `debounce`.
+
+The caps are enforced by the take step itself (lua/include/flow.lua), atomically for every
+worker of the namespace; this module validates what users give and writes the settings.
+A plain queue has no settings hash at all, which is all its takes check (SPEC 13).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import redis
+
+from rqconc.connection.clients import translated_errors
+from rqconc.queue import intervals
+from rqconc.queue.cron import CronEntry
+from rqconc.queue.job import Job
+from rqconc.queue.keys import KeySpace
+from rqconc.queue.options import Func
+from rqconc.queue.steps_flow import FlowSteps
+
+# A rate's unit -> its window (ms).
+RATE_UNITS = {
+    "s": 1000,
+    "sec": 1000,
+    "second": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "minute": 60_000,
+    "h": 3_600_000,
+    "hour": 3_600_000,
+}
+_RATE = re.compile(r"^\s*(\d+)\s*/\s*([a-z]+)\s*$")
+MAX_LIMIT = 10**9  # far above any real cap; keeps Lua's numbers exact
+
+
+def parse_rate(rate: Any) -> Tuple[int, int]:
+    """A rate such as "100/s", "20/minute", "5/h" as (starts, window in ms); ValueError else."""
+    match = _RATE.match(rate.lower()) if isinstance(rate, str) else None
+    if not match or match.group(2) not in RATE_UNITS or not 0 < int(match.group(1)) <= MAX_LIMIT:
+        raise ValueError(
+            f"rate must be like '100/s', '20/min' or '5/h' (a whole number > 0 of starts per "
+            f"second, minute or hour), not {rate!r}"
+        )
+    return int(match.group(1)), RATE_UNITS[match.group(2)]
+
+
+def check_concurrency(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_LIMIT:
+        raise ValueError(f"concurrency must be an int > 0, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A queue's flow settings as stored (None: no such cap)."""
+
+    paused: bool = False
+    concurrency: Optional[int] = None
+    rate: Optional[str] = None
+    group_concurrency: Optional[int] = None
+    group_rate: Optional[str] = None
+
+    @classmethod
+    def read(cls, client: redis.Redis, keys: KeySpace, queue: str) -> Limits:
+        raw = {k.decode(): v.decode() for k, v in FlowSteps(client, keys).settings(queue).items()}
+
+        def rate(prefix: str) -> Optional[str]:
+            if not raw.get(prefix + "rate"):
+                return None
+            unit = {1000: "s", 60_000: "min", 3_600_000: "h"}.get(int(raw[prefix + "window"]))
+            return f"{raw[prefix + 'rate']}/{unit}"
+
+        def number(name: str) -> Optional[int]:
+            return int(raw[name]) if raw.get(name) else None
+
+        return cls(
+            paused=raw.get("paused") == "1",
+            concurrency=number("concurrency"),
+            rate=rate(""),
+            group_concurrency=number("group_concurrency"),
+            group_rate=rate("group_"),
+        )
+
+
+def limit_fields(prefix: str, concurrency: Any, rate: Any) -> Dict[str, str]:
+    """The settings fields of one set of caps, validated ("" removes a field)."""
+    fields = {f"{prefix}concurrency": "", f"{prefix}rate": "", f"{prefix}window": ""}
+    if concurrency is not None:
+        fields[f"{prefix}concurrency"] = str(check_concurrency(concurrency))
+    if rate is not None:
+        starts, window = parse_rate(rate)
+        fields[f"{prefix}rate"], fields[f"{prefix}window"] = str(starts), str(window)
+    return fields
+
+
+class FlowControl:
+    """The flow-control methods of `Queue` (its `connection`, `keys` and `name`)."""
+
+    keys: KeySpace
+    name: str
+
+    @property
+    def connection(self) -> redis.Redis:  # Queue's
+        raise NotImplementedError
+
+    def _flow_settings(self, fields: Dict[str, str]) -> None:
+        with translated_errors(self.connection):
+            FlowSteps(self.connection, self.keys).change(self.name, fields)
+
+    def set_limits(self, concurrency: Optional[int] = None, rate: Optional[str] = None) -> None:
+        """Cap the queue's running jobs and its starts ("100/s", "20/min", "5/h", a sliding
+        window) across all workers; with no argument, remove both caps."""
+        self._flow_settings(limit_fields("", concurrency, rate))
+
+    def set_group_limits(
+        self, concurrency: Optional[int] = None, rate: Optional[str] = None
+    ) -> None:
+        """The same caps for each group (`enqueue(..., group="acme")`) of the queue apart: a
+        group at its cap never holds up the other groups or queues."""
+        self._flow_settings(limit_fields("group_", concurrency, rate))
+
+    def pause(self) -> None:
+        """Workers stop taking this queue's jobs (running ones finish); others go on."""
+        self._flow_settings({"paused": "1"})
+
+    def resume(self) -> None:
+        self._flow_settings({"paused": ""})
+
+    def _store_unique(
+        self,
+        jobs: List[Tuple[str, Dict[str, str]]],
+        common: Dict[str, str],
+        priority: int,
+        due_ms: Optional[int],
+    ) -> Job:
+        if len(jobs) != 1:
+            raise ValueError("unique_key holds one job: enqueue_many cannot take it")
+        (job_id, own), client = jobs[0], self.connection
+        with translated_errors(client):
+            _, holder = FlowSteps(client, self.keys).enqueue_unique(
+                self.name, job_id, {**common, **own}, priority, due_ms
+            )
+        job = Job.stored(holder, client, self.keys, {**common, **own, "queue": self.name})
+        if holder != job_id:  # the job that holds the key: its own fields
+            job.refresh()
+        return job
+
+    @property
+    def limits(self) -> Limits:
+        """The queue's flow settings (pause, caps, group caps)."""
+        with translated_errors(self.connection):
+            return Limits.read(self.connection, self.keys, self.name)
+
+    @property
+    def is_paused(self) -> bool:
+        return self.limits.paused
+
+    def every(
+        self, seconds: float, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
+    ) -> CronEntry:
+        """Run func(*args, **kwargs) in this queue every `seconds` (whole seconds, any such
+        number), exactly once per tick however many workers run: a cron entry (listed by
+        `crons()` and `rqconc cron list`, removed by `remove_cron(id)`)."""
+        return self.cron(intervals.expression(seconds), func, *args, id=id, **kwargs)
+
+    def cron(
+        self, expr: str, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
+    ) -> CronEntry:
+        raise NotImplementedError  # Queue's
+
+
+__all__ = ["FlowControl", "Limits", "parse_rate"]

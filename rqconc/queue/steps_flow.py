@@ -1,0 +1,61 @@
+"""The Lua steps of flow control (SPEC 11), beside steps.py (the other steps' one caller):
+changing a queue's flow settings and the enqueue of a unique or debounced job."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any, Dict, List, Optional, Tuple
+
+import redis
+
+from rqconc.queue.keys import FlowKeys, KeySpace, unique_key
+from rqconc.queue.scripts import script, text
+
+
+class UniqueReply(IntEnum):
+    """What enqueue_unique.lua did."""
+
+    STORED = 1  # a new job holds the key
+    EXISTING = 0  # a job holding the key is waiting, running, or ended within unique_for
+    DEBOUNCED = 2  # the waiting job got the new arguments and starts `debounce` later
+
+
+class FlowSteps:
+    """The flow-control steps bound to one client and namespace."""
+
+    def __init__(self, client: redis.Redis, keys: KeySpace) -> None:
+        self.client = client
+        self.keys = keys
+
+    def settings(self, queue: str) -> Dict[bytes, bytes]:
+        return self.client.hgetall(FlowKeys(self.keys, queue).settings)  # type: ignore[return-value]
+
+    def change(self, queue: str, fields: Dict[str, str]) -> int:
+        """Set (or with "" remove) flow settings fields of `queue`; parked jobs go back."""
+        f, k = FlowKeys(self.keys, queue), self.keys
+        keys = [f.settings, k.queue(queue), k.marker(queue), f.parked_groups, f.group_timers]
+        args: List[Any] = [k.prefix, queue]
+        for pair in fields.items():
+            args += pair
+        return int(script("flow_settings")(self.client, keys, args))
+
+    def enqueue_unique(
+        self,
+        queue: str,
+        job_id: str,
+        fields: Dict[str, str],
+        priority: int,
+        due_ms: Optional[int],
+    ) -> Tuple[UniqueReply, str]:
+        """Store one job holding its `unique_key` field, unless a job holding that key is
+        waiting, running or ended within its unique_for; with `debounce`, a waiting holder
+        takes the new arguments and moves later instead. Returns what happened and the id
+        of the job that holds the key now."""
+        k = self.keys
+        keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events]
+        keys += [k.job(job_id), unique_key(k, fields["unique_key"])]
+        args: List[Any] = [queue, "" if due_ms is None else due_ms, k.prefix, priority, job_id]
+        for pair in fields.items():
+            args += pair
+        code, holder = script("enqueue_unique")(self.client, keys, args)
+        return UniqueReply(code), text(holder)

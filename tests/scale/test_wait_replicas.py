@@ -1,0 +1,104 @@
+"""`wait_replicas=N` / `wait_timeout` (SPEC section 8): each step returns only once N replicas
+acknowledged it (Redis WAIT on the same connection), else rqconc.ConnectionError naming the
+cause; with N = 0 no WAIT is ever sent."""
+
+import time
+
+import pytest
+
+from rqconc import ConnectionError, Queue, Supervisor
+from rqconc.queue.keys import KeySpace
+from tests.cli.test_commands import assert_one_line_error, rqconc
+from tests.support.redis_server import RedisServer
+from tests.support.waiting import wait_for
+
+
+@pytest.fixture
+def replicated(redis_binary):
+    """A master and one replica in sync (plain replication; Sentinel is not needed)."""
+    master = RedisServer(redis_binary).start()
+    replica = RedisServer(
+        redis_binary, extra_args=("--replicaof", "127.0.0.1", str(master.port))
+    ).start()
+
+    def synced():
+        info = master.client().info("replication")
+        return info.get("slave0", {}).get("state") == "online"
+
+    wait_for(synced, timeout=20, message="the replica in sync")
+    yield master, replica
+    replica.close()
+    master.close()
+
+
+def waits_sent(server):
+    return server.client().info("commandstats").get("cmdstat_wait", {}).get("calls", 0)
+
+
+def test_enqueue_with_wait_replicas_returns_once_the_replica_holds_the_job(replicated):
+    master, replica = replicated
+    job = Queue("default", master.url, wait_replicas=1).enqueue("tests.worker.jobs:add", 1, 2)
+    # Acknowledged means on the replica already: read it there at once, no waiting.
+    assert replica.client().exists(KeySpace().job(job.id))
+    assert waits_sent(master) >= 1
+
+
+def test_without_replicas_to_acknowledge_enqueue_raises_connection_error_naming_it(replicated):
+    master, replica = replicated
+    replica.kill()
+    q = Queue("default", master.url, wait_replicas=1, wait_timeout=0.2)
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match="0 of 1 replicas acknowledged"):
+        q.enqueue("tests.worker.jobs:add", 1, 2)
+    assert time.monotonic() - started < 5
+    done = rqconc("enqueue", "-q", "default", "--wait-replicas", "1", "--wait-timeout", "0.2",
+                  "--url", master.url, "tests.worker.jobs:add", "1", "2")  # fmt: skip
+    assert_one_line_error(done, 1)
+    assert "replicas acknowledged" in done.stderr
+
+
+def test_no_wait_is_sent_when_wait_replicas_is_0(replicated, start_worker):
+    master, _ = replicated
+    start_worker("threading", 2, master.url)
+    q = Queue("default", master.url)
+    assert [q.enqueue("tests.worker.jobs:add", n, 1).get(timeout=20) for n in range(5)] == [
+        1, 2, 3, 4, 5,
+    ]  # fmt: skip
+    assert waits_sent(master) == 0
+
+
+@pytest.mark.parametrize("backend", ["forking", "gevent"])
+def test_a_worker_with_wait_replicas_waits_after_each_state_change(
+    backend, replicated, start_worker
+):
+    master, _ = replicated
+    start_worker(backend, 2, master.url, "--wait-replicas", "1")
+    q = Queue("default", master.url, wait_replicas=1)
+    before = waits_sent(master)
+    jobs = [q.enqueue("tests.worker.jobs:add", n, 1) for n in range(5)]
+    assert [job.get(timeout=20) for job in jobs] == [1, 2, 3, 4, 5]
+    # Each enqueue, and each take and completion of the worker, sent its WAIT.
+    wait_for(lambda: waits_sent(master) - before >= 15, message="a WAIT per step")
+
+
+def test_bad_wait_settings_are_refused():
+    with pytest.raises(ValueError, match="wait_replicas"):
+        Queue("default", "redis://127.0.0.1:1", wait_replicas=-1)
+    with pytest.raises(ValueError, match="wait_timeout"):
+        Supervisor("threading", 1, connection="redis://127.0.0.1:1", wait_timeout=0)
+    assert_one_line_error(rqconc("enqueue", "-q", "q", "--wait-replicas", "-1", "m:f"), 2)
+
+
+def test_requeueing_a_dead_letter_waits_for_the_replicas_too(replicated, start_worker):
+    master, replica = replicated
+    start_worker("threading", 1, master.url)
+    q = Queue("default", master.url, wait_replicas=1, wait_timeout=0.3)
+    job = q.enqueue("tests.worker.jobs:add", 1, "x")  # a TypeError, not retried: a dead letter
+    wait_for(lambda: job.id in q.failed.job_ids, timeout=20, message="a dead letter")
+    before = waits_sent(master)
+    assert q.failed.requeue(job.id)
+    assert waits_sent(master) > before
+    wait_for(lambda: job.id in q.failed.job_ids, timeout=20, message="a dead letter again")
+    replica.kill()
+    with pytest.raises(ConnectionError, match="replicas acknowledged"):
+        q.failed.purge()
