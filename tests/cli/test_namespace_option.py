@@ -114,6 +114,17 @@ def check_requeue(done, s):
     return job(s["url"], NS, s[NS]).status == JobStatus.QUEUED and dead_count(s["url"], "rqconc")
 
 
+def check_pause(done, s):
+    return Queue("mail", connection=s["url"], namespace=NS).is_paused and not (
+        Queue("mail", connection=s["url"]).is_paused
+    )
+
+
+def check_limits(done, s):
+    mine = Queue("mail", connection=s["url"], namespace=NS).limits
+    return mine.concurrency == 2 and Queue("mail", connection=s["url"]).limits.concurrency is None
+
+
 # Command path -> (arguments after it, the check of what it did in NS and not elsewhere).
 CASES = {
     ("cancel",): (["same"], lambda d, s: job(s["url"], NS).status == JobStatus.CANCELED),
@@ -129,6 +140,8 @@ CASES = {
     ("failed", "purge"): ([], check_purge),
     ("failed", "show"): (["{dead}"], lambda d, s: f"dead in {NS}" in d.stdout),
     ("info",): (["--json", "-W"], check_info),
+    ("limits",): (["mail", "--concurrency", "2"], check_limits),
+    ("pause",): (["mail"], check_pause),
     ("job",): (["same", "--json"], lambda d, s: json.loads(d.stdout)["args"] == [1, len(NS)]),
     ("ping",): (["--worker", "w"], lambda d, s: f"in namespace '{NS}'" in d.stderr),
     ("requeue",): (["--all"], check_requeue),
