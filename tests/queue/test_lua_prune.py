@@ -88,3 +88,21 @@ def test_each_number_kept_as_text_for_redis_equals_its_number(client):
             assert [str(n) for n in numbers] == [t.decode() for t in texts]
             checked += 1
     assert checked >= 3
+
+
+def test_the_clock_is_redis_time_in_whole_milliseconds(client):
+    """NOW is built from TIME by string operations: it must read as TIME does, to the ms."""
+    clock = expand("--#include clock\nreturn NOW")
+    for seconds, micros, now in [
+        ("1700000000", "5123", "1700000000005"),
+        ("1700000000", "0", "1700000000000"),
+        ("1700000000", "999999", "1700000000999"),
+        ("1700000001", "123456", "1700000001123"),
+    ]:
+        fixed = clock.replace("redis.call('TIME')", f"{{'{seconds}', '{micros}'}}")
+        assert client.eval(fixed, 0).decode() == now
+    around = expand("local before = redis.call('TIME')\n--#include clock\n")
+    around += "return {before, NOW, redis.call('TIME')}"
+    for _ in range(50):
+        (s0, u0), now, (s1, u1) = client.eval(around, 0)
+        assert int(s0) * 1000 + int(u0) // 1000 <= int(now) <= int(s1) * 1000 + int(u1) // 1000
