@@ -53,6 +53,7 @@ local PLAIN_MAX_PRIORITY = 100  -- MAX_PRIORITY
 local PLAIN_EVENTS_MAXLEN = 10000  -- EVENTS_MAXLEN
 local PLAIN_EVENTS_MAXLEN_TEXT = '10000'  -- as text (see EVENTS_MAXLEN_TEXT in lifecycle)
 local ENQUEUE_MARK_MS = 10000
+local ENQUEUE_MARK_MS_TEXT = '10000'  -- as text (see EVENTS_MAXLEN_TEXT in lifecycle)
 local MARK = KEYS[7 + tonumber(ARGV[4])]  -- nil unless the caller asked for the mark
 
 -- The plain single job, what producers send in a loop: the same writes as the general path
@@ -64,7 +65,7 @@ if ARGV[7] == 'plain' then
   if redis.call('EXISTS', KEYS[7]) == 1 or (MARK and redis.call('EXISTS', MARK) == 1) then
     return {1, 1}  -- a fresh id is taken only by this request, sent again: stored already
   end
-  if MARK then redis.call('SET', MARK, '1', 'PX', ENQUEUE_MARK_MS) end
+  if MARK then redis.call('SET', MARK, '1', 'PX', ENQUEUE_MARK_MS_TEXT) end
   local fields = {'queue', queue, 'created_at', NOW, 'status', 'queued', 'enqueued_at', NOW}
   for j = 9, common_last do fields[#fields + 1] = ARGV[j] end
   for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end
@@ -79,10 +80,10 @@ if ARGV[7] == 'plain' then
   local score = (PLAIN_MAX_PRIORITY - tonumber(ARGV[6])) * 70368744177664 + 35184372088832
     + math.min(redis.call('INCR', SEQ), 35184372088831)
   redis.call('ZADD', KEYS[3], score, id)
-  redis.call('ZADD', KEYS[4], 0, '0')
+  redis.call('ZADD', KEYS[4], '0', '0')
   redis.call('XADD', EVENTS, 'MAXLEN', '~', PLAIN_EVENTS_MAXLEN_TEXT, '*', 'event', 'queued',
     'job_id', id,
-    'queue', queue, 'ts', NOW, 'worker', WORKER, 'attempt', 1, 'func', plain_func or '')
+    'queue', queue, 'ts', NOW, 'worker', WORKER, 'attempt', '1', 'func', plain_func or '')
   -- metric_count of include/metrics, inlined like the rest of this path.
   redis.call('HINCRBY', NS .. 'metrics', 'enqueued:' .. queue, '1')
   return {1, 1}
@@ -234,9 +235,9 @@ if stored > 0 then metric_count('enqueued', queue, stored) end
 add_all(KEYS[3], waiting)
 add_all(KEYS[5], scheduled)
 if MARK and own_mark then
-  redis.call('SET', MARK, own_mark, 'PX', ENQUEUE_MARK_MS)
+  redis.call('SET', MARK, own_mark, 'PX', ENQUEUE_MARK_MS_TEXT)
 end
 if #waiting > 0 then
-  redis.call('ZADD', KEYS[4], 0, '0')
+  redis.call('ZADD', KEYS[4], '0', '0')
 end
 return {1, n}

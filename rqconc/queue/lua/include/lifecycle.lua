@@ -155,7 +155,7 @@ local function push_queued(id, key, front)
   local queue = redis.call('HGET', key, 'queue') or 'default'
   redis.call('ZADD', queue_key(queue), queue_score(redis.call('HGET', key, 'priority'), front),
     id)
-  redis.call('ZADD', marker_key(queue), 0, '0')
+  redis.call('ZADD', marker_key(queue), '0', '0')
   redis.call('HSET', key, 'status', 'queued', 'enqueued_at', NOW)
   emit('queued', id, queue)
 end

@@ -163,7 +163,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
         -- A capped queue's marker is set again by the step that frees it (flow_released).
         if redis.call('ZCARD', queue) > 0
             and (not flows[i] or flow_lib().queue_wait(flows[i], started, now) == 0) then
-          redis.call('ZADD', marker, 0, '0')
+          redis.call('ZADD', marker, '0', '0')
         end
       end
     end
