@@ -185,7 +185,8 @@ def test_a_child_killed_with_k_jobs_fails_each_as_an_attempt_and_its_neighbour_r
             message="the killed child's 3 jobs counted as failed attempts",
         )
     except AssertionError:
-        raise AssertionError(([(j.status, j.attempts) for j in jobs], worker.output()[-4000:]))
+        statuses = [(j.status, j.attempts) for j in jobs]
+        raise AssertionError((statuses, worker.output()[-4000:])) from None
     survivors = [j for j in jobs if j not in lost]
     assert all(j.status == JobStatus.STARTED for j in survivors)
     assert victim_pid not in worker.child_pids()
