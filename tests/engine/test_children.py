@@ -42,13 +42,13 @@ def test_a_child_dying_mid_item_is_replaced_alone_and_its_item_reported(
         signal_time = started["t"]
     lost = wait_for(lambda: spool.events("lost"), message="lost item reported")
     assert lost[0]["claim"] == started["claim"]
-    assert lost[0]["t"] - signal_time < 1.0
+    assert lost[0]["t"] - signal_time < promised(1.0)
     # Replaced within 1 s; the two other children were never disturbed.
     restarted = wait_for(
         lambda: len(spool.events("child_started")) == 4 and spool.events("child_started")[-1],
         message="replacement child",
     )
-    assert restarted["t"] - signal_time < 1.0
+    assert restarted["t"] - signal_time < promised(1.0)
     wait_for(lambda: sorted(spool.items("done")) == sorted(others), message="others finish")
     assert worker.process.poll() is None
 

@@ -24,11 +24,15 @@ BINARY = b"\xc1\xff binary"
 FAILING_FUNC = "tests.fuzz.jobs:missing"
 
 # Fields the worker receives with the job: the job fails, naming the field.
-READ_TO_RUN = [(name, GOOD_FUNC, b"failed") for name in TAKE_FIELDS]
+# (expires_at is read by the take step alone, in Lua: a corrupt one is no expiry, and the
+# step deletes it once the job starts.)
+TAKE_STEP_ONLY = ("expires_at",)
+READ_TO_RUN = [(name, GOOD_FUNC, b"failed") for name in TAKE_FIELDS if name not in TAKE_STEP_ONLY]
 # Fields nobody needs to run or finish the job: it finishes (its outcome replaces some).
 INFORMATIONAL = [
     (name, GOOD_FUNC, b"finished")
     for name in (
+        *TAKE_STEP_ONLY,
         "id",
         "status",
         "description",

@@ -4,12 +4,20 @@ warm and cold shutdown, through its connection to each master. The tests are tho
 tests/worker/test_namespaces.py, imported unchanged: tests/scale/conftest.py hands them the
 cluster where they ask for a Redis."""
 
+import pytest
 from redis.crc import key_slot
 
+from tests.scale.conftest import ClusterDeployment
 from tests.worker.test_namespaces import (  # noqa: F401
     test_a_cold_shutdown_puts_each_job_back_in_its_own_namespace,
     test_a_worker_of_two_namespaces_runs_jobs_of_both_and_shuts_down_warm,
 )
+
+
+@pytest.fixture
+def deployment(cluster_processes):
+    """The cluster only (not every deployment of conftest.DEPLOYMENTS): two masters."""
+    return ClusterDeployment(cluster_processes)
 
 
 def test_the_two_namespaces_are_on_different_masters(redis_server):

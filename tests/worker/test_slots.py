@@ -167,14 +167,26 @@ def test_a_child_killed_with_k_jobs_fails_each_as_an_attempt_and_its_neighbour_r
     jobs = hold_jobs(q, redis_server.url, SIZE * SLOTS)
     wait_started(jobs)
     victim_pid = worker.child_pids()[0]
+    # A job is `started` in Redis from its take step on, a moment before its slot marks
+    # itself busy; killed in that moment, the child's job goes back unattempted (SPEC 3's
+    # other branch). Its title says when all of its slots hold their job.
+    wait_for(
+        lambda: title(victim_pid).endswith(f"slots busy={SLOTS} idle=0"),
+        timeout=20,
+        message="every slot of the child busy",
+    )
     os.kill(victim_pid, signal.SIGKILL)
     # Each job the child held is a failed attempt (WorkerLost), which the default policy
     # retries after 1-2 s; the other child's jobs run on untouched.
-    lost = wait_for(
-        lambda: (hit := [j for j in jobs if j.attempts]) and len(hit) == SLOTS and hit,
-        timeout=20,
-        message="the killed child's 3 jobs counted as failed attempts",
-    )
+    try:
+        lost = wait_for(
+            lambda: (hit := [j for j in jobs if j.attempts]) and len(hit) == SLOTS and hit,
+            timeout=20,
+            message="the killed child's 3 jobs counted as failed attempts",
+        )
+    except AssertionError:
+        statuses = [(j.status, j.attempts) for j in jobs]
+        raise AssertionError((statuses, worker.output()[-4000:])) from None
     survivors = [j for j in jobs if j not in lost]
     assert all(j.status == JobStatus.STARTED for j in survivors)
     assert victim_pid not in worker.child_pids()
