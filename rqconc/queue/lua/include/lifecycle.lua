@@ -99,8 +99,10 @@ local function emit_with(event, id, queue, result, ...)
   if attempt == 1 then attempt = '1' end  -- most events: as text (see EVENTS_MAXLEN_TEXT)
   local fields = {'event', event, 'job_id', id, 'queue', queue or '', 'ts', NOW,
     'worker', WORKER, 'attempt', attempt, 'func', known[2], ...}
-  for _, value in ipairs(detail_of(event, id, result, known[1])) do
-    fields[#fields + 1] = value
+  if known[1] == 'full' then  -- most queues: no detail, and no table made for none
+    for _, value in ipairs(detail_of(event, id, result, known[1])) do
+      fields[#fields + 1] = value
+    end
   end
   redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_MAXLEN_TEXT, '*', unpack(fields))
 end
