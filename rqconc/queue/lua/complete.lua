@@ -52,10 +52,9 @@ local claim, id, now = ARGV[1], ARGV[2], tonumber(NOW)
 local key, done = KEYS[3], KEYS[6]
 local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl', 'flow_id',
   'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index', 'event_detail',
-  'started_at', 'func', 'flow_taken', 'has_dependents')
+  'started_at', 'func', 'flow_taken')
 local token, queue, attempts, result_ttl, flow_id, followups, cancel_requested, waiters,
-  group_id, group_index, event_detail, started_at, func, flow_taken, has_dependents =
-  unpack(job, 1, 15)
+  group_id, group_index, event_detail, started_at, func, flow_taken = unpack(job, 1, 14)
 -- The token is the fence: it is the claim of the run that holds the lease, or nothing.
 if token ~= claim then
   return {-1}
@@ -112,9 +111,7 @@ if next_stage then  -- the next stage of a flow
   metric_count('enqueued', next_queue)
 end
 
-if has_dependents then  -- enqueue marks a parent when it adds a dependent
-  settle_dependents(id, true)
-end
+settle_dependents(id, true)
 spawn_followups(id, key, 'success', 'parent_result', ARGV[3], followups)
 if group_id then  -- a member of a group (the last one fires its chord, in this step)
   group_member_finished(group_id, group_index, ARGV[3])

@@ -158,8 +158,6 @@ local function wait_for_parents(job, order)
     elseif status ~= 'finished' then
       pending = pending + 1
       redis.call('ZADD', dependents_key(parent), order, job.id)
-      -- complete looks for dependents only when its job says it has some (one call less).
-      redis.call('HSET', job_key(parent), 'has_dependents', '1')
     end
   end
   return pending, doomed
