@@ -279,7 +279,7 @@ def test_an_embedded_supervisor_lists_every_slot_as_a_child(redis_server):
         jobs = hold_jobs(q, redis_server.url, 3)
         wait_started(jobs)
         wait_for(
-            lambda: sorted(c.job_id for c in sup.children) == sorted(j.id for j in jobs),
+            lambda: sorted(c.job_id or "" for c in sup.children) == sorted(j.id for j in jobs),
             message="each slot shows its job",
         )
         release(redis_server, jobs)
