@@ -34,9 +34,16 @@ class SentinelProcess:
         self, binary: str, master_port: int, directory: str, password: Optional[str] = None
     ) -> None:
         self.binary = binary
-        self.port = free_port()
+        self.master_port, self.password = master_port, password
         self.dir = tempfile.mkdtemp(prefix="sentinel-", dir=directory)
         self.config = os.path.join(self.dir, "sentinel.conf")
+        self.process: Optional[subprocess.Popen] = None
+        self._configure()
+
+    def _configure(self) -> None:
+        """A fresh free port and the config file naming it (Sentinel rewrites the file)."""
+        self.port = free_port()
+        master_port, password = self.master_port, self.password
         with open(self.config, "w") as f:
             f.write(
                 f"port {self.port}\nbind 127.0.0.1\ndir {self.dir}\n"
@@ -48,15 +55,32 @@ class SentinelProcess:
             )
             if password:  # the data nodes' password, which the sentinels need to watch them
                 f.write(f"sentinel auth-pass {SERVICE} {password}\n")
-        self.process: Optional[subprocess.Popen] = None
 
     def start(self) -> SentinelProcess:
-        self.process = subprocess.Popen(
-            [self.binary, self.config, "--sentinel"],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        return self
+        # A port found free may be bound by another test process before this one binds it
+        # (the sentinel then exits: "Address already in use"): start again on another.
+        for _ in range(5):
+            self.process = subprocess.Popen(
+                [self.binary, self.config, "--sentinel"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            if self._answers():
+                return self
+            self.stop()
+            self._configure()
+        raise RuntimeError(f"no sentinel could listen: see {self.dir}")
+
+    def _answers(self, timeout: float = 10.0) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process is None or self.process.poll() is not None:
+                return False
+            try:
+                return bool(self.client().ping())
+            except redis.exceptions.RedisError:
+                time.sleep(0.05)
+        return False
 
     def client(self) -> redis.Redis:
         return redis.Redis(port=self.port, socket_timeout=2, socket_connect_timeout=2)
