@@ -10,23 +10,35 @@ from __future__ import annotations
 
 import contextvars
 from contextlib import contextmanager
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Protocol, Union
 
 from rqconc.queue.job import Job
 
-_current: contextvars.ContextVar[Optional[Job]] = contextvars.ContextVar(
+
+class JobHolder(Protocol):
+    """What a worker sets while a job runs: its `Job`, made only when somebody asks (a
+    plain job never does, and the worker's hot path pays nothing for the object)."""
+
+    @property
+    def job(self) -> Job: ...
+
+
+_current: contextvars.ContextVar[Union[Job, JobHolder, None]] = contextvars.ContextVar(
     "rqconc_current_job", default=None
 )
 
 
 def get_current_job() -> Optional[Job]:
     """The `Job` being run by the calling code; None outside a job."""
-    return _current.get()
+    found = _current.get()
+    if found is None or isinstance(found, Job):
+        return found
+    return found.job
 
 
 @contextmanager
-def running(job: Optional[Job]) -> Iterator[None]:
-    """Make `job` the current job for the code run inside."""
+def running(job: Union[Job, JobHolder, None]) -> Iterator[None]:
+    """Make `job` (or the job of a holder) the current job for the code run inside."""
     token = _current.set(job)
     try:
         yield

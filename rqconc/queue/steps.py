@@ -53,6 +53,8 @@ class Steps:
     ) -> None:
         self.client = replicated(client, wait)  # wait_replicas: WAIT after each step
         self.keys = keys
+        # take_keys of each take order seen: the same few orders come back for every job.
+        self._take_keys: Dict[Tuple[str, ...], List[str]] = {}
 
     def enqueue(
         self,
@@ -155,11 +157,18 @@ class Steps:
 
     def take_keys(self, queues: Sequence[str]) -> List[str]:
         """The keys a take reads for each queue, in the order of lua/include/take.lua."""
-        k = self.keys
-        keys: List[str] = []
-        for name in queues:
-            keys += [k.queue(name), k.marker(name), k.scheduled(name), k.started(name)]
-        return keys
+        order = tuple(queues)
+        known = self._take_keys.get(order)
+        if known is None:
+            if len(self._take_keys) > 64:  # `-q all` orders vary with the queues: bounded
+                self._take_keys.clear()
+            k = self.keys
+            known = self._take_keys[order] = [
+                key
+                for name in order
+                for key in (k.queue(name), k.marker(name), k.scheduled(name), k.started(name))
+            ]
+        return known
 
     def requeue_failed(self, queue: str, job_id: str) -> bool:
         """Move a dead letter back into its queue; False if it is not one."""

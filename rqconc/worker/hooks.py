@@ -68,9 +68,11 @@ class Hooks:
             name: [getattr(h, name) for h in holders if callable(getattr(h, name, None))]
             for name in HOOK_NAMES
         }
+        # Read for every job (job_scope.py): worked out once.
+        self.active = any(self._calls.values())
 
     def __bool__(self) -> bool:
-        return any(self._calls.values())
+        return self.active
 
     def __getstate__(self) -> Dict[str, Any]:
         # Modules travel by name (a module cannot be pickled) and are imported again.

@@ -1,14 +1,16 @@
 """One execution as the job's own code and the user's hooks see it: the `Job` that
 `rqconc.get_current_job()` returns while it runs, and the job hooks (hooks.py) around it,
-in the job's own child."""
+in the job's own child.
+
+Every job passes through here, so a plain one (no hooks, never asking for its `Job`) pays
+for one context variable set and reset, nothing more: the `Job` object is made on first
+use (bench/RESULTS.md, the 5% budget of SPEC 13)."""
 
 from __future__ import annotations
 
-import contextlib
-from typing import Dict, Iterator, Optional
+from typing import Any, Dict, Optional
 
 from rqconc import errors
-from rqconc.queue import current
 from rqconc.queue.job import Job
 from rqconc.worker.connections import Connections
 from rqconc.worker.hooks import Hooks
@@ -19,20 +21,25 @@ RETRYING = 2  # FailReply.RETRYING: the failure was recorded as a retry
 
 
 class JobScope:
-    """The job of one execution, made from the fields its take returned."""
+    """The job of one execution, made from the fields its take returned (a
+    rqconc.queue.current.JobHolder)."""
 
     def __init__(
         self, hooks: Hooks, connections: Connections, job_id: str, fields: Dict[str, str]
     ) -> None:
-        self.hooks = hooks
-        # A take returns the fields a run needs, not `meta`: it is read on first use.
-        self.job = Job.stored(job_id, connections.client, connections.keys, fields)
-        self.job.mark_meta_unread()
+        self.hooks = hooks if hooks.active else None
+        self._connections, self._job_id, self._fields = connections, job_id, fields
+        self._job: Optional[Job] = None
 
-    @contextlib.contextmanager
-    def current(self) -> Iterator[None]:
-        with current.running(self.job):
-            yield
+    @property
+    def job(self) -> Job:
+        if self._job is None:
+            connections = self._connections
+            job = Job.stored(self._job_id, connections.client, connections.keys, self._fields)
+            # A take returns the fields a run needs, not `meta`: it is read on first use.
+            job.mark_meta_unread()
+            self._job = job
+        return self._job
 
     def before(self) -> None:
         if self.hooks:
@@ -42,17 +49,17 @@ class JobScope:
         """What the recorder calls once a failure is recorded: on_retry or on_failure."""
         if not self.hooks or outcome.exc is None:
             return None
-        error = outcome.error
+        hooks, error = self.hooks, outcome.error
         if error is None:  # refused before it ran (not allowed, corrupt): no exception of its own
             exc_type, message, trace = outcome.exc
             error = errors.JobFailed(self.job.id, exc_type, message, trace)
-        exc_info = (type(error), error, error.__traceback__)
+        exc_info: Any = (type(error), error, error.__traceback__)
 
         def recorded(code: int, delay: Optional[float]) -> None:
             if code == RETRYING:
-                self.hooks.call("on_retry", self.job, exc_info, delay)
+                hooks.call("on_retry", self.job, exc_info, delay)
             elif code != -1:  # -1: this run's outcome was refused (its lease was lost)
-                self.hooks.call("on_failure", self.job, exc_info)
+                hooks.call("on_failure", self.job, exc_info)
 
         return recorded
 

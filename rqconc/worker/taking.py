@@ -16,6 +16,7 @@ import redis
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import NextClaim, WorkItem
+from rqconc.queue import current
 from rqconc.queue.serialization import mro_names, type_name
 from rqconc.queue.steps import Steps, text
 from rqconc.queue.steps_batch import take_many, wait_then_take_many
@@ -207,14 +208,14 @@ class Taker:
             self.worker, "started", item.item_id, fields.get("queue", ""), func=fields.get("func")
         )
         scope = JobScope(self.hooks, self.connections, item.item_id, fields)
-        started = time.monotonic()
-        with logs.job_context(item.item_id), scope.current():  # its log lines name it
-            scope.before()
-            outcome = corrupt or self.runner.run(fields)
-        duration = time.monotonic() - started
-        if item.overran():  # returned too late to be ended (held the GIL, never yielded)
-            outcome = overrun(job_timeout(fields, self.recorder.callback_timeout))
-        with scope.current():
+        with current.running(scope):  # get_current_job(), for the job and the hooks
+            started = time.monotonic()
+            with logs.job_context(item.item_id):  # its log lines name it
+                scope.before()
+                outcome = corrupt or self.runner.run(fields)
+            duration = time.monotonic() - started
+            if item.overran():  # returned too late to be ended (held the GIL, never yielded)
+                outcome = overrun(job_timeout(fields, self.recorder.callback_timeout))
             following = self._record(item, fields, outcome, duration, chain, scope.notify(outcome))
             scope.after(outcome)
         return following
