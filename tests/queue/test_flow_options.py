@@ -218,7 +218,7 @@ def test_parked_jobs_go_back_when_group_limits_change_and_canceled_ones_stay_out
     first = steps.take("c1", ["parking"], 30_000, "w")
     assert first[0] == jobs[0].id
     assert steps.take("c2", ["parking"], 30_000, "w") == -1  # the others parked
-    assert q.count == 0 and jobs[2].status == "queued"
+    assert q.count == 3 and jobs[2].status == "queued"  # parked jobs wait: counted
     jobs[2].cancel()
     q.set_group_limits()  # no cap any more: the parked jobs come back, in order
     assert q.job_ids == [jobs[1].id, jobs[3].id]
