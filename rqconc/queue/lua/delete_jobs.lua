@@ -43,6 +43,11 @@ for i = 4, #ARGV do
   elseif status and (only == '' or queue == only) then
     forget(queue, id)
     if status == 'queued' then flow_lib().forget_parked(id, key, queue) end
+    if status ~= 'finished' and status ~= 'failed' and status ~= 'canceled' then
+      -- Deleted before it ended: its end (an ended job's key has its lifetime already).
+      local unique = redis.call('HMGET', key, 'unique_key', 'unique_for')
+      unique_ended(id, unique[1], unique[2])
+    end
     redis.call('DEL', key)
     local done = done_key(id)
     redis.call('DEL', done)

@@ -35,7 +35,9 @@ for _, group in ipairs(redis.call('SMEMBERS', KEYS[1])) do
     local id = entries[i]
     local key = job_key(id)
     popped, left = popped + 1, left - 1
-    if redis.call('HGET', key, 'status') == 'queued' then
+    local job = redis.call('HMGET', key, 'status', 'unique_key', 'unique_for')
+    if job[1] == 'queued' then
+      unique_ended(id, job[2], job[3])
       redis.call('DEL', key)
       local done = done_key(id)
       redis.call('DEL', done)
