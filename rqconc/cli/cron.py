@@ -7,6 +7,7 @@ a job that does not exist.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
 from typing import Any, Dict, List, Optional
@@ -16,6 +17,7 @@ import click
 from rqconc.cli.common import client_for, namespace_option, table, unix_to_iso, url_option
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.cron import CronEntry, entries, latest_tick, next_tick, remove
+from rqconc.queue.intervals import Tick
 from rqconc.queue.keys import KeySpace
 from rqconc.worker.scheduler import leader
 
@@ -23,10 +25,10 @@ LIST_FIELDS = ("id", "expr", "func", "queue", "next_run", "last_tick")
 SHOWN_RUNS = 3  # next fire times shown: enough to see what a six-field expression means
 
 
-def next_runs(entry: CronEntry, now: float, count: int = SHOWN_RUNS) -> List[int]:
+def next_runs(entry: CronEntry, now: float, count: int = SHOWN_RUNS) -> List[Tick]:
     """The next `count` ticks after `now`: six-field expressions read seconds last
     (croniter), so `*/2 * * * * *` is every second of even minutes, which these show."""
-    runs: List[int] = []
+    runs: List[Tick] = []
     after = now
     for _ in range(count):
         after = next_tick(entry.expr, after)
@@ -34,13 +36,21 @@ def next_runs(entry: CronEntry, now: float, count: int = SHOWN_RUNS) -> List[int
     return runs
 
 
-def last_enqueued(entry: CronEntry, now: float) -> Optional[int]:
+def last_enqueued(entry: CronEntry, now: float) -> Optional[Tick]:
     """The latest tick enqueued, never a future one: ticks planned ahead are not yet due,
     so the one shown is the latest tick up to now (if the entry existed then)."""
     if entry.last_tick is None or entry.last_tick <= now:
         return entry.last_tick
     tick = latest_tick(entry.expr, now)
     return tick if tick >= entry.registered_at else None
+
+
+def tick_to_iso(tick: Tick) -> str:
+    """A tick in UTC; with its milliseconds when it has some (a fractional interval's)."""
+    if isinstance(tick, int):
+        return unix_to_iso(tick)
+    stamp = dt.datetime.fromtimestamp(tick, tz=dt.timezone.utc)
+    return stamp.isoformat(timespec="milliseconds")
 
 
 def listed(entry: CronEntry, now: float) -> Dict[str, Any]:
@@ -86,8 +96,8 @@ def list_crons(as_json: bool, url: Optional[str], namespace: str) -> None:
             e["expr"],
             e["func"],
             e["queue"],
-            [unix_to_iso(run) for run in e["next_runs"]],
-            unix_to_iso(e["last_tick"]) if e["last_tick"] is not None else None,
+            [tick_to_iso(run) for run in e["next_runs"]],
+            tick_to_iso(e["last_tick"]) if e["last_tick"] is not None else None,
         ]
         for e in shown
     ]

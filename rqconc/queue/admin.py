@@ -18,6 +18,7 @@ from rqconc.connection.clients import translated_errors
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.outcome import missing_job
 from rqconc.queue.steps import PromoteReply, Steps, text
+from rqconc.queue.steps_flow import FlowSteps
 
 # Ids read and deleted per step: bounds how long one step holds Redis.
 DELETE_BATCH = 500
@@ -32,19 +33,25 @@ def _ids_of(client: redis.Redis, sets: List[str]) -> List[str]:
 
 
 def delete_queue(client: redis.Redis, keys: KeySpace, name: str) -> int:
-    """Delete every job of queue `name` that is not running (waiting, scheduled, deferred,
-    finished, dead letters); returns how many. Its cron entries go first (Queue.delete)."""
+    """Delete every job of queue `name` that is not running (waiting, parked behind a
+    group's cap, scheduled, deferred, finished, dead letters); returns how many. Its cron
+    entries go first (Queue.delete)."""
     with translated_errors(client):
         steps, deleted = Steps(client, keys), 0
         sets = [keys.queue(name), keys.scheduled(name), keys.deferred(name)]
         sets += [keys.finished(name), keys.failed(name), keys.failed_expiry(name)]
         # Every id a pass reads leaves these sets (lua/delete_jobs.lua), so passes end
-        # unless producers keep enqueueing faster.
+        # unless producers keep enqueueing faster. A take may park a job it popped from
+        # the queue meanwhile: parked jobs go last, until neither place holds any.
         while True:
             ids = _ids_of(client, sets)
-            if not ids:
+            if ids:
+                deleted += steps.delete_jobs(ids, name)[0]
+                continue
+            dropped = FlowSteps(client, keys).drop_parked(name, settle=True)
+            deleted += dropped
+            if not dropped and not client.zcard(keys.queue(name)):
                 break
-            deleted += steps.delete_jobs(ids, name)[0]
         client.delete(keys.marker(name))
         if not client.zcard(keys.started(name)):
             client.srem(keys.queues, name)

@@ -1,7 +1,9 @@
 """How many jobs each queue holds per status: what `rqconc info` and dashboards show.
 
 Finished jobs and dead letters whose TTL ran out stay in their sets until a maintenance
-pass trims them (lua/trim_ended.lua): they are not counted.
+pass trims them (lua/trim_ended.lua): they are not counted. Jobs of a group parked at its
+cap (parked:<queue>:<group>, lua/include/flow.lua) wait as much as those in the queue:
+they count as queued.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any, Dict, List, Optional, Tuple
 import redis
 
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
-from rqconc.queue.keys import KeySpace
+from rqconc.queue.keys import FlowKeys, KeySpace
 from rqconc.queue.steps import now_ms, text
 
 # The statuses counted per queue, in the order `rqconc info` shows them.
@@ -37,7 +39,8 @@ def queue_counts(
     namespace: str = "rqconc",
 ) -> List[Dict[str, Any]]:
     """[{"name", "queued", "started", ...}] for `names` (default: every queue that ever
-    received a job, sorted), in three round trips at most: names, key types, sizes."""
+    received a job, sorted), in three round trips at most: names, key types (and parked
+    groups), sizes."""
     client = connect(connection)
     keys = KeySpace(namespace)
     with translated_errors(client):
@@ -53,10 +56,18 @@ def _counts(client: redis.Redis, keys: KeySpace, names: List[str]) -> List[Dict[
     pipe = client.pipeline(transaction=False)
     for _, _, key in wanted:
         pipe.type(key)
-    types = [text(t) for t in pipe.execute()]
+    for name in names:  # in the same round trip: the groups with parked jobs
+        pipe.smembers(FlowKeys(keys, name).parked_groups)
+    replies = pipe.execute()
+    types = [text(t) for t in replies[: len(wanted)]]
+    parked_groups = dict(zip(names, replies[len(wanted) :]))
     now = now_ms()
     pipe = client.pipeline(transaction=False)
     sized: List[Tuple[str, str, int]] = []  # (queue, count, +1 or -1) per reply
+    for name, groups in parked_groups.items():
+        for group in groups:
+            pipe.zcard(FlowKeys(keys, name).parked(text(group)))
+            sized.append((name, "queued", 1))
     for (name, count, key), kind in zip(wanted, types):
         if count == "finished" and kind == "zset":  # scored by expiry
             pipe.zcount(key, f"({now}", "+inf")
@@ -75,3 +86,36 @@ def _counts(client: redis.Redis, keys: KeySpace, names: List[str]) -> List[Dict[
         if not isinstance(size, Exception):  # a key of another type than ours: not counted
             rows[name][count] = max(0, rows[name][count] + sign * int(size))
     return [rows[n] for n in names]
+
+
+def waiting_count(client: redis.Redis, keys: KeySpace, name: str) -> int:
+    """Jobs waiting in queue `name`: in the queue and parked behind their group's cap. A
+    queue without parked jobs costs one round trip."""
+    flow = FlowKeys(keys, name)
+    pipe = client.pipeline(transaction=False)
+    pipe.zcard(keys.queue(name))
+    pipe.smembers(flow.parked_groups)
+    queued, groups = pipe.execute()
+    if not groups:
+        return int(queued)
+    pipe = client.pipeline(transaction=False)
+    for group in groups:
+        pipe.zcard(flow.parked(text(group)))
+    return int(queued) + sum(int(n) for n in pipe.execute())
+
+
+def parked_position(
+    client: redis.Redis, keys: KeySpace, name: str, group: str, job_id: str
+) -> Optional[int]:
+    """The place of a job parked behind its group's cap (None: not parked): the earliest
+    it can run, once its group may start again: after the jobs of the queue that come
+    before it in run order, and after its group's jobs parked before it."""
+    parked = FlowKeys(keys, name).parked(group)
+    pipe = client.pipeline(transaction=False)
+    pipe.zscore(parked, job_id)
+    pipe.zrank(parked, job_id)
+    score, rank = pipe.execute()
+    if score is None or rank is None:
+        return None
+    ahead = client.zcount(keys.queue(name), "-inf", f"({score!r}")
+    return int(ahead) + int(rank)

@@ -14,7 +14,8 @@ step cancels it instead of running it (lua/include/take.lua).
 Expressions: standard 5 fields (minute hour day month weekday), or 6 with seconds as the
 last field (croniter's convention), or one of the @hourly/@daily/... aliases; evaluated in
 UTC. Entry ids are unique in the namespace (registering an id again replaces the entry) and
-name the tick jobs: `cron.<id>.<tick in Unix seconds>`.
+name the tick jobs: `cron.<id>.<tick in Unix seconds>` (with up to 3 decimals for an
+interval that is not whole seconds: intervals.py).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from croniter import croniter
 
 from rqconc.connection.clients import translated_errors
 from rqconc.queue import intervals
+from rqconc.queue.intervals import Tick
 from rqconc.queue.job import description_of
 from rqconc.queue.keys import KeySpace, check_queue_name
 from rqconc.queue.scripts import CronAdvanceReply, CronPutReply
@@ -64,7 +66,7 @@ def check_expression(expr: Any) -> str:
         raise ValueError(f"a cron expression is a str, not {expr!r}")
     normalized = " ".join(expr.split())
     fields = normalized.split(" ")
-    if intervals.period(normalized):  # q.every(...)
+    if intervals.period_ms(normalized):  # q.every(...)
         return normalized
     if normalized.startswith("@"):
         if normalized.lower() not in ALIASES:
@@ -93,27 +95,28 @@ def check_cron_id(cron_id: Any) -> str:
         ) from None
 
 
-def next_tick(expr: str, after: float) -> int:
+def next_tick(expr: str, after: float) -> Tick:
     """The first tick strictly after `after` (Unix seconds)."""
-    every = intervals.period(expr)
+    every = intervals.period_ms(expr)
     if every:
         return intervals.next_tick(every, after)
     return int(croniter(expr, after).get_next(float))
 
 
-def next_ticks(expr: str, after: float, count: int = SHOWN_RUNS) -> List[int]:
+def next_ticks(expr: str, after: float, count: int = SHOWN_RUNS) -> List[Tick]:
     """The next `count` ticks after `after`: six-field expressions read seconds last
     (croniter), so `*/2 * * * * *` is every second of even minutes, which these show."""
-    ticks: List[int] = []
+    ticks: List[Tick] = []
     for _ in range(count):
-        after = next_tick(expr, after)
-        ticks.append(int(after))
+        tick = next_tick(expr, after)
+        ticks.append(tick)
+        after = tick
     return ticks
 
 
-def latest_tick(expr: str, now: float) -> int:
-    """The latest tick at or before `now` (ticks are whole seconds)."""
-    every = intervals.period(expr)
+def latest_tick(expr: str, now: float) -> Tick:
+    """The latest tick at or before `now` (whole seconds, but for a fractional interval)."""
+    every = intervals.period_ms(expr)
     if every:
         return intervals.latest_tick(every, now)
     return int(croniter(expr, float(int(now) + 1)).get_prev(float))
@@ -130,15 +133,15 @@ class CronEntry:
     version: str
     registered_at: float
     template: Dict[str, Any]
-    last_tick: Optional[int] = None  # the latest tick whose job was enqueued
+    last_tick: Optional[Tick] = None  # the latest tick whose job was enqueued
 
     @property
-    def next_run(self) -> int:
+    def next_run(self) -> Tick:
         """The next tick from now, as a Unix timestamp."""
         return next_tick(self.expr, time.time())
 
     @property
-    def next_runs(self) -> List[int]:
+    def next_runs(self) -> List[Tick]:
         """The next SHOWN_RUNS ticks from now, as Unix timestamps."""
         return next_ticks(self.expr, time.time())
 
@@ -162,7 +165,7 @@ class CronEntry:
     @classmethod
     def from_json(cls, data: Any, last_tick: Any = None) -> CronEntry:
         raw = json.loads(text(data))
-        last = int(text(last_tick)) if last_tick is not None else None
+        last = intervals.parse_tick(text(last_tick)) if last_tick is not None else None
         return cls(
             raw["id"],
             raw["expr"],
@@ -284,11 +287,11 @@ def _read_current(
     return current, [text(job_id) for job_id in planned]
 
 
-def tick_job_id(cron_id: str, tick: int) -> str:
-    return f"cron.{cron_id}.{tick}"
+def tick_job_id(cron_id: str, tick: Tick) -> str:
+    return f"cron.{cron_id}.{intervals.tick_text(tick)}"
 
 
-def due_ticks(entry: CronEntry, now: float) -> List[int]:
+def due_ticks(entry: CronEntry, now: float) -> List[Tick]:
     """The ticks to enqueue now: the latest missed one (if any), then every tick up to
     now + LOOKAHEAD not enqueued yet."""
     base = max(entry.registered_at, entry.last_tick if entry.last_tick is not None else 0)
@@ -306,7 +309,7 @@ def due_ticks(entry: CronEntry, now: float) -> List[int]:
     return ticks
 
 
-def plan_tick(steps: Steps, entry: CronEntry, tick: int, now: float) -> bool:
+def plan_tick(steps: Steps, entry: CronEntry, tick: Tick, now: float) -> bool:
     """Enqueue the job of one tick (scheduled at the tick if it is ahead, else waiting at
     once), then record it; True if this call created the job. Idempotent: the job id is
     made of the entry and the tick, and the enqueue step refuses an id that exists."""
@@ -315,12 +318,19 @@ def plan_tick(steps: Steps, entry: CronEntry, tick: int, now: float) -> bool:
     meta = json.loads(fields.get("meta") or "{}")
     meta.update(cron=entry.id, tick=tick)
     fields["meta"] = json.dumps(meta)
-    due_ms = tick * 1000 if tick > now else None
+    due_ms = intervals.tick_ms(tick) if tick > now else None
     if due_ms is not None:  # read by the take step's promotion (lua/include/take.lua)
-        fields["stale_at"] = str(next_tick(entry.expr, tick) * 1000 + STALE_GRACE_MS)
+        stale_at = intervals.tick_ms(next_tick(entry.expr, tick)) + STALE_GRACE_MS
+        fields["stale_at"] = str(stale_at)
     created = steps.enqueue(entry.queue, [(job_id, fields)], entry.priority, due_ms) is None
     recorded = steps.cron_advance(
-        entry.id, entry.version, entry.queue, tick, created, job_id, PLANNED_RETENTION_MS
+        entry.id,
+        entry.version,
+        entry.queue,
+        intervals.tick_text(tick),
+        created,
+        job_id,
+        PLANNED_RETENTION_MS,
     )
     if created and recorded is CronAdvanceReply.RECORDED:
         log.debug("cron %s: enqueued %s for tick %d", entry.id, job_id, tick)

@@ -162,9 +162,10 @@ class FlowControl:
     def every(
         self, seconds: float, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
     ) -> CronEntry:
-        """Run func(*args, **kwargs) in this queue every `seconds` (whole seconds, any such
-        number), exactly once per tick however many workers run: a cron entry (listed by
-        `crons()` and `rqconc cron list`, removed by `remove_cron(id)`)."""
+        """Run func(*args, **kwargs) in this queue every `seconds` (from 0.1, in whole ms:
+        0.5, 1.5, 90...; ticks at its multiples since the epoch), exactly once per tick
+        however many workers run: a cron entry (listed by `crons()` and `rqconc cron list`,
+        removed by `remove_cron(id)`)."""
         return self.cron(intervals.expression(seconds), func, *args, id=id, **kwargs)
 
     def cron(

@@ -19,6 +19,7 @@ import redis
 from rqconc import errors
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
 from rqconc.queue import admin
+from rqconc.queue.counts import parked_position
 from rqconc.queue.defaults import (
     DEFAULT_FAILURE_TTL,
     DEFAULT_PRIORITY,
@@ -314,11 +315,17 @@ class Job(Reporting):
     @property
     def position(self) -> Optional[int]:
         """0-based place in its queue in run order (0 runs next); None if it is not waiting
-        there (scheduled, deferred, running, ended or deleted)."""
+        there (scheduled, deferred, running, ended or deleted). A job parked behind its
+        group's cap is waiting: its place is the earliest it can run (counts.py)."""
         queue = self.queue_name or self._read("queue")[1] or "default"
         with translated_errors(self.connection):
             rank: Any = self.connection.zrank(self._keys.queue(queue), self.id)
-        return None if rank is None else int(rank)
+            if rank is not None:
+                return int(rank)
+            group = self._field("flow_group")
+            if group is None:
+                return None
+            return parked_position(self.connection, self._keys, queue, group, self.id)
 
     @property
     def worker_name(self) -> Optional[str]:

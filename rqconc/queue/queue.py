@@ -21,6 +21,7 @@ from rqconc.connection.direct import ReplyLost
 from rqconc.connection.pooled import pooled_or_plain
 from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
 from rqconc.queue import admin, cron
+from rqconc.queue.counts import waiting_count
 from rqconc.queue.cron import CronEntry
 from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.eager import EagerRunner, eager_mode
@@ -51,6 +52,7 @@ from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import check_utf8, dump_arguments, function_name, get_serializer
 from rqconc.queue.signature import Signature
 from rqconc.queue.steps import EnqueueReply, Steps, now_ms, text
+from rqconc.queue.steps_flow import FlowSteps
 
 
 def _refusal(reason: EnqueueReply, job_id: str) -> ValueError:
@@ -276,9 +278,10 @@ class Queue(FlowControl):
     # ---- inspection ----
     @property
     def count(self) -> int:
-        """How many jobs wait in the queue (not counting scheduled or running ones)."""
+        """How many jobs wait in the queue, with those parked behind their group's cap (not
+        counting scheduled or running ones)."""
         with translated_errors(self.connection):
-            return int(self.connection.zcard(self.keys.queue(self.name)))
+            return waiting_count(self.connection, self.keys, self.name)
 
     def __len__(self) -> int:
         return self.count
@@ -340,14 +343,17 @@ class Queue(FlowControl):
         return admin.promote(self.connection, self.keys, self.name, job_id)
 
     def empty(self) -> int:
-        """Delete every waiting job (not scheduled or running ones); returns how many.
-        Jobs are popped before they are deleted, so none can be taken half-deleted."""
+        """Delete every waiting job, those parked behind their group's cap too (not
+        scheduled or running ones); returns how many. Jobs are popped before they are
+        deleted, so none can be taken half-deleted."""
         removed = 0
         with translated_errors(self.connection):
             while True:
                 popped: Any = self.connection.zpopmin(self.keys.queue(self.name), 1000)
                 if not popped:
-                    return removed
+                    return removed + FlowSteps(self.connection, self.keys).drop_parked(
+                        self.name, settle=False
+                    )
                 ids = [text(member) for member, _ in popped]
                 self.connection.delete(
                     *[self.keys.job(i) for i in ids], *[self.keys.done(i) for i in ids]

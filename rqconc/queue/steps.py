@@ -364,12 +364,13 @@ class Steps:
         cron_id: str,
         version: str,
         queue: str,
-        tick: int,
+        tick: str,
         created: bool,
         job_id: str,
         retention_ms: int,
     ) -> CronAdvanceReply:
-        """Record that tick's job `job_id` (`created` by this caller) is enqueued; UNDONE
+        """Record that tick's job `job_id` (`created` by this caller) is enqueued (`tick` as
+        intervals.tick_text writes it); UNDONE
         deletes the job this caller created when its entry changed or the tick ran before."""
         k = self.keys
         keys = [k.crons, k.cron_last, k.cron_planned(cron_id), k.job(job_id)]

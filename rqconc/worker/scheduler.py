@@ -33,6 +33,7 @@ from typing import List, Optional, Tuple
 import redis
 
 from rqconc.queue.cron import LOOKAHEAD, CronEntry, due_ticks, plan_tick  # noqa: F401 (tests)
+from rqconc.queue.intervals import Tick
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.scripts import CronLeaseReply
 from rqconc.queue.steps import Steps, text
@@ -99,12 +100,12 @@ class Scheduler:
             enqueued += self.plan(entry, now, ticks)
         return enqueued
 
-    def plan(self, entry: CronEntry, now: float, ticks: Optional[List[int]] = None) -> int:
+    def plan(self, entry: CronEntry, now: float, ticks: Optional[List[Tick]] = None) -> int:
         """Enqueue an entry's due and upcoming ticks; how many jobs this call created."""
         ticks = due_ticks(entry, now) if ticks is None else ticks
         return sum(self.fire(entry, tick, now) for tick in ticks)
 
-    def fire(self, entry: CronEntry, tick: int, now: float) -> bool:
+    def fire(self, entry: CronEntry, tick: Tick, now: float) -> bool:
         """Enqueue the job of one tick; True if this call created it (queue/cron.py)."""
         return plan_tick(Steps(self.client, self.keys), entry, tick, now)
 

@@ -103,3 +103,20 @@ def test_cron_misuse_is_exit_2_and_an_unreachable_redis_exit_1_without_the_passw
     assert "--bogus" in bad_flag.stderr and "redis://" in bad_url.stderr
     assert_one_line_error(down, 1)
     assert "127.0.0.1" in down.stderr and "s3cretpw" not in down.stderr + down.stdout
+
+
+def test_cron_list_shows_a_fractional_interval_with_its_milliseconds(redis_server):
+    redis_url = redis_server.url
+    Queue("default", redis_url).every(1.5, tasks.add, 1, 2, id="sesqui")
+    Scheduler(redis.Redis.from_url(redis_url), KeySpace(), "worker-7").tick()
+    text_out, json_out = rqconc_all(
+        [["cron", "list", "--url", redis_url], ["cron", "list", "--json", "--url", redis_url]]
+    )
+    (listed,) = json.loads(json_out.stdout)
+    assert listed["expr"] == "@every 1.5s"
+    runs = listed["next_runs"]
+    assert [round((b - a) * 1000) for a, b in zip(runs, runs[1:])] == [1500, 1500]
+    assert all(round(run * 1000) % 1500 == 0 for run in runs)
+    # A tick on a half second shows its milliseconds; one on a whole second does not.
+    row = text_out.stdout.splitlines()[1]
+    assert row.startswith("sesqui ") and "@every 1.5s" in row and ".500+00:00" in row

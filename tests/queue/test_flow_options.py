@@ -154,12 +154,26 @@ def test_limits_round_trip_and_removal(redis_url):
     assert not q.connection.exists(f"{q.keys.prefix}flow:settings")
 
 
-@pytest.mark.parametrize("seconds", [0, -3, 1.5, math.nan, math.inf, True, "5"])
-def test_every_refuses_what_is_not_a_whole_number_of_seconds(redis_url, seconds):
+@pytest.mark.parametrize("seconds", [0, -3, -0.5, 0.05, 1.0005, math.nan, math.inf, True, "5"])
+def test_every_refuses_what_is_not_a_positive_interval_from_a_tenth_of_a_second(redis_url, seconds):
     q = Queue("intervals", connection=redis_url)
-    with pytest.raises(ValueError, match="every"):
+    with pytest.raises(ValueError, match="every.*0.1"):
         q.every(seconds, JOB, id="bad")
     assert q.crons() == []
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expr"),
+    [(0.5, "@every 0.5s"), (1.5, "@every 1.5s"), (0.1, "@every 0.1s"), (3.0, "@every 3s")],
+)
+def test_every_takes_fractional_seconds_and_ticks_on_their_multiples(redis_url, seconds, expr):
+    q = Queue("intervals", connection=redis_url)
+    entry = q.every(seconds, JOB, id="frac")
+    assert [(e.id, e.expr) for e in q.crons()] == [("frac", expr)]
+    runs = entry.next_runs
+    # Each tick is a multiple of the interval since the epoch (checked in whole ms).
+    assert all(round(t * 1000) % round(seconds * 1000) == 0 for t in runs)
+    assert [round((b - a) * 1000) for a, b in zip(runs, runs[1:])] == [round(seconds * 1000)] * 2
 
 
 def test_eager_mode_validates_the_flow_options_and_runs_at_once():
@@ -204,7 +218,7 @@ def test_parked_jobs_go_back_when_group_limits_change_and_canceled_ones_stay_out
     first = steps.take("c1", ["parking"], 30_000, "w")
     assert first[0] == jobs[0].id
     assert steps.take("c2", ["parking"], 30_000, "w") == -1  # the others parked
-    assert q.count == 0 and jobs[2].status == "queued"
+    assert q.count == 3 and jobs[2].status == "queued"  # parked jobs wait: counted
     jobs[2].cancel()
     q.set_group_limits()  # no cap any more: the parked jobs come back, in order
     assert q.job_ids == [jobs[1].id, jobs[3].id]

@@ -184,6 +184,53 @@ def test_every_fires_each_interval_exactly_once_on_two_supervisors(redis_server,
     )
 
 
+def tick_jobs(client, cron_id):
+    """{tick (Unix seconds, from the job id): job status} of a cron's tick jobs."""
+    prefix = KeySpace().job(f"cron.{cron_id}.")
+    return {
+        float(k.decode()[len(prefix) :]): client.hget(k, "status").decode()
+        for k in client.keys(prefix + "*")
+    }
+
+
+def test_fractional_intervals_fire_at_their_rate_once_per_tick(redis_server, start_worker):
+    url = redis_server.url
+    for name in ("sup-a", "sup-b"):  # two schedulers: one leads, neither doubles a tick
+        start_worker("threading", 2, url, "-q", "intervals", "--name", name)
+    q = Queue("intervals", connection=url)
+    q.every(0.5, JOB, url, "half", 0.0, "half", id="half")
+    q.every(1.5, JOB, url, "sesqui", 0.0, "sesqui", id="sesqui")
+    assert [(e.id, e.expr) for e in q.crons()] == [
+        ("half", "@every 0.5s"),
+        ("sesqui", "@every 1.5s"),
+    ]
+    client = redis_server.client()
+    wait_for(lambda: client.llen("half") >= 8, timeout=30, message="eight half-second ticks")
+    wait_for(lambda: client.llen("sesqui") >= 3, timeout=30, message="three 1.5 s ticks")
+    q.remove_cron("half")  # takes back the jobs planned ahead; those started end
+    q.remove_cron("sesqui")
+    wait_for(
+        lambda: (
+            {*tick_jobs(client, "half").values(), *tick_jobs(client, "sesqui").values()}
+            == {"finished"}
+        ),
+        message="the started tick jobs finished",
+    )
+    for cron_id, every, key in (("half", 0.5, "half"), ("sesqui", 1.5, "sesqui")):
+        ticks = tick_jobs(client, cron_id)
+        ran = sorted(t for t, status in ticks.items() if status == "finished")
+        # The multiples of the interval since the epoch, none skipped, each run once.
+        assert all(round(t * 1000) % round(every * 1000) == 0 for t in ticks), ticks
+        assert [round((b - a) * 1000) for a, b in zip(ran, ran[1:])] == [every * 1000] * (
+            len(ran) - 1
+        )
+        starts = sorted(s["start"] for s in runs(client, key))
+        assert len(starts) == len(ran)
+        # Each job started at its tick (planned ahead, due at the tick), not a second later.
+        for tick, start in zip(ran, starts):
+            assert tick - 0.05 <= start < tick + 0.75, (tick, start)
+
+
 def test_group_rate_caps_each_group_apart_and_wakes_it_when_its_window_opens(
     redis_server, start_worker
 ):

@@ -57,6 +57,7 @@ if status == 'started' then
 end
 redis.call('ZREM', queue_key(queue), id)
 redis.call('ZREM', scheduled_key(queue), id)
+flow_lib().forget_parked(id, key, queue)  -- parked behind its group's cap
 mark_canceled(id, key, 'canceled before it started')
 settle_dependents(id, false)
 return 1

@@ -14,7 +14,7 @@ KEYS[6]          q:<queue>           where a due tick's job waits
 
 ARGV[1]          cron id
 ARGV[2]          the entry version the job was made from
-ARGV[3]          tick (Unix seconds, an integer)
+ARGV[3]          tick (Unix seconds: an integer, or up to 3 decimals for a fractional interval)
 ARGV[4]          "1" when this caller's enqueue created the job, "0" when it existed
 ARGV[5]          job id
 ARGV[6]          now (ms)

@@ -1,7 +1,7 @@
 --[[ delete_jobs: delete jobs that are not running (job.delete(), q.delete()).
 
-Each job leaves every set of its queue (waiting, scheduled, deferred, finished, failed) and
-its hash and outcome list go. A running job is left alone (its worker records its outcome as
+Each job leaves every set of its queue (waiting, scheduled, deferred, finished, failed, and
+its group's parked jobs) and its hash and outcome list go. A running job is left alone (its worker records its outcome as
 usual). A job deleted before it finished cancels its dependents (or releases those that allow
 failure): they would otherwise wait for ever. A caller blocked in job.get() wakes with
 JobCanceled (the outcome list holds `canceled:` for DONE_GRACE seconds).
@@ -21,6 +21,7 @@ queue given, every id leaves that queue's sets (also one of no job, counted in n
 local NS, SEQ, EVENTS, WORKER = ARGV[1], KEYS[1], KEYS[2], ''
 --#include clock
 --#include lifecycle
+--#include flow
 
 local only, grace = ARGV[2], tonumber(ARGV[3])
 local function forget(queue, id)
@@ -41,6 +42,12 @@ for i = 4, #ARGV do
     running = running + 1
   elseif status and (only == '' or queue == only) then
     forget(queue, id)
+    if status == 'queued' then flow_lib().forget_parked(id, key, queue) end
+    if status ~= 'finished' and status ~= 'failed' and status ~= 'canceled' then
+      -- Deleted before it ended: its end (an ended job's key has its lifetime already).
+      local unique = redis.call('HMGET', key, 'unique_key', 'unique_for')
+      unique_ended(id, unique[1], unique[2])
+    end
     redis.call('DEL', key)
     local done = done_key(id)
     redis.call('DEL', done)

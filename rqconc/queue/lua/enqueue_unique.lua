@@ -3,7 +3,9 @@ return the job that holds it already; with `debounce`, move that job instead.
 
 unique:<key> names the job holding the key. It holds it while its status is queued,
 scheduled, deferred or started, and for its `unique_for` (ms) after it ended (`ended_at`);
-afterwards (or once its hash expired) a new job takes the key over. With `debounce` (ms):
+afterwards (or once its hash expired) a new job takes the key over. The steps that end a
+job give the key that same lifetime (lifecycle.lua unique_ended): it expires `unique_for`
+after the end, or goes at once without one, so unused keys do not pile up. With `debounce` (ms):
 a holder still waiting (queued or scheduled) takes the new job's arguments and is
 scheduled `debounce` ms from now, so it runs once with the latest ones; a holder already
 running does not see them, so a new job is stored (and starts `debounce` from now).

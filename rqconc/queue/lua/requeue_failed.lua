@@ -35,6 +35,11 @@ redis.call('HDEL', key, 'exc_type', 'exc_message', 'traceback', 'ended_at', 'sta
   'result', 'token', 'worker')
 redis.call('HSET', key, 'attempts', 0, 'lost', 0)
 redis.call('PERSIST', key)
+-- Waiting again: it holds its unique key again for as long, if no other job took it over.
+local unique = redis.call('HGET', key, 'unique_key')
+if unique and redis.call('GET', NS .. 'unique:' .. unique) == id then
+  redis.call('PERSIST', NS .. 'unique:' .. unique)
+end
 emit('requeued', id, redis.call('HGET', key, 'queue'))
 push_queued(id, key, false)
 return 1

@@ -1,5 +1,6 @@
---[[ flow (SPEC 11: limits, pause, groups, expiry; included after lifecycle by take and by
-the steps that end a run: complete, fail, recover, requeue_front, cancel).
+--[[ flow (SPEC 11: limits, pause, groups, expiry; included after lifecycle by take, by
+the steps that end a run: complete, fail, recover, requeue_front, cancel, and by those that
+remove waiting jobs: delete_jobs, drop_parked).
 
 A queue's settings live in flow:<queue>, a hash that a plain queue does not have: one HMGET
 is all a plain queue pays per take (SPEC 13). Its fields (written by flow_settings.lua):
@@ -204,11 +205,24 @@ local function flow_lib()
     end
   end
 
+  -- A waiting job leaves the queue other than by a take (canceled, deleted): out of its
+  -- group's parked jobs too, so counts (queue/counts.py) never show it as waiting, and the
+  -- group leaves parkedgroups with its last parked job.
+  local function forget_parked(id, key, queue)
+    local group = redis.call('HGET', key, 'flow_group')
+    if not group then return end
+    local parked = parked_key(queue, group)
+    if redis.call('ZREM', parked, id) == 1 and redis.call('EXISTS', parked) == 0 then
+      redis.call('SREM', parked_groups_key(queue), group)
+    end
+  end
+
   FLOW_LIB = {starts_key = starts_key, group_running_key = group_running_key,
     group_starts_key = group_starts_key, parked_key = parked_key,
     parked_groups_key = parked_groups_key, group_timers_key = group_timers_key,
     flow_of = flow_of, queue_wait = queue_wait, promote_group_timers = promote_group_timers,
-    flow_admits = flow_admits, flow_started = flow_started, flow_released = flow_released}
+    flow_admits = flow_admits, flow_started = flow_started, flow_released = flow_released,
+    forget_parked = forget_parked}
   return FLOW_LIB
 end
 

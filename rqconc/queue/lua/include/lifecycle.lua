@@ -195,13 +195,37 @@ local function add_dead_letter(failed, expiries, now, id, key)
   end
 end
 
-local function keep_for_failure_ttl(key, done)
-  local ttl = ttl_of(key, 'failure_ttl', DEFAULT_FAILURE_TTL)
+-- unique:<key> names the job holding a unique key (enqueue_unique.lua). Once that job has
+-- ended (finished, failed for good, canceled, expired, deleted), the key lives `unique_for`
+-- ms more (the hold enqueue_unique honours), or goes at once without one, so a namespace
+-- using many keys does not grow for ever. Only while the key still names this job: a
+-- later job may hold it already. Callers pass the job's unique_key and unique_for fields as
+-- they read them with others (a plain job, without unique_key, pays nothing).
+local function unique_ended(id, unique_key, unique_for)
+  if not unique_key then return end
+  local held = NS .. 'unique:' .. unique_key
+  if redis.call('GET', held) ~= id then return end
+  local keep = whole_number(unique_for, 0, MAX_TTL * 1000, 0)
+  if keep > 0 then
+    redis.call('PEXPIRE', held, keep)
+  else
+    redis.call('DEL', held)
+  end
+end
+
+-- Every final failure and every cancel ends here: the job's unique key is read with its
+-- failure_ttl, in the same HMGET.
+local function keep_for_failure_ttl(key, done, id)
+  local f = redis.call('HMGET', key, 'failure_ttl', 'unique_key', 'unique_for')
+  local ttl = whole_number(f[1], -1, MAX_TTL, DEFAULT_FAILURE_TTL)
   if ttl > 0 then
     redis.call('EXPIRE', key, ttl)
     redis.call('EXPIRE', done, ttl)
   else
     redis.call('PERSIST', key)
+  end
+  if f[2] then
+    unique_ended(id or string.sub(key, #NS + 5), f[2], f[3])  -- key: NS .. 'job:' .. id
   end
 end
 
@@ -215,7 +239,7 @@ local function mark_canceled(id, key, reason)
   local done = done_key(id)
   redis.call('DEL', done)
   redis.call('RPUSH', done, 'canceled:')
-  keep_for_failure_ttl(key, done)
+  keep_for_failure_ttl(key, done, id)
   emit('canceled', id, queue)
 end
 
