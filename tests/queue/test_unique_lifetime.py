@@ -11,13 +11,6 @@ from rqconc.queue.steps import FailReply, Steps
 from tests.support.waiting import wait_for
 
 JOB = "tests.worker.limit_jobs:span"
-# The end of a finished job is complete.lua's, which another change reworks: the one line
-# that calls lifecycle.lua's unique_ended there is added with it (issue 19).
-NEEDS_COMPLETE_LINE = pytest.mark.xfail(
-    strict=True, reason="complete.lua does not call unique_ended yet (issue 19)"
-)
-
-
 def redis_ms(q):
     seconds, micros = q.connection.time()
     return seconds * 1000 + micros // 1000
@@ -34,7 +27,6 @@ def gone_then_new(q, key, ended, **options):
     assert again.id != ended.id and held(q, key) == again.id.encode()
 
 
-@NEEDS_COMPLETE_LINE
 @pytest.mark.parametrize("unique_for", [None, 1])
 def test_a_finished_holders_key_goes_after_its_unique_for(redis_url, start_worker, unique_for):
     q = Queue("uniq-finished", connection=redis_url)

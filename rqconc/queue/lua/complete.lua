@@ -52,9 +52,10 @@ local claim, id, now = ARGV[1], ARGV[2], tonumber(NOW)
 local key, done = KEYS[3], KEYS[6]
 local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl', 'flow_id',
   'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index', 'event_detail',
-  'started_at', 'func', 'flow_taken')
+  'started_at', 'func', 'flow_taken', 'unique_key', 'unique_for')
 local token, queue, attempts, result_ttl, flow_id, followups, cancel_requested, waiters,
-  group_id, group_index, event_detail, started_at, func, flow_taken = unpack(job, 1, 14)
+  group_id, group_index, event_detail, started_at, func, flow_taken, unique_key,
+  unique_for = unpack(job, 1, 16)
 -- The token is the fence: it is the claim of the run that holds the lease, or nothing.
 if token ~= claim then
   return {-1}
@@ -83,6 +84,9 @@ end
 local run_ms = metric_elapsed(started_at)
 emit_with('finished', id, queue, ARGV[3], 'run_time', string.format('%.3f', run_ms / 1000))
 metric_finished(queue, run_ms)
+if unique_key then  -- the key outlives its holder by unique_for (SPEC 11), then goes
+  unique_ended(id, unique_key, unique_for)
+end
 
 -- A job kept for 0 s is deleted below: writing its end state first only matters when a
 -- follow-up or next stage reads it in this step.
