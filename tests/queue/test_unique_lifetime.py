@@ -11,6 +11,8 @@ from rqconc.queue.steps import FailReply, Steps
 from tests.support.waiting import wait_for
 
 JOB = "tests.worker.limit_jobs:span"
+
+
 def redis_ms(q):
     seconds, micros = q.connection.time()
     return seconds * 1000 + micros // 1000
