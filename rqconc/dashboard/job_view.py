@@ -9,9 +9,9 @@ import redis
 
 from rqconc import errors
 from rqconc.connection.clients import translated_errors
+from rqconc.queue.events import JOINED, entry_events
 from rqconc.queue.job import Job
 from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import text
 
 # The stream is capped (about 10,000 entries) and its ids are Redis-clock milliseconds: a
 # job's events come after it was created, so the page reads from then on, at most this many
@@ -76,6 +76,9 @@ def _dead_letter(client: redis.Redis, keys: KeySpace, job: Job) -> Optional[str]
     return queue if listed is not None else None
 
 
+JOINED_JOB_ID = (JOINED + "job_id").encode()
+
+
 def _events(client: redis.Redis, keys: KeySpace, job: Job) -> List[Dict[str, Any]]:
     created = job.field("created_at") or job.field("enqueued_at")
     ended = job.field("ended_at")
@@ -84,10 +87,9 @@ def _events(client: redis.Redis, keys: KeySpace, job: Job) -> List[Dict[str, Any
     entries: Any = client.xrange(keys.events, since, until, count=EVENTS_SCANNED)
     wanted, found = job.id.encode(), []
     for entry_id, raw in entries:
-        if raw.get(b"job_id") == wanted:  # decode only this job's entries
-            event: Dict[str, Any] = {text(k): text(v) for k, v in raw.items()}
-            event["ts"], event["id"] = int(event.get("ts") or 0), text(entry_id)
-            found.append(event)
+        # Decode only this job's entries (a joined entry names a second job under +job_id).
+        if raw.get(b"job_id") == wanted or raw.get(JOINED_JOB_ID) == wanted:
+            found += [e for e in entry_events(entry_id, raw) if e.get("job_id") == job.id]
     return found
 
 

@@ -15,7 +15,7 @@ from rqconc.connection.clients import translated_errors
 from rqconc.queue import cron
 from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import queue_counts
-from rqconc.queue.events import EventStream
+from rqconc.queue.events import EventStream, entry_events
 from rqconc.queue.job import Job
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.steps import text
@@ -118,13 +118,7 @@ def events(client: redis.Redis, namespace: str, after: Optional[str]) -> Dict[st
     else:
         with translated_errors(client):
             entries: Any = client.xrange(stream.key, f"({after}", "+", count=FEED_BATCH)
-        found = [dict(_event(i, raw)) for i, raw in entries]
-    last = found[-1]["id"] if found else (after or "0-0")
+        found = [event for i, raw in entries for event in entry_events(i, raw)]
+    # The id to read after: an entry's (a joined entry's second event has the entry's + ".1").
+    last = found[-1]["id"].partition(".")[0] if found else (after or "0-0")
     return {"events": found, "last": last}
-
-
-def _event(entry_id: Any, raw: Dict[Any, Any]) -> Dict[str, Any]:
-    event: Dict[str, Any] = {text(k): text(v) for k, v in raw.items()}
-    event["ts"] = int(event.get("ts") or 0)
-    event["id"] = text(entry_id)
-    return event

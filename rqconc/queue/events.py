@@ -8,6 +8,10 @@ execution it is about: the run that ended for failed and retry, else the current
 one) and step-specific fields: `exc_type` and `exc_message` (its first 1,000 bytes) on failed
 and retry, `run_time` (seconds) on finished, `progress` and `message` on progress.
 
+The step that completes a job and takes the next stores its two events (`finished`,
+`started`) in one stream entry; every reader here splits it (`entry_events`), so each event
+comes out on its own, with an `id` of its own.
+
 `EventStream.ship(handler)` is the hook to send events elsewhere (Elasticsearch, a log
 pipeline): it reads through a consumer group, so several shippers share the work, each
 event is handled once by one of them, and a restarted shipper resumes where the group
@@ -29,8 +33,13 @@ Event = Dict[str, Any]
 BLOCK_MS = 1000
 
 
-def _decode(entry_id: Any, raw: Dict[Any, Any]) -> Event:
-    event: Event = {text(k): text(v) for k, v in raw.items()}
+# The step that completes a job and takes the next writes both events as one entry: the
+# second's field names carry this prefix, and it shares the first's ts and worker
+# (lua/include/lifecycle.lua, emit_with).
+JOINED = "+"
+
+
+def _typed(event: Event, event_id: str) -> Event:
     event["ts"] = int(event.get("ts") or 0)
     if event.get("attempt", "").isdigit():
         event["attempt"] = int(event["attempt"])
@@ -39,8 +48,27 @@ def _decode(entry_id: Any, raw: Dict[Any, Any]) -> Event:
             event["run_time"] = float(event["run_time"])
         except ValueError:
             pass  # only a corrupt write: shown as it is
-    event["id"] = text(entry_id)
+    event["id"] = event_id
     return event
+
+
+def entry_events(entry_id: Any, raw: Dict[Any, Any]) -> List[Event]:
+    """The events of one stream entry, in order: one, or two for a joined entry. Each has
+    its own `id`: the entry's, then the entry's + ".1" (ids to tell events apart; read
+    the stream from an entry id, as `follow` does)."""
+    first: Event = {}
+    second: Event = {}
+    for k, v in raw.items():
+        name = text(k)
+        if name.startswith(JOINED):
+            second[name[len(JOINED) :]] = text(v)
+        else:
+            first[name] = text(v)
+    entry = text(entry_id)
+    if not second:
+        return [_typed(first, entry)]
+    second["ts"], second["worker"] = first.get("ts", "0"), first.get("worker", "")
+    return [_typed(first, entry), _typed(second, entry + ".1")]
 
 
 class EventStream:
@@ -54,13 +82,14 @@ class EventStream:
         """The latest `count` events, oldest first."""
         with translated_errors(self.client):
             entries: Any = self.client.xrevrange(self.key, count=count)
-        return [_decode(i, raw) for i, raw in reversed(entries)]
+        events = [e for i, raw in reversed(entries) for e in entry_events(i, raw)]
+        return events[-count:] if count > 0 else events
 
     def for_job(self, job_id: str) -> List[Event]:
         """The events of one job still in the stream, in order."""
         with translated_errors(self.client):
             entries: Any = self.client.xrange(self.key)
-        events = [_decode(i, raw) for i, raw in entries]
+        events = [e for i, raw in entries for e in entry_events(i, raw)]
         return [e for e in events if e.get("job_id") == job_id]
 
     def follow(
@@ -75,7 +104,7 @@ class EventStream:
             for _, entries in reply or []:
                 for entry_id, raw in entries:
                     last = text(entry_id)
-                    yield _decode(entry_id, raw)
+                    yield from entry_events(entry_id, raw)
 
     def ship(
         self,
@@ -102,10 +131,11 @@ class EventStream:
                 position = ">"
                 continue
             for entry_id, raw in entries:
-                handler(_decode(entry_id, raw))
+                for event in entry_events(entry_id, raw):  # acknowledged once all are handled
+                    handler(event)
+                    shipped += 1
                 with translated_errors(self.client):
                     self.client.xack(self.key, group, entry_id)
-                shipped += 1
         return shipped
 
     def _ensure_group(self, group: str) -> None:

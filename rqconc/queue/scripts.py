@@ -16,6 +16,7 @@ from typing import Any, Dict, Sequence
 
 import redis
 
+from rqconc.queue.lua_cold import BUILDER_MARK, coldify
 from rqconc.queue.lua_prune import prune
 
 # `--#include NAME` in a script is replaced by lua/include/NAME.lua: Redis scripts cannot
@@ -158,7 +159,7 @@ class Script:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.source = prune(expand(read(f"{name}.lua")))
+        self.source = coldify(prune(expand_script(read(f"{name}.lua"))))
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
 
     def __call__(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Any]) -> Any:
@@ -172,6 +173,15 @@ class Script:
 def read(relative: str) -> str:
     """The text of a file under rqconc/queue/lua/."""
     return resources.files("rqconc.queue").joinpath("lua").joinpath(relative).read_text()
+
+
+def expand_script(source: str) -> str:
+    """A step's source expanded, with lua_cold's builder mark after its last include."""
+    found = list(_INCLUDE.finditer(source))
+    if not found:
+        return source
+    last = found[-1]
+    return expand(source[: last.end()]) + "\n" + BUILDER_MARK + expand(source[last.end() :])
 
 
 def expand(source: str) -> str:

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from rqconc import Queue, errors
+from rqconc.queue.events import entry_events
 from rqconc.queue.keys import KeySpace
 from tests.support.redis_server import RedisServer
 from tests.support.waiting import wait_for
@@ -57,10 +58,10 @@ def _produce(url, trace):
 def _history(server, job_ids):
     """The events of these jobs, to name the path that ran one twice."""
     found = collections.defaultdict(list)
-    for _, fields in server.client().xrange(KEYS.events):
-        job_id = fields.get(b"job_id", b"").decode()
-        if job_id in job_ids:
-            found[job_id].append({k.decode(): v.decode() for k, v in fields.items()})
+    for entry_id, fields in server.client().xrange(KEYS.events):
+        for event in entry_events(entry_id, fields):  # a joined entry holds two
+            if event.get("job_id") in job_ids:
+                found[event["job_id"]].append(event)
     return dict(found)
 
 

@@ -82,6 +82,7 @@ if cancel_requested then
   redis.call('SREM', KEYS[9], id)  -- finishing first wins over a cancel request
 end
 local run_ms = metric_elapsed(started_at)
+if ARGV[8] ~= '' then hold_events() end  -- its `finished` may share an entry with `started`
 emit_with('finished', id, queue, ARGV[3], 'run_time', string.format('%.3f', run_ms / 1000))
 metric_finished(queue, run_ms)
 if unique_key then  -- the key outlives its holder by unique_for (SPEC 11), then goes
@@ -116,7 +117,9 @@ if next_stage then  -- the next stage of a flow
 end
 
 settle_dependents(id, true)
-spawn_followups(id, key, 'success', 'parent_result', ARGV[3], followups)
+if followups then
+  spawn_followups(id, key, 'success', 'parent_result', ARGV[3], followups)
+end
 if group_id then  -- a member of a group (the last one fires its chord, in this step)
   group_member_finished(group_id, group_index, ARGV[3])
 end
@@ -146,5 +149,6 @@ end
 if ARGV[8] == '' then
   return {1}
 end
-return {1, take_next(ARGV[8], tonumber(ARGV[9]), ARGV[10], KEYS[1], KEYS[2], 10, nq,
-  false)}
+local taken = take_next(ARGV[8], tonumber(ARGV[9]), ARGV[10], KEYS[1], KEYS[2], 10, nq, false)
+flush_events()  -- `finished` alone when nothing was taken
+return {1, taken}

@@ -35,9 +35,11 @@ local function started_key(name) return NS .. 'started:' .. name end
 local function deferred_key(name) return NS .. 'deferred:' .. name end
 local function done_key(id) return NS .. 'done:' .. id end
 local function dependents_key(id) return NS .. 'dependents:' .. id end
+--#cold
 local function group_key(id) return NS .. 'group:' .. id end
 
 -- Counters are read with tonumber, not HINCRBY: a corrupt field must not break a step.
+--#cold
 local function bump(key, field)
   local value = (tonumber(redis.call('HGET', key, field)) or 0) + 1
   redis.call('HSET', key, field, value)
@@ -73,6 +75,7 @@ local function known_of(id)
   return known
 end
 
+--#cold
 local function detail_of(event, id, result, detail)
   if detail ~= 'full' then return {} end
   local f = redis.call('HMGET', job_key(id), 'args', 'kwargs', 'meta', 'origin_host')
@@ -91,12 +94,40 @@ local function detail_of(event, id, result, detail)
   return detail
 end
 
--- One entry of the capped event stream per transition, in the step that makes it.
+-- One entry of the capped event stream per transition, in the step that makes it; except
+-- that the step completing a job and taking the next (complete with a next claim) writes its
+-- `finished` and `started` as one entry: the second event's fields follow the first's, each
+-- name prefixed with '+', and share its ts and worker (rqconc/queue/events.py splits them).
+-- One XADD less per job (issue 21). hold_events() makes the next event wait for the one
+-- after it: a `started` joins it, any other event writes it first (order is kept), and
+-- flush_events() writes what is still held.
+local HELD = nil  -- false: hold the next event; a table: the held event's fields
+local function hold_events() HELD = false end
+
+local function xadd(fields)
+  redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_MAXLEN_TEXT, '*', unpack(fields))
+end
+
+local function flush_events()
+  if HELD then xadd(HELD) end
+  HELD = nil
+end
+
 local function emit_with(event, id, queue, result, ...)
   local known = known_of(id)
   local attempt = tonumber(known[3]) or 0
   if not RUN_ENDED[event] then attempt = attempt + 1 end
   if attempt == 1 then attempt = '1' end  -- most events: as text (see EVENTS_MAXLEN_TEXT)
+  if HELD and event == 'started' and known[1] ~= 'full' then
+    local fields, n = HELD, #HELD
+    HELD = nil
+    fields[n + 1], fields[n + 2], fields[n + 3], fields[n + 4] = '+event', event, '+job_id', id
+    fields[n + 5], fields[n + 6], fields[n + 7], fields[n + 8] = '+queue', queue or '',
+      '+attempt', attempt
+    fields[n + 9], fields[n + 10] = '+func', known[2]
+    xadd(fields)
+    return
+  end
   local fields = {'event', event, 'job_id', id, 'queue', queue or '', 'ts', NOW,
     'worker', WORKER, 'attempt', attempt, 'func', known[2], ...}
   if known[1] == 'full' then  -- most queues: no detail, and no table made for none
@@ -104,10 +135,16 @@ local function emit_with(event, id, queue, result, ...)
       fields[#fields + 1] = value
     end
   end
-  redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_MAXLEN_TEXT, '*', unpack(fields))
+  if HELD == false then
+    HELD = fields
+    return
+  end
+  flush_events()
+  xadd(fields)
 end
 
 -- The fields failed and retry events add: the exception's type and (the start of) its message.
+--#cold
 local function exception_fields(exc_type, message)
   return 'exc_type', exc_type, 'exc_message', string.sub(message or '', 1, EXC_MESSAGE_MAX)
 end
@@ -127,6 +164,7 @@ local function whole_number(value, low, high, default)
   return n
 end
 
+--#cold
 local function ttl_of(key, field, default)  -- -1 keeps forever, 0 keeps none
   return whole_number(redis.call('HGET', key, field), -1, MAX_TTL, default)
 end
@@ -149,10 +187,12 @@ local function score_of(priority, n, front)
   return middle + n
 end
 
+--#cold
 local function queue_score(priority, front)
   return score_of(priority, redis.call('INCR', SEQ), front)
 end
 
+--#cold
 local function push_queued(id, key, front)
   local queue = redis.call('HGET', key, 'queue') or 'default'
   redis.call('ZADD', queue_key(queue), queue_score(redis.call('HGET', key, 'priority'), front),
@@ -163,6 +203,7 @@ local function push_queued(id, key, front)
 end
 
 -- A deferred job whose parents are all settled: waits for its due time, if it had one.
+--#cold
 local function release(id, key)
   redis.call('ZREM', deferred_key(redis.call('HGET', key, 'queue') or 'default'), id)
   local due = tonumber(redis.call('HGET', key, 'due_at'))
@@ -182,6 +223,7 @@ local DEFAULT_FAILURE_TTL = 31536000  -- a year (rqconc/queue/defaults.py)
 -- the order they happened: a dead letter's score never goes below the latest one's.
 -- The job hash expires by itself after failure_ttl, but the sorted set cannot: `expiries`
 -- records when, so readers hide the entry and maintenance (trim_ended) drops it.
+--#cold
 local function add_dead_letter(failed, expiries, now, id, key)
   local latest = redis.call('ZRANGE', failed, -1, -1, 'WITHSCORES')[2]
   local score = tonumber(now)
@@ -201,6 +243,7 @@ end
 -- using many keys does not grow for ever. Only while the key still names this job: a
 -- later job may hold it already. Callers pass the job's unique_key and unique_for fields as
 -- they read them with others (a plain job, without unique_key, pays nothing).
+--#cold
 local function unique_ended(id, unique_key, unique_for)
   if not unique_key then return end
   local held = NS .. 'unique:' .. unique_key
@@ -215,6 +258,7 @@ end
 
 -- Every final failure and every cancel ends here: the job's unique key is read with its
 -- failure_ttl, in the same HMGET.
+--#cold
 local function keep_for_failure_ttl(key, done, id)
   local f = redis.call('HMGET', key, 'failure_ttl', 'unique_key', 'unique_for')
   local ttl = whole_number(f[1], -1, MAX_TTL, DEFAULT_FAILURE_TTL)
@@ -230,6 +274,7 @@ local function keep_for_failure_ttl(key, done, id)
 end
 
 -- Mark a job canceled and wake its waiters (get() raises JobFailed with JobCanceled).
+--#cold
 local function mark_canceled(id, key, reason)
   local queue = redis.call('HGET', key, 'queue') or 'default'
   redis.call('ZREM', deferred_key(queue), id)
@@ -249,6 +294,7 @@ end
 -- its serialized result (a chord's) or "" once it finished.
 
 -- The group ended: the kept results go, and its record expires like a result would.
+--#cold
 local function end_group(g, state)
   redis.call('HSET', g, 'state', state)
   local n = tonumber(redis.call('HGET', g, 'total')) or 0
@@ -262,6 +308,7 @@ local function end_group(g, state)
 end
 
 -- The chord callback of a finished group, with the members' results in group order.
+--#cold
 local function fire_chord(g, chord, n)
   local key = job_key(chord)
   if redis.call('HGET', key, 'status') ~= 'deferred' then return end  -- canceled by a user
@@ -281,6 +328,7 @@ end
 -- Member `index` of group `group_id` finished for good (complete). HSETNX counts each
 -- member once, whatever runs twice; the step that finishes the last one fires the chord.
 -- A retry or a lease recovery is no end: only this step and a final failure settle.
+--#cold
 local function group_member_finished(group_id, index, result)
   local g = group_key(group_id)
   if redis.call('HGET', g, 'state') ~= 'running' then return end
@@ -293,6 +341,7 @@ end
 
 -- A member ended without finishing (failed for good, poison pill, canceled): the group
 -- failed and its chord callback is canceled; returns the callback's id if it was.
+--#cold
 local function group_member_failed(id)
   local group_id = redis.call('HGET', job_key(id), 'group_id')
   if not group_id then return nil end
@@ -309,7 +358,8 @@ end
 
 -- The parent ended: on success (or for dependents that allow failure) one parent less to
 -- wait for; on a final failure the dependents are canceled, and theirs in turn.
-local function settle_dependents(parent_id, parent_ok)
+--#cold
+local function settle_found_dependents(parent_id, parent_ok)
   local work = {{parent_id, parent_ok}}
   while #work > 0 do
     local item = table.remove(work)
@@ -336,10 +386,18 @@ local function settle_dependents(parent_id, parent_ok)
   end
 end
 
+-- Every job that ends passes here, and most have no dependents and end well: one EXISTS,
+-- and the cold functions are not made (lua_cold.py).
+local function settle_dependents(parent_id, parent_ok)
+  if parent_ok and redis.call('EXISTS', dependents_key(parent_id)) == 0 then return end
+  settle_found_dependents(parent_id, parent_ok)
+end
+
 -- Follow-up jobs (on_success/on_failure callbacks, webhooks), prepared at enqueue time as
 -- JSON in the field on_<kind>_jobs. Their ids derive from the parent's and its attempt, so
 -- a step that runs twice cannot create one twice.
 -- `specs`: the field's value when the caller read it already (false: absent).
+--#cold
 local function spawn_followups(parent_id, parent_key, kind, outcome_field, outcome, specs)
   if specs == nil then specs = redis.call('HGET', parent_key, 'on_' .. kind .. '_jobs') end
   if not specs then return end

@@ -77,6 +77,7 @@ local function metric_finished(queue, ms)
 end
 
 -- A job failed for good (a dead letter, a poison pill).
+--#cold
 local function metric_failed(queue)
   metric_count('failed', queue)
   metric_minute('failed:' .. (queue or 'default'))
