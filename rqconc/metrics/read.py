@@ -168,7 +168,13 @@ def timeline(
     minutes: int = 60,
 ) -> List[MinutePoint]:
     """The last `minutes` minutes (at most 60 are kept), oldest first, the current one last:
-    of queue `queue`, or of every queue together."""
+    of queue `queue`, or of every queue together.
+
+    A minute's counts are what changed between the copy of the totals taken when it began
+    (lua/metrics_mark.lua) and the next minute's copy; the current minute's, up to the totals
+    now. A minute without a copy shows nothing: no worker ran in it (a worker takes its
+    minute's copy when it starts and at every tick), so nothing finished or failed then;
+    what changed after the copy before it is counted in that earlier minute."""
     if not 1 <= minutes <= 60:
         raise ValueError(f"minutes must be between 1 and 60, not {minutes!r}")
     client = connect(connection)
@@ -179,19 +185,49 @@ def timeline(
         pipe = client.pipeline(transaction=False)
         for minute in starts:
             pipe.hgetall(keys.metrics_minute(minute))
-        replies = pipe.execute()
-    return [_point(minute, raw, queue) for minute, raw in zip(starts, replies)]
+        pipe.hgetall(keys.metrics)
+        *copies, totals = pipe.execute()
+    # Each minute ends where the next copy (or, for the current one, the totals) begins.
+    ends: List[Dict[Any, Any]] = []
+    following = totals
+    for copy in reversed(copies):
+        ends.append(following)
+        following = copy or following
+    ends.reverse()
+    return [
+        _point(minute, copy, end, queue) if copy else MinutePoint(minute, 0, 0, None, None)
+        for minute, copy, end in zip(starts, copies, ends)
+    ]
 
 
-def _point(minute: int, raw: Dict[Any, Any], queue: Optional[str]) -> MinutePoint:
-    run, failed = Histogram(), 0
+def _minute_counts(raw: Dict[Any, Any], queue: Optional[str]) -> Tuple[List[int], int]:
+    """The run-bucket counts and failures of `queue` (or of all) in totals or a copy."""
+    runs, failed = [0] * (len(BOUNDS_MS) + 1), 0
     for key, value in raw.items():
         name, _, rest = text(key).partition(":")
+        try:
+            number = int(value)
+        except ValueError:
+            continue  # only a corrupt write stores a non-integer
         if name == "run":
             bound, _, queue_name = rest.partition(":")
             index = _bucket_index(bound)
             if index is not None and (queue is None or queue_name == queue):
-                run.counts[index] += int(value)
+                runs[index] += number
         elif name == "failed" and (queue is None or rest == queue):
-            failed += int(value)
+            failed += number
+    return runs, failed
+
+
+def _point(
+    minute: int, begin: Dict[Any, Any], end: Dict[Any, Any], queue: Optional[str]
+) -> MinutePoint:
+    (runs_begin, failed_begin), (runs_end, failed_end) = (
+        _minute_counts(begin, queue),
+        _minute_counts(end, queue),
+    )
+    run = Histogram()
+    # Totals only grow; a reset of {ns}:metrics in between would make a difference negative.
+    run.counts = [max(0, e - b) for b, e in zip(runs_begin, runs_end)]
+    failed = max(0, failed_end - failed_begin)
     return MinutePoint(minute, run.count, failed, run.quantile(0.5), run.quantile(0.95))

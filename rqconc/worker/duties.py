@@ -20,6 +20,7 @@ from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import SupervisorInfo
 from rqconc.queue.steps import text
+from rqconc.queue.steps_metrics import mark_metrics_minute
 from rqconc.worker.clock import redis_time_ms
 from rqconc.worker.connections import Connections
 from rqconc.worker.listened import Listened
@@ -98,6 +99,13 @@ class Duties:
     def started(self, info: SupervisorInfo) -> None:
         registry = self._registry()
         self._guarded("registering the worker", lambda: registry.register(info, self.queues.given))
+        self._mark_metrics_minute()  # before any child of this worker finishes a job
+
+    def _mark_metrics_minute(self) -> None:
+        """The per-minute timeline's copy of the totals (lua/metrics_mark.lua): one cheap
+        call per tick, a copy at the first of each minute."""
+        client, keys = self.connections.client, self.connections.keys
+        self._guarded("marking the metrics minute", lambda: mark_metrics_minute(client, keys))
 
     def stopped(self, info: SupervisorInfo) -> None:
         if self._pending:
@@ -126,6 +134,7 @@ class Duties:
             self._run_pending()
         registry = self._registry()
         self._guarded("heartbeating", lambda: registry.heartbeat(info, self.queues.given))
+        self._mark_metrics_minute()
         if time.monotonic() >= self._recover_not_before:
             self._guarded("recovering expired leases", self.maintain)
         client, keys = self.connections.client, self.connections.keys

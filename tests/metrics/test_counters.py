@@ -9,6 +9,7 @@ from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry
 from rqconc.queue.scripts import expand
+from rqconc.queue.steps_metrics import mark_metrics_minute
 from rqconc.worker.registry import list_workers
 from tests.support.waiting import wait_for
 
@@ -110,6 +111,47 @@ def test_timeline_gives_the_last_hour_per_minute(redis_server, start_worker):
     assert 3600 < ttl <= 3720  # an hour after its minute, then gone: memory stays bounded
     with pytest.raises(ValueError):
         timeline(redis_url, minutes=61)
+
+
+def redis_minute(client):
+    """The current minute (Unix seconds) by Redis' clock, once at least 5 s remain in it,
+    so that a test reading minutes does not straddle two."""
+    wait_for(lambda: client.time()[0] % 60 < 55, timeout=10, message="a fresh minute")
+    return client.time()[0] // 60 * 60
+
+
+def test_the_minute_mark_copies_run_buckets_and_failures_once_a_minute(redis_url):
+    client, keys = connect(redis_url), KeySpace()
+    minute = redis_minute(client)
+    client.hset(keys.metrics, mapping={"run:10:t": 3, "failed:t": 1, "wait:10:t": 3})
+    assert mark_metrics_minute(client, keys) is True
+    assert mark_metrics_minute(client, keys) is False  # this minute has its copy
+    copy = client.hgetall(keys.metrics_minute(minute))
+    assert copy.pop(b"at") and copy == {b"run:10:t": b"3", b"failed:t": b"1"}
+    assert 3600 < client.ttl(keys.metrics_minute(minute)) <= 3720
+
+
+def test_timeline_counts_each_minute_from_one_copy_to_the_next(redis_url):
+    client, keys = connect(redis_url), KeySpace()
+    m = redis_minute(client)
+    copies = {
+        m - 180: {"run:10:t": 2, "failed:t": 0},
+        # m - 120: no copy, no worker ran when it began
+        m - 60: {"run:10:t": 5, "run:1000:t": 0, "failed:t": 1},
+        m: {"run:10:t": 9, "run:1000:t": 1, "failed:t": 1, "run:10:other": 7},
+    }
+    for minute, fields in copies.items():
+        client.hset(keys.metrics_minute(minute), mapping=dict(fields, at=minute * 1000))
+    client.hset(keys.metrics, mapping={"run:10:t": 12, "run:1000:t": 1, "failed:t": 3})
+    points = timeline(redis_url, queue="t", minutes=5)
+    assert [p.minute for p in points] == [m - 240, m - 180, m - 120, m - 60, m]
+    # m - 180 runs until the next copy (m - 60): 3 runs; m - 60: 4 runs, one of them 1 s;
+    # the current minute: up to the totals now.
+    assert [p.finished for p in points] == [0, 3, 0, 5, 3]
+    assert [p.failed for p in points] == [0, 1, 0, 0, 2]
+    assert points[3].run_p95 > 0.25 and points[4].run_p95 <= 0.01
+    # Every queue: other's 7 runs are gone from the totals (a reset): nothing, not negative.
+    assert [p.finished for p in timeline(redis_url, minutes=1)] == [0]
 
 
 def test_lua_and_python_share_the_bucket_bounds(redis_url):

@@ -19,7 +19,7 @@ def calls_per_job(client, jobs):
     }
 
 
-def test_fused_complete_and_take_of_a_plain_job_calls_twenty_one_commands(redis_url, client, keys):
+def test_fused_complete_and_take_of_a_plain_job_calls_twenty_commands(redis_url, client, keys):
     queue = Queue("plain", connection=redis_url)
     queue.enqueue_many([("tests.queue.tasks:add", (1, 2))] * (JOBS + 1), result_ttl=0)
     steps = Steps(client, keys)
@@ -37,11 +37,12 @@ def test_fused_complete_and_take_of_a_plain_job_calls_twenty_one_commands(redis_
     # one for flow settings and a revoked claim at once (the second EXISTS); no group,
     # waiter, follow-up or flow stage.
     assert calls["exists"] == 2 and "zrange" not in calls and "smembers" not in calls
-    inner = sum(round(n) for n in calls.values() if n >= 0.5)  # the minute's EXPIRE: once
-    assert inner <= 21, calls
-    # Every promise still paid for: fenced lease, FIFO pop, the counters, and both events,
+    inner = sum(round(n) for n in calls.values() if n >= 0.5)
+    assert inner <= 20, calls
+    # Every promise still paid for: fenced lease, FIFO pop, the counters (the per-minute
+    # timeline costs no job anything: lua/metrics_mark.lua), and both events,
     # finished and started, in one stream entry (queue/events.py splits it).
-    assert calls["zpopmin"] == 1 and calls["xadd"] == 1 and calls["hincrby"] == 5
+    assert calls["zpopmin"] == 1 and calls["xadd"] == 1 and calls["hincrby"] == 4
     events = EventStream(client, keys.namespace).latest(2 * JOBS)
     assert [e["event"] for e in events] == ["finished", "started"] * JOBS
     assert [e["job_id"] for e in events[1::2]] == [e["job_id"] for e in events[2::2]] + [job_id]

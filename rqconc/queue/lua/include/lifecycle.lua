@@ -98,9 +98,9 @@ end
 -- that the step completing a job and taking the next (complete with a next claim) writes its
 -- `finished` and `started` as one entry: the second event's fields follow the first's, each
 -- name prefixed with '+', and share its ts and worker (rqconc/queue/events.py splits them).
--- One XADD less per job (issue 21). hold_events() makes the next event wait for the one
+-- One XADD less per job (issue 21). hold_events makes the next event wait for the one
 -- after it: a `started` joins it, any other event writes it first (order is kept), and
--- flush_events() writes what is still held.
+-- flush_events writes what is still held.
 local HELD = nil  -- false: hold the next event; a table: the held event's fields
 local function hold_events() HELD = false end
 

@@ -1,7 +1,7 @@
 --[[ metrics (included by the steps that change a job's state, before lifecycle; SPEC 9).
 
 The including script defines NS (the namespace prefix "{ns}:") and NOW (ms, a string;
-`--#include clock`, or the producer's clock in the enqueue steps, which need no minute).
+`--#include clock`, or the producer's clock in the enqueue steps).
 
 Counters and histograms live in the same atomic step as the change they count, so one read
 gives numbers exact across every worker and host (rqconc/metrics/read.py reads them). All
@@ -13,17 +13,17 @@ of a namespace's totals are one hash, {ns}:metrics, fields named metric first, q
   run_ms:<queue>  wait_ms:<queue>       the sums of the observed times (ms)
 Run time is start to end of a run that finished, so the finished counter is the run
 histogram's count (one command less for every job); wait time is entering the queue to
-start. Every job pays these in take and complete: five HINCRBYs in all (one each costs
-about 1.5-2 us of Redis CPU; bench/metrics_cost.py --steps-only measures the steps).
-The last hour, per minute: {ns}:metrics:<minute> (Unix seconds, a multiple of 60), fields
-run:<le>:<queue> (its finished count is their sum) and failed:<queue>, expiring an hour
-after that minute: the first write of each field sets the TTL, so one EXPIRE per minute.
+start. Every job pays these in take and complete: four HINCRBYs in all (each about 12,000
+Redis instructions with the call around it; bench/step_cost.py --callgrind).
+The last hour, per minute, costs jobs nothing: metrics_mark.lua keeps the run buckets and
+failures of {ns}:metrics as they stood when each minute began, in {ns}:metrics:<minute>
+(Unix seconds, a multiple of 60; an hour's life), and rqconc/metrics/read.py's timeline()
+subtracts one minute's copy from the next. Every worker's supervisor asks for the copy when
+it starts and at every tick (once per second; only the first ask of a minute copies).
 ]]
 -- Bucket bounds (ms); rqconc/metrics/read.py has the same (a test compares them).
 local METRIC_BOUNDS_MS = {1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000,
   60000, 300000}
-local METRIC_MINUTE_TTL = 3720
-
 local function metrics_key() return NS .. 'metrics' end
 local function metrics_minute_key(minute) return NS .. 'metrics:' .. minute end
 
@@ -37,15 +37,6 @@ local function metric_bucket(ms)
     if ms <= bound then return METRIC_BOUNDS_TEXT[i] end
   end
   return 'inf'
-end
-
--- Counts into this minute's hash, setting its TTL with the field's first write.
-local function metric_minute(field)
-  local minute = math.floor(tonumber(NOW) / 60000) * 60
-  local key = metrics_minute_key(minute)
-  if redis.call('HINCRBY', key, field, '1') == 1 then
-    redis.call('EXPIRE', key, METRIC_MINUTE_TTL)
-  end
 end
 
 -- Elapsed ms since `since` (a stored ms time; a corrupt or future one counts as 0).
@@ -67,18 +58,15 @@ local function metric_started(queue, enqueued_at)
 end
 
 -- A run finished (complete) after `ms` (metric_elapsed since its start): its run time
--- observed (which counts it as finished), in total and per minute.
+-- observed (which counts it as finished).
 local function metric_finished(queue, ms)
   local q, key = queue or 'default', metrics_key()
-  local bucket = 'run:' .. metric_bucket(ms) .. ':' .. q
-  redis.call('HINCRBY', key, bucket, '1')
+  redis.call('HINCRBY', key, 'run:' .. metric_bucket(ms) .. ':' .. q, '1')
   redis.call('HINCRBY', key, 'run_ms:' .. q, ms)
-  metric_minute(bucket)
 end
 
 -- A job failed for good (a dead letter, a poison pill).
 --#cold
 local function metric_failed(queue)
   metric_count('failed', queue)
-  metric_minute('failed:' .. (queue or 'default'))
 end
