@@ -36,6 +36,16 @@ def get_current_job() -> Optional[Job]:
     return found.job
 
 
+def enter(job: Union[Job, JobHolder, None]) -> contextvars.Token[Union[Job, JobHolder, None]]:
+    """`running` without a context manager, for the worker's per-job path (a with-block
+    costs a generator and two calls more): pass the token to `leave`."""
+    return _current.set(job)
+
+
+def leave(token: contextvars.Token[Union[Job, JobHolder, None]]) -> None:
+    _current.reset(token)
+
+
 @contextmanager
 def running(job: Union[Job, JobHolder, None]) -> Iterator[None]:
     """Make `job` (or the job of a holder) the current job for the code run inside."""

@@ -7,7 +7,7 @@
   field, and `exc` (the traceback text) when the record carries an exception.
 
 A record logged while a job runs (by the job's own code too) carries that job's `job_id`
-(see `job_context`), so a user's log lines can be tied to the job that wrote them.
+(see `JOB_ID`), so a user's log lines can be tied to the job that wrote them.
 
 Both pass through `RedactPasswords`, which masks the password of any URL in the message, in
 string extras and in the final line (tracebacks included): `redis://user:***@host`.
@@ -25,9 +25,8 @@ import os
 import re
 import sys
 import time
-from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Dict, Iterator, Optional, TextIO
+from typing import Any, Dict, Optional, TextIO
 
 from rqconc.connection.clients import redact
 
@@ -61,25 +60,16 @@ def extras(record: logging.LogRecord) -> Dict[str, Any]:
 
 
 # The job the calling thread or greenlet runs (a ContextVar: each thread has its own context,
-# and gevent gives each greenlet its own).
-_CURRENT_JOB: ContextVar[Optional[str]] = ContextVar("rqconc_job_id", default=None)
-
-
-@contextmanager
-def job_context(job_id: str) -> Iterator[None]:
-    """While the body runs, log records of this thread or greenlet carry `job_id`."""
-    token = _CURRENT_JOB.set(job_id)
-    try:
-        yield
-    finally:
-        _CURRENT_JOB.reset(token)
+# and gevent gives each greenlet its own); the worker sets and resets it around each run
+# (taking.py), and records logged meanwhile carry it.
+JOB_ID: ContextVar[Optional[str]] = ContextVar("rqconc_job_id", default=None)
 
 
 class JobIds(logging.Filter):
     """Adds the running job's `job_id` to a record that has none (a job's own log lines)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        job_id = _CURRENT_JOB.get()
+        job_id = JOB_ID.get()
         if job_id is not None and not hasattr(record, "job_id"):
             record.job_id = job_id
         return True

@@ -208,16 +208,23 @@ class Taker:
             self.worker, "started", item.item_id, fields.get("queue", ""), func=fields.get("func")
         )
         scope = JobScope(self.hooks, self.connections, item.item_id, fields)
-        with current.running(scope):  # get_current_job(), for the job and the hooks
+        # Tokens rather than with-blocks: this runs for every job (bench/compare_revisions.py).
+        token = current.enter(scope)  # get_current_job(), for the job and the hooks
+        try:
             started = time.monotonic()
-            with logs.job_context(item.item_id):  # its log lines name it
+            log_token = logs.JOB_ID.set(item.item_id)  # its log lines name it
+            try:
                 scope.before()
                 outcome = corrupt or self.runner.run(fields)
+            finally:
+                logs.JOB_ID.reset(log_token)
             duration = time.monotonic() - started
             if item.overran():  # returned too late to be ended (held the GIL, never yielded)
                 outcome = overrun(job_timeout(fields, self.recorder.callback_timeout))
             following = self._record(item, fields, outcome, duration, chain, scope.notify(outcome))
             scope.after(outcome)
+        finally:
+            current.leave(token)
         return following
 
     def _record(
