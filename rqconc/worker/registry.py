@@ -80,13 +80,16 @@ class WorkerRegistry:
         pipe.hsetnx(key, "birth", now)
         pipe.pexpire(key, ttl_ms)
         pipe.zadd(self.keys.workers, {info.name: now + ttl_ms})
+        # The heartbeats keep the set clean, so that reading it never writes (the dashboard's
+        # GETs change nothing, SPEC 9): entries whose TTL ran out go here.
+        pipe.zremrangebyscore(self.keys.workers, "-inf", now)
         pipe.execute()
 
     def list(self) -> List[Dict[str, Any]]:
-        """The live workers, by name; entries not heard from within their TTL are dropped."""
+        """The live workers, by name; entries not heard from within their TTL are left out
+        (and removed by the next heartbeat of any worker: a listing only reads)."""
         now = redis_time_ms(self.client)
-        self.client.zremrangebyscore(self.keys.workers, "-inf", now)
-        names = [text(n) for n in self.client.zrange(self.keys.workers, 0, -1)]
+        names = [text(n) for n in self.client.zrangebyscore(self.keys.workers, f"({now}", "+inf")]
         pipe = self.client.pipeline(transaction=False)
         for name in names:
             pipe.hgetall(self.keys.worker(name))
