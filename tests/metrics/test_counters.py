@@ -60,6 +60,9 @@ def test_counters_are_exact_across_two_workers_of_different_backends(
     assert (m.enqueued, m.finished, m.failed, m.retried) == (40, 35, 5, 4)
     assert m.run.count == 35  # finished runs
     assert m.wait.count == 44  # every start: 31 + 5 + 4 twice
+    # A dead letter requeued enters its queue again: counted as enqueued once more.
+    assert q.failed.requeue(failing[0].id)
+    assert snapshot(redis_url).queue("m").enqueued == 41
     assert m.jobs["finished"] == 35 and m.jobs["failed"] == 5 and m.jobs["queued"] == 0
     client = connect(redis_url)
     workers = {client.hget(job.key, "worker") for job in fast + failing + retried}

@@ -40,6 +40,8 @@ local unique = redis.call('HGET', key, 'unique_key')
 if unique and redis.call('GET', NS .. 'unique:' .. unique) == id then
   redis.call('PERSIST', NS .. 'unique:' .. unique)
 end
-emit('requeued', id, redis.call('HGET', key, 'queue'))
+local queue = redis.call('HGET', key, 'queue')
+emit('requeued', id, queue)
 push_queued(id, key, false)
+metric_count('enqueued', queue)  -- it enters its queue again (rqconc_jobs_enqueued_total)
 return 1
