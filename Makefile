@@ -36,11 +36,14 @@ wheel-smoke: venv
 
 # Peers go into bench/.peers-venv; a private redis-server; writes bench/RESULTS.md (< 15 min),
 # then its "Redis time per job" section (bench/redis_cost.py, ~3 min), then the cost of
-# wait_replicas=1 (bench/wait_replicas.py, master + 1 replica, ~1 min).
+# wait_replicas=1 (bench/wait_replicas.py, master + 1 replica, ~1 min), then what limits,
+# metrics and richer events cost the no-op job against the code before them (SPEC 13: 5%;
+# bench/compare_revisions.py, ~3 min).
 bench: venv
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/redis_cost.py --jobs 10000
 	$(BIN)/python bench/wait_replicas.py
+	$(BIN)/python bench/compare_revisions.py --runs 5 --results
 
 # Long chaos run: 5,000 jobs under faults (< 15 min); rewrites the table in docs/reliability.md.
 # Then a Sentinel failover under 2,000 jobs, with and without wait_replicas (docs/reliability.md).

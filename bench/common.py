@@ -214,3 +214,17 @@ def wait_count(
         rate = (count - count_first) / max(now - t_first, 1e-6)
         left = (target - count) / rate if rate > 0 else 0.01
         time.sleep(min(0.01, max(0.001, left / 5)))
+
+
+def replace_section(begin: str, end: str, text: str) -> None:
+    """Put `text` (which starts with `begin` and ends with `end`) into bench/RESULTS.md in
+    place of the section between those markers, or at its end: a full `make bench` and each
+    tool that writes a section of its own can run in any order."""
+    path = ROOT / "bench" / "RESULTS.md"
+    old = path.read_text() if path.exists() else ""
+    if begin in old and end in old:
+        head, rest = old.split(begin, 1)
+        new = head + text + rest.split(end, 1)[1]
+    else:
+        new = old.rstrip("\n") + "\n\n" + text + "\n"
+    path.write_text(new)

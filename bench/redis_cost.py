@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, PrivateRedis  # noqa: E402
+from bench.common import ROOT, PrivateRedis, replace_section  # noqa: E402
 
 BENCH = ROOT / "bench"
 BEGIN, END = "<!-- redis-cost:begin -->", "<!-- redis-cost:end -->"
@@ -137,17 +137,6 @@ def section(results: Dict[str, Dict[str, Any]], runs: int, jobs: int, version: s
     return "\n".join(lines)
 
 
-def write_section(text: str) -> None:
-    path = BENCH / "RESULTS.md"
-    old = path.read_text() if path.exists() else ""
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        new = head + text + rest.split(END, 1)[1]
-    else:
-        new = old.rstrip("\n") + "\n\n" + text + "\n"
-    path.write_text(new)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
@@ -175,7 +164,7 @@ def main() -> None:
         server.stop()
     (BENCH / "results").mkdir(exist_ok=True)
     (BENCH / "results" / "redis_cost.json").write_text(json.dumps(raw, indent=1))
-    write_section(text)
+    replace_section(BEGIN, END, text)
     print("wrote the 'Redis time per job' section of bench/RESULTS.md")
 
 
