@@ -1,8 +1,10 @@
-"""`rqconc cron list [--json]` and `rqconc cron remove ID`: the cron entries of the namespace.
+"""`rqconc cron list [--json]`, `rqconc cron remove ID`, and `rqconc cron add EXPR ...` /
+`rqconc cron every SECONDS ...`: the cron entries of the namespace.
 
-Entries are registered from code (`q.cron(...)`); ids are unique across queues, so `remove`
-takes just the id. Removing an id that does not exist is an error (exit 1), like canceling
-a job that does not exist.
+Entries are registered from code (`q.cron(...)`, `q.every(...)`) or with `add` / `every`,
+which call the same methods; ids are unique across queues, so `remove` takes just the id.
+Removing an id that does not exist is an error (exit 1), like canceling a job that does not
+exist.
 """
 
 from __future__ import annotations
@@ -10,15 +12,17 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import click
 
 from rqconc.cli.common import client_for, namespace_option, table, unix_to_iso, url_option
+from rqconc.cli.enqueue import parse_json_args, parse_json_object
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.cron import CronEntry, entries, latest_tick, next_tick, remove
 from rqconc.queue.intervals import Tick
 from rqconc.queue.keys import KeySpace
+from rqconc.queue.queue import Queue
 from rqconc.worker.scheduler import leader
 
 LIST_FIELDS = ("id", "expr", "func", "queue", "next_run", "last_tick")
@@ -62,7 +66,98 @@ def listed(entry: CronEntry, now: float) -> Dict[str, Any]:
 
 @click.group()
 def cron() -> None:
-    """Cron entries (registered with q.cron(...)): list, remove."""
+    """Cron entries (q.cron(...), q.every(...)): list, add, every, remove."""
+
+
+def _register(
+    schedule: str,
+    register: Callable[[Queue], CronEntry],
+    queue_name: str,
+    url: Optional[str],
+    namespace: str,
+) -> None:
+    """Register through the Queue method (the same checks as in code) and say what it does."""
+    queue = Queue(queue_name, connection=client_for(url), namespace=namespace)
+    try:
+        with translated_errors(queue.connection):
+            entry = register(queue)
+    except ValueError as exc:  # a bad expression, interval, id or function name: misuse
+        raise click.UsageError(str(exc)) from None
+    runs = ", ".join(tick_to_iso(run) for run in next_runs(entry, time.time()))
+    click.echo(f"cron {entry.id}: {entry.func} {schedule} on queue {entry.queue}; next: {runs}")
+
+
+def _entry_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """What `add` and `every` share after their schedule argument."""
+    for option in (
+        click.argument("json_args", nargs=-1, metavar="[JSON_ARG]..."),
+        click.argument("function", metavar="module:function"),
+        namespace_option(),
+        url_option,
+        click.option(
+            "--kwargs", default=None, metavar="JSON", help="A JSON object of keyword arguments."
+        ),
+        click.option(
+            "--id",
+            "cron_id",
+            default=None,
+            help="The entry's id (default: the function's name); registering it again replaces it.",
+        ),
+        click.option("-q", "--queue", "queue_name", required=True, help="The queue of its jobs."),
+    ):
+        command = option(command)
+    return command
+
+
+# A negative number is a JSON argument, not an unknown option (as in `rqconc enqueue`).
+@cron.command(name="add", context_settings={"ignore_unknown_options": True})
+@click.argument("expr", metavar="EXPR")
+@_entry_options
+def add_cron(
+    expr: str,
+    queue_name: str,
+    cron_id: Optional[str],
+    kwargs: Optional[str],
+    url: Optional[str],
+    namespace: str,
+    function: str,
+    json_args: Sequence[str],
+) -> None:
+    """Run FUNCTION(JSON_ARG...) at every tick of EXPR (5 fields, or 6 with seconds last;
+    UTC), exactly once per tick however many workers run: q.cron(...)."""
+    args, named = parse_json_args(json_args), parse_json_object(kwargs, "--kwargs") or {}
+    _register(
+        f"at {expr!r}",
+        lambda q: q.cron(expr, function, *args, id=cron_id, **named),
+        queue_name,
+        url,
+        namespace,
+    )
+
+
+@cron.command(name="every", context_settings={"ignore_unknown_options": True})
+@click.argument("seconds", type=float, metavar="SECONDS")
+@_entry_options
+def every_cron(
+    seconds: float,
+    queue_name: str,
+    cron_id: Optional[str],
+    kwargs: Optional[str],
+    url: Optional[str],
+    namespace: str,
+    function: str,
+    json_args: Sequence[str],
+) -> None:
+    """Run FUNCTION(JSON_ARG...) every SECONDS (from 0.1, any positive number: 0.5, 1.5,
+    90...; ticks at its multiples since the epoch), exactly once per tick: q.every(...)."""
+    args, named = parse_json_args(json_args), parse_json_object(kwargs, "--kwargs") or {}
+    _register(
+        f"every {seconds:g} s",
+        lambda q: q.every(seconds, function, *args, id=cron_id, **named),
+        queue_name,
+        url,
+        namespace,
+    )
 
 
 @cron.command(name="list")

@@ -120,3 +120,44 @@ def test_cron_list_shows_a_fractional_interval_with_its_milliseconds(redis_serve
     # A tick on a half second shows its milliseconds; one on a whole second does not.
     row = text_out.stdout.splitlines()[1]
     assert row.startswith("sesqui ") and "@every 1.5s" in row and ".500+00:00" in row
+
+
+def test_cron_add_and_every_register_entries_as_q_cron_and_q_every_do(redis_server):
+    redis_url = redis_server.url
+    half, five = rqconc_all(
+        [
+            ["cron", "every", "0.5", "tests.queue.tasks:echo", '"x"', "-5", "--id", "half",
+             "-q", "ticks", "--kwargs", '{"k": 1}', "--url", redis_url],
+            ["cron", "add", "*/5 * * * *", "tests.queue.tasks:add", "1", "2", "--id", "five",
+             "-q", "reports", "--url", redis_url],
+        ]
+    )  # fmt: skip
+    assert half.returncode == 0 and five.returncode == 0, (half.stderr, five.stderr)
+    assert half.stdout.startswith("cron half: tests.queue.tasks:echo every 0.5 s on queue ticks")
+    assert "at '*/5 * * * *' on queue reports" in five.stdout
+    (entry,) = Queue("ticks", redis_url).crons()
+    assert (entry.id, entry.expr, entry.func) == ("half", "@every 0.5s", "tests.queue.tasks:echo")
+    (other,) = Queue("reports", redis_url).crons()
+    assert (other.id, other.expr) == ("five", "*/5 * * * *")
+    # The scheduler plans its ticks like any entry's: each job calls echo("x", -5, k=1).
+    Scheduler(redis.Redis.from_url(redis_url), KeySpace(), "worker-7").tick()
+    ticks = Queue("ticks", redis_url)
+    jobs = ticks.jobs + ticks.fetch_jobs(ticks.scheduled_job_ids)
+    assert len(jobs) >= 2 and all(j.args == ["x", -5] and j.kwargs == {"k": 1} for j in jobs)
+
+
+def test_cron_add_and_every_refuse_bad_schedules_with_exit_2():
+    url = f"redis://127.0.0.1:{free_port()}/0"  # refused before Redis is asked
+    runs = rqconc_all(
+        [
+            ["cron", "every", "nan", "tests.queue.tasks:add", "-q", "q", "--url", url],
+            ["cron", "every", "0.05", "tests.queue.tasks:add", "-q", "q", "--url", url],
+            ["cron", "every", "1", "tests.queue.tasks:add", "--url", url],
+            ["cron", "add", "61 * * * *", "tests.queue.tasks:add", "-q", "q", "--url", url],
+            ["cron", "every", "1", "tests.queue.tasks:add", "nope", "-q", "q", "--url", url],
+        ]
+    )
+    for done in runs:
+        assert_one_line_error(done, 2)
+    assert "0.1" in runs[1].stderr and "--queue" in runs[2].stderr
+    assert "61 * * * *" in runs[3].stderr and "JSON_ARG" in runs[4].stderr
