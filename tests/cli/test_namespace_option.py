@@ -97,6 +97,14 @@ def check_cron_remove(done, s):
     return Queue("mail", connection=s["url"]).crons()
 
 
+def check_cron_added(done, s):
+    """`cron add` / `cron every` put the entry into NS only."""
+    mine = {e.id for e in Queue("mail", connection=s["url"], namespace=NS).crons()}
+    return {"added", "every"} & mine and not {"added", "every"} & {
+        e.id for e in Queue("mail", connection=s["url"]).crons()
+    }
+
+
 def check_failed_list(done, s):
     return [row["id"] for row in json.loads(done.stdout)] == [s[NS]]
 
@@ -130,6 +138,14 @@ CASES = {
     ("cancel",): (["same"], lambda d, s: job(s["url"], NS).status == JobStatus.CANCELED),
     ("cron", "list"): (["--json"], check_cron_list),
     ("cron", "remove"): ([f"nightly-{NS}"], check_cron_remove),
+    ("cron", "add"): (
+        ["0 1 * * *", "tests.queue.tasks:add", "1", "2", "-q", "mail", "--id", "added"],
+        check_cron_added,
+    ),
+    ("cron", "every"): (
+        ["90", "tests.queue.tasks:add", "1", "2", "-q", "mail", "--id", "every"],
+        check_cron_added,
+    ),
     ("enqueue",): (["-q", "mail", "tests.queue.tasks:add", "1", "2"], check_enqueue),
     ("events",): (["--json"], lambda d, s: s[NS] in d.stdout and s["rqconc"] not in d.stdout),
     ("failed", "list"): (["--json"], check_failed_list),
