@@ -10,11 +10,12 @@ jobs end in are still trimmed.
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 import redis
 
 from rqconc.connection.clients import translated_errors
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.keys import KeySpace
 from rqconc.queue.outcome import missing_job
 from rqconc.queue.steps import PromoteReply, Steps, text
@@ -32,12 +33,14 @@ def _ids_of(client: redis.Redis, sets: List[str]) -> List[str]:
     return list(dict.fromkeys(text(i) for found in pipe.execute() for i in found))
 
 
-def delete_queue(client: redis.Redis, keys: KeySpace, name: str) -> int:
+def delete_queue(
+    client: redis.Redis, keys: KeySpace, name: str, wait: Optional[ReplicaWait] = None
+) -> int:
     """Delete every job of queue `name` that is not running (waiting, parked behind a
     group's cap, scheduled, deferred, finished, dead letters); returns how many. Its cron
     entries go first (Queue.delete)."""
     with translated_errors(client):
-        steps, deleted = Steps(client, keys), 0
+        steps, deleted = Steps(client, keys, wait), 0
         sets = [keys.queue(name), keys.scheduled(name), keys.deferred(name)]
         sets += [keys.finished(name), keys.failed(name), keys.failed_expiry(name)]
         # Every id a pass reads leaves these sets (lua/delete_jobs.lua), so passes end
@@ -48,7 +51,7 @@ def delete_queue(client: redis.Redis, keys: KeySpace, name: str) -> int:
             if ids:
                 deleted += steps.delete_jobs(ids, name)[0]
                 continue
-            dropped = FlowSteps(client, keys).drop_parked(name, settle=True)
+            dropped = FlowSteps(client, keys, wait).drop_parked(name, settle=True)
             deleted += dropped
             if not dropped and not client.zcard(keys.queue(name)):
                 break
@@ -58,11 +61,13 @@ def delete_queue(client: redis.Redis, keys: KeySpace, name: str) -> int:
     return deleted
 
 
-def delete_job(client: redis.Redis, keys: KeySpace, job_id: str) -> bool:
+def delete_job(
+    client: redis.Redis, keys: KeySpace, job_id: str, wait: Optional[ReplicaWait] = None
+) -> bool:
     """Delete one job that is not running; False if there was none. ValueError for a
     running job: cancel() it, or delete it once it ended."""
     with translated_errors(client):
-        deleted, running = Steps(client, keys).delete_jobs([job_id])
+        deleted, running = Steps(client, keys, wait).delete_jobs([job_id])
     if running:
         raise ValueError(
             f"job {job_id} is running: cancel() it first, or delete it once it has ended"
@@ -70,12 +75,18 @@ def delete_job(client: redis.Redis, keys: KeySpace, job_id: str) -> bool:
     return deleted == 1
 
 
-def promote(client: redis.Redis, keys: KeySpace, queue: str, job_id: str) -> bool:
+def promote(
+    client: redis.Redis,
+    keys: KeySpace,
+    queue: str,
+    job_id: str,
+    wait: Optional[ReplicaWait] = None,
+) -> bool:
     """Make a scheduled or deferred job of `queue` run now (the back of its queue); False
     if it is neither (waiting already, running or ended). NoSuchJob if there is no such
     job, ValueError if it belongs to another queue."""
     with translated_errors(client):
-        reply = Steps(client, keys).promote(queue, job_id)
+        reply = Steps(client, keys, wait).promote(queue, job_id)
     if reply is PromoteReply.MISSING:
         raise missing_job(job_id)
     if reply is PromoteReply.OTHER_QUEUE:

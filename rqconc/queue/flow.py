@@ -15,11 +15,9 @@ from typing import Any, Dict, List, Optional, Tuple
 import redis
 
 from rqconc.connection.clients import translated_errors
-from rqconc.queue import intervals
-from rqconc.queue.cron import CronEntry
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.job import Job
 from rqconc.queue.keys import KeySpace
-from rqconc.queue.options import Func
 from rqconc.queue.steps_flow import FlowSteps
 
 # A rate's unit -> its window (ms).
@@ -98,10 +96,11 @@ def limit_fields(prefix: str, concurrency: Any, rate: Any) -> Dict[str, str]:
 
 
 class FlowControl:
-    """The flow-control methods of `Queue` (its `connection`, `keys` and `name`)."""
+    """The flow-control methods of `Queue` (its `connection`, `keys`, `name` and `wait`)."""
 
     keys: KeySpace
     name: str
+    wait: ReplicaWait  # wait_replicas: the queue's steps return once replicas hold them
 
     @property
     def connection(self) -> redis.Redis:  # Queue's
@@ -109,7 +108,7 @@ class FlowControl:
 
     def _flow_settings(self, fields: Dict[str, str]) -> None:
         with translated_errors(self.connection):
-            FlowSteps(self.connection, self.keys).change(self.name, fields)
+            FlowSteps(self.connection, self.keys, self.wait).change(self.name, fields)
 
     def set_limits(self, concurrency: Optional[int] = None, rate: Optional[str] = None) -> None:
         """Cap the queue's running jobs and its starts ("100/s", "20/min", "5/h", a sliding
@@ -141,10 +140,11 @@ class FlowControl:
             raise ValueError("unique_key holds one job: enqueue_many cannot take it")
         (job_id, own), client = jobs[0], self.connection
         with translated_errors(client):
-            _, holder = FlowSteps(client, self.keys).enqueue_unique(
+            _, holder = FlowSteps(client, self.keys, self.wait).enqueue_unique(
                 self.name, job_id, {**common, **own}, priority, due_ms
             )
         job = Job.stored(holder, client, self.keys, {**common, **own, "queue": self.name})
+        job.wait = self.wait
         if holder != job_id:  # the job that holds the key: its own fields
             job.refresh()
         return job
@@ -158,20 +158,6 @@ class FlowControl:
     @property
     def is_paused(self) -> bool:
         return self.limits.paused
-
-    def every(
-        self, seconds: float, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
-    ) -> CronEntry:
-        """Run func(*args, **kwargs) in this queue every `seconds` (from 0.1, in whole ms:
-        0.5, 1.5, 90...; ticks at its multiples since the epoch), exactly once per tick
-        however many workers run: a cron entry (listed by `crons()` and `rqconc cron list`,
-        removed by `remove_cron(id)`)."""
-        return self.cron(intervals.expression(seconds), func, *args, id=id, **kwargs)
-
-    def cron(
-        self, expr: str, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
-    ) -> CronEntry:
-        raise NotImplementedError  # Queue's
 
 
 __all__ = ["FlowControl", "Limits", "parse_rate"]

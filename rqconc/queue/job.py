@@ -18,6 +18,7 @@ import redis
 
 from rqconc import errors
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue import admin
 from rqconc.queue.counts import parked_position
 from rqconc.queue.defaults import (
@@ -73,6 +74,10 @@ def _datetime(value: Optional[str]) -> Optional[datetime]:
 class Job(Reporting):
     """One job stored in Redis. Get one from `Queue.enqueue*` or `Job.fetch(id)`.
     Inside a job, `rqconc.get_current_job()` returns it (meta and progress: Reporting)."""
+
+    # wait_replicas of the queue that handed the job out (Queue sets it): cancel() and
+    # delete() return once that many replicas hold the change, as its enqueue did.
+    wait: Optional[ReplicaWait] = None
 
     def __init__(
         self,
@@ -300,7 +305,7 @@ class Job(Reporting):
         """Cancel the job: a waiting one at once; a running one is stopped by its worker
         within 2 s (status `canceled`). False when it had already ended."""
         with translated_errors(self.connection):
-            code = Steps(self.connection, self._keys).cancel(self.id)
+            code = Steps(self.connection, self._keys, self.wait).cancel(self.id)
         if code is CancelReply.MISSING:
             raise self._missing()
         return code is not CancelReply.ENDED
@@ -310,7 +315,7 @@ class Job(Reporting):
         not exist. A job deleted before it finished cancels its dependents (those that allow
         failure run) and wakes its waiters with JobCanceled. ValueError for a running job:
         `cancel()` it first, or delete it once it has ended."""
-        return admin.delete_job(self.connection, self._keys, self.id)
+        return admin.delete_job(self.connection, self._keys, self.id, self.wait)
 
     @property
     def position(self) -> Optional[int]:

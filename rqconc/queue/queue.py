@@ -20,9 +20,8 @@ from rqconc.connection.clients import ConnectionLike, connect, translated_errors
 from rqconc.connection.direct import ReplyLost
 from rqconc.connection.pooled import pooled_or_plain
 from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
-from rqconc.queue import admin, cron
+from rqconc.queue import admin
 from rqconc.queue.counts import waiting_count
-from rqconc.queue.cron import CronEntry
 from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.eager import EagerRunner, eager_mode
 from rqconc.queue.eager_group import EagerGroup
@@ -43,12 +42,12 @@ from rqconc.queue.options import (
     job_id_of,
     may_vanish,
     queue_defaults,
-    refuse,
     take_options,
     with_defaults,
 )
 from rqconc.queue.placement import check_call, check_options
 from rqconc.queue.retry import Retry
+from rqconc.queue.scheduling import Scheduling
 from rqconc.queue.serialization import check_utf8, dump_arguments, function_name, get_serializer
 from rqconc.queue.signature import Signature
 from rqconc.queue.steps import EnqueueReply, Steps, now_ms, text
@@ -64,7 +63,7 @@ def _refusal(reason: EnqueueReply, job_id: str) -> ValueError:
     )
 
 
-class Queue(FlowControl):
+class Queue(FlowControl, Scheduling):
     """A named queue of jobs. `connection`: a URL, a `redis.Redis`, or None (SPEC section 6)."""
 
     def __init__(
@@ -192,14 +191,17 @@ class Queue(FlowControl):
             except ReplyLost:  # it may have run: the step stores a group id once
                 send()
         keys, link = self.keys, {"group_id": group_id}
-        jobs = [
-            Job.stored(job_id, client, keys, {**fields, **link, "group_index": str(i)})
-            for i, (job_id, _, fields) in enumerate(members, 1)
-        ]
+        jobs = self._handed_out(
+            [
+                Job.stored(job_id, client, keys, {**fields, **link, "group_index": str(i)})
+                for i, (job_id, _, fields) in enumerate(members, 1)
+            ]
+        )
         if callback is None:
             return Group(group_id, jobs)
         chord_fields = {**callback[1], "chord_of": group_id}
-        return Group(group_id, jobs, Job.stored(callback[0], client, keys, chord_fields))
+        (callback_job,) = self._handed_out([Job.stored(callback[0], client, keys, chord_fields)])
+        return Group(group_id, jobs, callback_job)
 
     def _store(
         self, calls: Sequence[Call], options: Dict[str, Any], due_ms: Optional[int]
@@ -235,7 +237,15 @@ class Queue(FlowControl):
         if refused is not None:
             raise _refusal(*refused)
         keys, stored = self.keys, {"queue": self.name, "created_at": str(now), **common}
-        return [Job.stored(job_id, client, keys, {**stored, **own}) for job_id, own in jobs]
+        return self._handed_out(
+            [Job.stored(job_id, client, keys, {**stored, **own}) for job_id, own in jobs]
+        )
+
+    def _handed_out(self, jobs: List[Job]) -> List[Job]:
+        """Jobs this queue returns act with its wait_replicas (cancel, delete)."""
+        for job in jobs:
+            job.wait = self.wait
+        return jobs
 
     def prepare(
         self, calls: Sequence[Call], options: Dict[str, Any]
@@ -295,10 +305,12 @@ class Queue(FlowControl):
     @property
     def jobs(self) -> List[Job]:
         pickled = self.serializer.name == "pickle"
-        return [
-            Job(job_id, self.connection, self.keys.namespace, allow_pickle=pickled)
-            for job_id in self.job_ids
-        ]
+        return self._handed_out(
+            [
+                Job(job_id, self.connection, self.keys.namespace, allow_pickle=pickled)
+                for job_id in self.job_ids
+            ]
+        )
 
     @property
     def scheduled_job_ids(self) -> List[str]:
@@ -315,7 +327,9 @@ class Queue(FlowControl):
 
     def fetch_job(self, job_id: str) -> Job:
         pickled = self.serializer.name == "pickle"  # a JSON queue's client never unpickles
-        return Job.fetch(job_id, self.connection, self.keys.namespace, allow_pickle=pickled)
+        job = Job.fetch(job_id, self.connection, self.keys.namespace, allow_pickle=pickled)
+        job.wait = self.wait
+        return job
 
     def fetch_jobs(self, job_ids: Sequence[str]) -> List[Optional[Job]]:
         """Load jobs in one round trip, in order; None where a job does not exist (any more)."""
@@ -323,6 +337,7 @@ class Queue(FlowControl):
         for job in jobs:
             if job is not None:
                 job.allow_pickle = self.serializer.name == "pickle"
+                job.wait = self.wait
         return jobs
 
     # ---- admin (rqconc/queue/admin.py) ----
@@ -333,14 +348,14 @@ class Queue(FlowControl):
         # Crons first, or a tick could enqueue into the queue while it is being emptied.
         for entry in self.crons():
             self.remove_cron(entry.id)
-        return admin.delete_queue(self.connection, self.keys, self.name)
+        return admin.delete_queue(self.connection, self.keys, self.name, self.wait)
 
     def promote(self, job_id: Union[str, Job]) -> bool:
         """Make a scheduled or deferred job of this queue run now (it joins the back of the
         queue; a deferred one no longer waits for its parents). False if it is neither;
         `NoSuchJob` if there is no such job, ValueError if it is of another queue."""
         job_id = job_id.id if isinstance(job_id, Job) else job_id
-        return admin.promote(self.connection, self.keys, self.name, job_id)
+        return admin.promote(self.connection, self.keys, self.name, job_id, self.wait)
 
     def empty(self) -> int:
         """Delete every waiting job, those parked behind their group's cap too (not
@@ -351,7 +366,7 @@ class Queue(FlowControl):
             while True:
                 popped: Any = self.connection.zpopmin(self.keys.queue(self.name), 1000)
                 if not popped:
-                    return removed + FlowSteps(self.connection, self.keys).drop_parked(
+                    return removed + FlowSteps(self.connection, self.keys, self.wait).drop_parked(
                         self.name, settle=False
                     )
                 ids = [text(member) for member, _ in popped]
@@ -361,31 +376,6 @@ class Queue(FlowControl):
                 removed += len(ids)
 
     purge = empty
-
-    # ---- cron (rqconc/queue/cron.py; fired by rqconc/worker/scheduler.py) ----
-    def cron(
-        self, expr: str, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
-    ) -> CronEntry:
-        """Run func(*args, **kwargs) in this queue at every tick of `expr` (5 fields, or 6
-        with seconds last; UTC), exactly once per tick however many workers run. `id`
-        (default: the function's name) names the entry; registering it again replaces it.
-        The enqueue options (priority, timeout, retry, ...) apply to every tick's job."""
-        expr = cron.check_expression(expr)
-        cron_id = cron.check_cron_id(function_name(func) if id is None else id)
-        options = take_options(kwargs)
-        # Each tick's job gets its own id, and a tick cannot wait for a job enqueued once.
-        refuse(options, ("job_id", "depends_on"), "a cron's jobs (ids cron.<id>.<tick>)")
-        ((_, _, fields),) = self.prepare([(func, tuple(args), dict(kwargs))], options)
-        return cron.register(self.connection, self.keys, self.name, expr, cron_id, fields)
-
-    def crons(self) -> List[CronEntry]:
-        """This queue's cron entries (id, expr, func, queue, next_run, last_tick), by id."""
-        return [e for e in cron.entries(self.connection, self.keys) if e.queue == self.name]
-
-    def remove_cron(self, id: str) -> bool:
-        """Remove this queue's cron entry `id` and its jobs enqueued ahead that have not
-        started; False if it has none of that id."""
-        return cron.remove(self.connection, self.keys, id, queue=self.name)
 
 
 def queue_names(connection: ConnectionLike = None, namespace: str = "rqconc") -> List[str]:

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import redis
 
+from rqconc.connection.replicas import ReplicaWait, replicated
 from rqconc.queue.keys import FlowKeys, KeySpace, unique_key
 from rqconc.queue.scripts import script, text
 
@@ -29,12 +30,15 @@ class UniqueReply(IntEnum):
 class FlowSteps:
     """The flow-control steps bound to one client and namespace."""
 
-    def __init__(self, client: redis.Redis, keys: KeySpace) -> None:
-        self.client = client
+    def __init__(
+        self, client: redis.Redis, keys: KeySpace, wait: Optional[ReplicaWait] = None
+    ) -> None:
+        self.client = replicated(client, wait)  # wait_replicas: WAIT after each step
         self.keys = keys
 
     def settings(self, queue: str) -> Dict[bytes, bytes]:
-        return self.client.hgetall(FlowKeys(self.keys, queue).settings)  # type: ignore[return-value]
+        settings: Dict[bytes, bytes] = self.client.hgetall(FlowKeys(self.keys, queue).settings)
+        return settings
 
     def change(self, queue: str, fields: Dict[str, str]) -> int:
         """Set (or with "" remove) flow settings fields of `queue`; parked jobs go back."""

@@ -102,3 +102,36 @@ def test_requeueing_a_dead_letter_waits_for_the_replicas_too(replicated, start_w
     replica.kill()
     with pytest.raises(ConnectionError, match="replicas acknowledged"):
         q.failed.purge()
+
+
+def test_every_state_change_of_a_queue_or_its_jobs_waits_for_the_replicas(replicated):
+    """Not only enqueue and the worker's steps: a unique enqueue, cancel, promote, delete,
+    flow settings and q.delete() return once the replica holds them (SPEC 8)."""
+    master, replica = replicated
+    q = Queue("admin", master.url, wait_replicas=1, wait_timeout=0.3)
+    add = "tests.worker.jobs:add"
+
+    def changes(round):
+        """What each change acts on is stored first (its own WAIT is not the one counted)."""
+        waiting, later = q.enqueue(add, 1, 2), q.enqueue_in(60, add, 1, 2)
+        fetched = q.fetch_job(q.enqueue(add, 1, 2).id)
+        return {
+            "unique enqueue": lambda: q.enqueue(add, 1, 2, unique_key=f"u{round}"),
+            "cancel": waiting.cancel,
+            "promote": lambda: q.promote(later.id),
+            "delete a job": fetched.delete,
+            "limits": lambda: q.set_limits(concurrency=3 + round),
+            "pause": q.pause,
+            "delete the queue": q.delete,
+        }
+
+    for name, change in changes(0).items():
+        before = waits_sent(master)
+        change()
+        assert waits_sent(master) > before, name
+    second = changes(1)
+    replica.kill()
+    for name, change in second.items():
+        with pytest.raises(ConnectionError, match="replicas acknowledged"):
+            change()
+            pytest.fail(f"{name} returned without the replica")

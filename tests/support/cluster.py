@@ -191,6 +191,8 @@ class RedisClusterProcesses:
         replicas = [r for r in roles if r["role"] == "slave"]
         if any(r.get("master_link_status") != "up" for r in replicas):
             return False
+        # Every node tells the same map, replicas included: a test may ask any node (a CI
+        # run read a master's CLUSTER SLOTS that did not list its replica yet).
         maps = {self._slot_map(n) for n in live}
         if len(maps) != 1:
             return False
@@ -199,8 +201,9 @@ class RedisClusterProcesses:
         return all(len(s) >= 4 for s in slots) or len(live) < len(self.nodes)
 
     def _slot_map(self, node: RedisServer) -> str:
+        """Slot ranges with the ports of their master and replicas, as `node` sees them."""
         slots = self.client(node).execute_command("CLUSTER SLOTS")
-        return repr(sorted((s[0], s[1], s[2][1]) for s in slots))
+        return repr(sorted((s[0], s[1], *(n[1] for n in s[2:])) for s in slots))
 
     def master_ports(self) -> Dict[int, int]:
         """First slot of each range -> port of its master, as a live node sees it."""
