@@ -7,7 +7,7 @@ from typing import Optional
 
 import click
 
-from rqconc.cli.common import client_for, namespace_option, url_option
+from rqconc.cli.common import client_for, namespace_option, replica_options, url_option
 from rqconc.cli.flow import resume_queue
 from rqconc.queue import control
 
@@ -39,13 +39,20 @@ def suspend(duration: Optional[float], url: Optional[str], namespace: str) -> No
 
 @click.command()
 @click.argument("queue_name", metavar="[QUEUE]", required=False)
+@replica_options
 @url_option
 @namespace_option()
-def resume(queue_name: Optional[str], url: Optional[str], namespace: str) -> None:
+def resume(
+    queue_name: Optional[str],
+    wait_replicas: int,
+    wait_timeout: float,
+    url: Optional[str],
+    namespace: str,
+) -> None:
     """Let every worker take jobs of the namespace again; with QUEUE, undo `rqconc pause
-    QUEUE` instead."""
+    QUEUE` instead (--wait-replicas applies to a queue's resume)."""
     if queue_name is not None:
-        resume_queue(queue_name, namespace, url)
+        resume_queue(queue_name, namespace, url, wait_replicas, wait_timeout)
         return
     control.resume(client_for(url), namespace)
     click.echo("workers resumed")

@@ -16,9 +16,18 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import click
 
-from rqconc.cli.common import client_for, namespace_option, table, unix_to_iso, url_option
+from rqconc.cli.common import (
+    client_for,
+    namespace_option,
+    replica_options,
+    replica_options_list,
+    table,
+    unix_to_iso,
+    url_option,
+)
 from rqconc.cli.enqueue import parse_json_args, parse_json_object
 from rqconc.connection.clients import translated_errors
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.cron import CronEntry, entries, latest_tick, next_tick, remove
 from rqconc.queue.intervals import Tick
 from rqconc.queue.keys import KeySpace
@@ -75,9 +84,10 @@ def _register(
     queue_name: str,
     url: Optional[str],
     namespace: str,
+    wait: Dict[str, Any],
 ) -> None:
     """Register through the Queue method (the same checks as in code) and say what it does."""
-    queue = Queue(queue_name, connection=client_for(url), namespace=namespace)
+    queue = Queue(queue_name, connection=client_for(url), namespace=namespace, **wait)
     try:
         with translated_errors(queue.connection):
             entry = register(queue)
@@ -94,6 +104,7 @@ def _entry_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.argument("function", metavar="module:function"),
         namespace_option(),
         url_option,
+        *reversed(replica_options_list()),
         click.option(
             "--kwargs", default=None, metavar="JSON", help="A JSON object of keyword arguments."
         ),
@@ -118,6 +129,8 @@ def add_cron(
     queue_name: str,
     cron_id: Optional[str],
     kwargs: Optional[str],
+    wait_replicas: int,
+    wait_timeout: float,
     url: Optional[str],
     namespace: str,
     function: str,
@@ -132,6 +145,7 @@ def add_cron(
         queue_name,
         url,
         namespace,
+        {"wait_replicas": wait_replicas, "wait_timeout": wait_timeout},
     )
 
 
@@ -143,6 +157,8 @@ def every_cron(
     queue_name: str,
     cron_id: Optional[str],
     kwargs: Optional[str],
+    wait_replicas: int,
+    wait_timeout: float,
     url: Optional[str],
     namespace: str,
     function: str,
@@ -157,6 +173,7 @@ def every_cron(
         queue_name,
         url,
         namespace,
+        {"wait_replicas": wait_replicas, "wait_timeout": wait_timeout},
     )
 
 
@@ -206,14 +223,18 @@ def list_crons(as_json: bool, url: Optional[str], namespace: str) -> None:
 
 @cron.command(name="remove")
 @click.argument("cron_id", metavar="ID")
+@replica_options
 @url_option
 @namespace_option()
-def remove_cron(cron_id: str, url: Optional[str], namespace: str) -> None:
+def remove_cron(
+    cron_id: str, wait_replicas: int, wait_timeout: float, url: Optional[str], namespace: str
+) -> None:
     """Remove a cron entry and its jobs enqueued ahead of their ticks that have not
     started. Exits 1 if there is no entry of that id."""
     client = client_for(url)
+    wait = ReplicaWait(wait_replicas, wait_timeout)
     with translated_errors(client):
-        removed = remove(client, KeySpace(namespace), cron_id)
+        removed = remove(client, KeySpace(namespace), cron_id, wait=wait)
     if not removed:
         raise click.ClickException(f"no cron entry {cron_id}")
     click.echo(f"removed cron {cron_id}")

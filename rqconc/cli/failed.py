@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import json
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 import click
 import redis
 
-from rqconc.cli.common import client_for, namespace_option, one_line, table, url_option
+from rqconc.cli.common import (
+    client_for,
+    namespace_option,
+    one_line,
+    replica_options,
+    table,
+    url_option,
+)
 from rqconc.cli.job import describe_job, render
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.queue import Queue, queue_names
@@ -18,9 +25,12 @@ queue_option = click.option(
 )
 
 
-def _queues(client: redis.Redis, queue_name: Optional[str], namespace: str) -> List[Queue]:
+def _queues(
+    client: redis.Redis, queue_name: Optional[str], namespace: str, **wait: Any
+) -> List[Queue]:
+    """The queue given, or every queue; `wait`: --wait-replicas and --wait-timeout."""
     names = [queue_name] if queue_name else queue_names(client, namespace)
-    return [Queue(name, connection=client, namespace=namespace) for name in names]
+    return [Queue(name, connection=client, namespace=namespace, **wait) for name in names]
 
 
 @click.group()
@@ -78,13 +88,21 @@ def show_failed(job_id: str, url: Optional[str], namespace: str) -> None:
 
 @failed.command(name="purge")
 @queue_option
+@replica_options
 @url_option
 @namespace_option()
-def purge_failed(queue_name: Optional[str], url: Optional[str], namespace: str) -> None:
+def purge_failed(
+    queue_name: Optional[str],
+    wait_replicas: int,
+    wait_timeout: float,
+    url: Optional[str],
+    namespace: str,
+) -> None:
     """Delete every dead letter (of one queue with -q)."""
     client = client_for(url)
+    wait = {"wait_replicas": wait_replicas, "wait_timeout": wait_timeout}
     with translated_errors(client):
-        deleted = sum(q.failed.purge() for q in _queues(client, queue_name, namespace))
+        deleted = sum(q.failed.purge() for q in _queues(client, queue_name, namespace, **wait))
     click.echo(f"purged {deleted} dead letters")
 
 
@@ -92,12 +110,15 @@ def purge_failed(queue_name: Optional[str], url: Optional[str], namespace: str) 
 @click.option("--all", "requeue_all", is_flag=True, help="Every dead letter.")
 @queue_option
 @click.argument("job_ids", nargs=-1)
+@replica_options
 @url_option
 @namespace_option()
 def requeue(
     requeue_all: bool,
     queue_name: Optional[str],
     job_ids: Tuple[str, ...],
+    wait_replicas: int,
+    wait_timeout: float,
     url: Optional[str],
     namespace: str,
 ) -> None:
@@ -105,8 +126,9 @@ def requeue(
     if requeue_all == bool(job_ids):
         raise click.UsageError("give either --all or one or more job ids")
     client = client_for(url)
+    wait = {"wait_replicas": wait_replicas, "wait_timeout": wait_timeout}
     with translated_errors(client):
-        queues = _queues(client, queue_name, namespace)
+        queues = _queues(client, queue_name, namespace, **wait)
         if requeue_all:
             count = sum(q.failed.requeue_all() for q in queues)
         else:

@@ -8,7 +8,8 @@ from typing import Any, Callable, Dict, Optional, TypeVar
 
 import click
 
-from rqconc.cli.common import client_for, namespace_option, url_option
+from rqconc.cli.common import client_for, namespace_option, replica_options, url_option
+from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT
 from rqconc.queue.queue import Queue
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -60,9 +61,21 @@ def take_flow_options(given: Dict[str, Any]) -> Dict[str, Any]:
     return {name: value for name, value in taken.items() if value is not None}
 
 
-def _queue(name: str, namespace: str, url: Optional[str]) -> Queue:
+def _queue(
+    name: str,
+    namespace: str,
+    url: Optional[str],
+    wait_replicas: int = 0,
+    wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
+) -> Queue:
     try:
-        return Queue(name, connection=client_for(url), namespace=namespace)
+        return Queue(
+            name,
+            connection=client_for(url),
+            namespace=namespace,
+            wait_replicas=wait_replicas,
+            wait_timeout=wait_timeout,
+        )
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
 
@@ -74,6 +87,7 @@ def _queue(name: str, namespace: str, url: Optional[str]) -> Queue:
 @click.option("--group-concurrency", type=int, default=None, help="The same, per group.")
 @click.option("--group-rate", default=None, help="The same, per group.")
 @click.option("--clear", is_flag=True, help="Remove the queue's limits and group limits.")
+@replica_options
 @namespace_option()
 @url_option
 def limits(
@@ -83,12 +97,14 @@ def limits(
     group_concurrency: Optional[int],
     group_rate: Optional[str],
     clear: bool,
+    wait_replicas: int,
+    wait_timeout: float,
     namespace: str,
     url: Optional[str],
 ) -> None:
     """Show or set a queue's limits, enforced across all workers. The options given replace
     the queue's caps (or its groups' caps); --clear removes them all."""
-    queue = _queue(queue_name, namespace, url)
+    queue = _queue(queue_name, namespace, url, wait_replicas, wait_timeout)
     caps, group_caps = (concurrency, rate), (group_concurrency, group_rate)
     if clear and any(v is not None for v in caps + group_caps):
         raise click.UsageError("--clear removes every limit: give no other limit with it")
@@ -109,15 +125,20 @@ def limits(
 
 @click.command()
 @click.argument("queue_name", metavar="QUEUE")
+@replica_options
 @namespace_option()
 @url_option
-def pause(queue_name: str, namespace: str, url: Optional[str]) -> None:
+def pause(
+    queue_name: str, wait_replicas: int, wait_timeout: float, namespace: str, url: Optional[str]
+) -> None:
     """Stop every worker taking QUEUE's jobs (running ones finish; other queues go on)."""
-    _queue(queue_name, namespace, url).pause()
+    _queue(queue_name, namespace, url, wait_replicas, wait_timeout).pause()
     click.echo(f"queue {queue_name} paused")
 
 
-def resume_queue(queue_name: str, namespace: str, url: Optional[str]) -> None:
+def resume_queue(
+    queue_name: str, namespace: str, url: Optional[str], wait_replicas: int, wait_timeout: float
+) -> None:
     """`rqconc resume QUEUE`: undo `rqconc pause QUEUE`."""
-    _queue(queue_name, namespace, url).resume()
+    _queue(queue_name, namespace, url, wait_replicas, wait_timeout).resume()
     click.echo(f"queue {queue_name} resumed")

@@ -31,6 +31,7 @@ import redis
 from croniter import croniter
 
 from rqconc.connection.clients import translated_errors
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue import intervals
 from rqconc.queue.intervals import Tick
 from rqconc.queue.job import description_of
@@ -197,13 +198,15 @@ def register(
     expr: str,
     cron_id: str,
     fields: Dict[str, str],
+    wait: Optional[ReplicaWait] = None,
 ) -> CronEntry:
     """Store (or replace) the entry `cron_id` of `queue`: `expr` as checked by
     check_expression, `fields` a job prepared by `Queue.prepare` (its template). Its first
-    tick is the first one after now; the scheduler's leader enqueues it."""
+    tick is the first one after now; the scheduler's leader enqueues it. `wait`: the
+    queue's wait_replicas."""
     template = {name: value for name, value in fields.items() if name not in PER_JOB_FIELDS}
     entry = CronEntry(cron_id, expr, fields["func"], queue, uuid.uuid4().hex, time.time(), template)
-    _put(client, keys, cron_id, entry)
+    _put(client, keys, cron_id, entry, wait)
     # Said at once, so a six-field expression read seconds last surprises no one.
     log.info(
         "cron %s registered on queue %s: %s runs %s, next at %s",
@@ -238,14 +241,20 @@ def entries(client: redis.Redis, keys: KeySpace) -> List[CronEntry]:
     return sorted(found, key=lambda e: e.id)
 
 
-def remove(client: redis.Redis, keys: KeySpace, cron_id: str, queue: Optional[str] = None) -> bool:
+def remove(
+    client: redis.Redis,
+    keys: KeySpace,
+    cron_id: str,
+    queue: Optional[str] = None,
+    wait: Optional[ReplicaWait] = None,
+) -> bool:
     """Remove an entry (only if it belongs to `queue`, when given) and the jobs it enqueued
     ahead that have not started; False if there is no such entry."""
     with translated_errors(client):
         current = client.hget(keys.crons, cron_id)
     if current is None or (queue is not None and _queue_of(current) not in (queue, None)):
         return False
-    return _put(client, keys, cron_id, None)
+    return _put(client, keys, cron_id, None, wait)
 
 
 def _queue_of(raw: Any) -> Optional[str]:
@@ -256,7 +265,13 @@ def _queue_of(raw: Any) -> Optional[str]:
         return None
 
 
-def _put(client: redis.Redis, keys: KeySpace, cron_id: str, entry: Optional[CronEntry]) -> bool:
+def _put(
+    client: redis.Redis,
+    keys: KeySpace,
+    cron_id: str,
+    entry: Optional[CronEntry],
+    wait: Optional[ReplicaWait] = None,
+) -> bool:
     """Write (or, with None, delete) an entry through cron_put.lua, retried while a leader
     changes its planned jobs between our read and our write. False: nothing to remove."""
     for _ in range(PUT_ATTEMPTS):
@@ -269,7 +284,7 @@ def _put(client: redis.Redis, keys: KeySpace, cron_id: str, entry: Optional[Cron
                     version, queue = old.version, old.queue
                 except (ValueError, KeyError, TypeError):  # unreadable: replaced or removed
                     pass
-            code = Steps(client, keys).cron_put(
+            code = Steps(client, keys, wait).cron_put(
                 cron_id, queue, version, entry.to_json() if entry is not None else "", planned
             )
         if code is not CronPutReply.CHANGED:

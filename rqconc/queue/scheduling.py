@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import redis
 
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue import cron, intervals
 from rqconc.queue.cron import CronEntry
 from rqconc.queue.keys import KeySpace
@@ -20,6 +21,7 @@ class Scheduling:
 
     keys: KeySpace
     name: str
+    wait: ReplicaWait  # wait_replicas: registering and removing wait for the replicas too
 
     @property
     def connection(self) -> redis.Redis:  # Queue's
@@ -43,7 +45,9 @@ class Scheduling:
         # Each tick's job gets its own id, and a tick cannot wait for a job enqueued once.
         refuse(options, ("job_id", "depends_on"), "a cron's jobs (ids cron.<id>.<tick>)")
         ((_, _, fields),) = self.prepare([(func, tuple(args), dict(kwargs))], options)
-        return cron.register(self.connection, self.keys, self.name, expr, cron_id, fields)
+        return cron.register(
+            self.connection, self.keys, self.name, expr, cron_id, fields, self.wait
+        )
 
     def crons(self) -> List[CronEntry]:
         """This queue's cron entries (id, expr, func, queue, next_run, last_tick), by id."""
@@ -52,7 +56,7 @@ class Scheduling:
     def remove_cron(self, id: str) -> bool:
         """Remove this queue's cron entry `id` and its jobs enqueued ahead that have not
         started; False if it has none of that id."""
-        return cron.remove(self.connection, self.keys, id, queue=self.name)
+        return cron.remove(self.connection, self.keys, id, queue=self.name, wait=self.wait)
 
     def every(
         self, seconds: float, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any

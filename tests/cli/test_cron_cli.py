@@ -142,7 +142,7 @@ def test_cron_add_and_every_register_entries_as_q_cron_and_q_every_do(redis_serv
     # The scheduler plans its ticks like any entry's: each job calls echo("x", -5, k=1).
     Scheduler(redis.Redis.from_url(redis_url), KeySpace(), "worker-7").tick()
     ticks = Queue("ticks", redis_url)
-    jobs = ticks.jobs + ticks.fetch_jobs(ticks.scheduled_job_ids)
+    jobs = ticks.fetch_jobs(ticks.job_ids + ticks.scheduled_job_ids)
     assert len(jobs) >= 2 and all(j.args == ["x", -5] and j.kwargs == {"k": 1} for j in jobs)
 
 

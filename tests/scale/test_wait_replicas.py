@@ -135,3 +135,36 @@ def test_every_state_change_of_a_queue_or_its_jobs_waits_for_the_replicas(replic
         with pytest.raises(ConnectionError, match="replicas acknowledged"):
             change()
             pytest.fail(f"{name} returned without the replica")
+
+
+def test_the_admin_commands_take_wait_replicas_too(replicated, start_worker):
+    """`--wait-replicas N` on cancel, requeue, failed purge, limits, pause, resume and the
+    cron commands: each sends WAIT; without the replica, one line and exit 1."""
+    master, replica = replicated
+    url = master.url
+    q = Queue("default", url)
+    waiting = q.enqueue("tests.worker.jobs:add", 1, 2)
+    dead = Queue("dead", url).enqueue("tests.worker.jobs:add", 1, "x")  # a TypeError
+    start_worker("threading", 1, url, "-q", "dead", "--burst").wait_exit(60)
+    assert dead.id in Queue("dead", url).failed.job_ids
+    wait = ("--wait-replicas", "1", "--wait-timeout", "0.3", "--url", url)
+    commands = [
+        ("cancel", waiting.id),
+        ("requeue", dead.id),
+        ("failed", "purge", "-q", "dead"),
+        ("limits", "default", "--concurrency", "2"),
+        ("pause", "default"),
+        ("resume", "default"),
+        ("cron", "every", "60", "tests.worker.jobs:add", "1", "2", "-q", "default", "--id", "c"),
+        ("cron", "remove", "c"),
+    ]
+    for command in commands:
+        before = waits_sent(master)
+        done = rqconc(*command, *wait)
+        assert done.returncode == 0, (command, done.stderr)
+        assert waits_sent(master) > before, command
+    replica.kill()
+    for command in commands[3:7]:  # those that change something whatever came before
+        done = rqconc(*command, *wait)
+        assert_one_line_error(done, 1)
+        assert "replicas acknowledged" in done.stderr, command
