@@ -42,7 +42,10 @@ def test_fused_complete_and_take_of_a_plain_job_calls_twenty_commands(redis_url,
     # Every promise still paid for: fenced lease, FIFO pop, the counters (the per-minute
     # timeline costs no job anything: lua/metrics_mark.lua), and both events,
     # finished and started, in one stream entry (queue/events.py splits it).
-    assert calls["zpopmin"] == 1 and calls["xadd"] == 1 and calls["hincrby"] == 4
+    assert calls["zpopmin"] == 1 and calls["xadd"] == 1
+    # The two buckets always; the two sums only for a time of 1 ms or more (adding 0 is no
+    # call): here the runs take no time, and each job waited since the enqueue above.
+    assert calls["hincrby"] >= 2 and calls["hincrby"] <= 4
     events = EventStream(client, keys.namespace).latest(2 * JOBS)
     assert [e["event"] for e in events] == ["finished", "started"] * JOBS
     assert [e["job_id"] for e in events[1::2]] == [e["job_id"] for e in events[2::2]] + [job_id]

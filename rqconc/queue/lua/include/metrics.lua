@@ -13,8 +13,9 @@ of a namespace's totals are one hash, {ns}:metrics, fields named metric first, q
   run_ms:<queue>  wait_ms:<queue>       the sums of the observed times (ms)
 Run time is start to end of a run that finished, so the finished counter is the run
 histogram's count (one command less for every job); wait time is entering the queue to
-start. Every job pays these in take and complete: four HINCRBYs in all (each about 12,000
-Redis instructions with the call around it; bench/step_cost.py --callgrind).
+start. Every job pays these in take and complete: two HINCRBYs for the buckets, and one for
+each sum whose time is 1 ms or more (each call about 12,000 Redis instructions with the call
+around it; bench/step_cost.py --callgrind).
 The last hour, per minute, costs jobs nothing: metrics_mark.lua keeps the run buckets and
 failures of {ns}:metrics as they stood when each minute began, in {ns}:metrics:<minute>
 (Unix seconds, a multiple of 60; an hour's life), and rqconc/metrics/read.py's timeline()
@@ -54,7 +55,7 @@ end
 local function metric_started(queue, enqueued_at)
   local ms, q, key = metric_elapsed(enqueued_at), queue or 'default', metrics_key()
   redis.call('HINCRBY', key, 'wait:' .. metric_bucket(ms) .. ':' .. q, '1')
-  redis.call('HINCRBY', key, 'wait_ms:' .. q, ms)
+  if ms > 0 then redis.call('HINCRBY', key, 'wait_ms:' .. q, ms) end
 end
 
 -- A run finished (complete) after `ms` (metric_elapsed since its start): its run time
@@ -62,7 +63,8 @@ end
 local function metric_finished(queue, ms)
   local q, key = queue or 'default', metrics_key()
   redis.call('HINCRBY', key, 'run:' .. metric_bucket(ms) .. ':' .. q, '1')
-  redis.call('HINCRBY', key, 'run_ms:' .. q, ms)
+  -- A run under a millisecond adds nothing to the sum: no call (many jobs are that short).
+  if ms > 0 then redis.call('HINCRBY', key, 'run_ms:' .. q, ms) end
 end
 
 -- A job failed for good (a dead letter, a poison pill).
