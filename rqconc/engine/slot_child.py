@@ -27,6 +27,7 @@ from rqconc.engine.slot_memory import (
     TAKING,
     SlotMemory,
     clip,
+    text_of,
 )
 from rqconc.engine.states import ChildState
 
@@ -75,6 +76,13 @@ class ChildSide(SlotMemory):
                 slot.state = IDLE
                 slot.claim = b""
                 return ""
+            if slot.state == TAKING and slot.claim:
+                # The take before found nothing, or its reply was lost: then the source keeps
+                # the claim as an orphan and puts its item back before it takes again. Under
+                # the same claim, the supervisor still sees what that take may have leased,
+                # and a cold shutdown hands it back (a fresh claim would hide it until its
+                # lease ran out, an attempt counted: issue 14).
+                return text_of(slot.claim)
             slot.seq = seq = slot.seq + 1
             claim = f"{uid}.{index}.{generation}.{seq}"
             slot.claim = claim.encode()

@@ -118,7 +118,7 @@ class Taker:
                 self._requeue_orphans(child)
             found = attempt(child.steps)
         except REDIS_DOWN as exc:
-            child.orphans.extend(claims)
+            child.orphans.extend(c for c in claims if c not in child.orphans)
             delay = self._backoff.failed()
             if delay is not None:
                 self.connections.redis_down(exc, "taking a job", delay)

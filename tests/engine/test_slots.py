@@ -69,6 +69,26 @@ def test_a_chained_item_moves_the_claim_and_counts_the_job(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_takes_that_got_nothing_back_keep_their_claim_until_an_item_comes(backend):
+    """A take whose reply was lost may have leased an item under its claim (the source puts
+    it back before it takes again): the next take keeps that claim, so the supervisor still
+    sees it and a cold shutdown hands its item back (issue 14); an item run ends it."""
+    slots = pool_class(backend)(4).make_slots()
+    generation = slots.prepare(0)
+    assert slots.child_ready(0, generation, os.getpid())
+    first = slots.begin_take(0, generation, "uid")
+    assert slots.begin_take(0, generation, "uid") == first  # nothing came: the same claim
+    assert slots.view(0).claims == [first]
+    gone = slots.mark_gone(0)  # a cold shutdown now: that claim is what goes back
+    assert gone.claims == [first]
+    generation = slots.prepare(0)
+    assert slots.child_ready(0, generation, os.getpid())
+    claim = slots.begin_take(0, generation, "uid")
+    assert slots.mark_busy(0, generation, "item-1", None) and slots.mark_idle(0, generation)
+    assert slots.begin_take(0, generation, "uid") not in (claim, first)  # a run ended it
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_paused_worker_chains_no_next_item(backend):
     slots, generation, _ = busy_slot(backend)
     next_claim = slots.begin_chain(0, generation, "uid")
