@@ -81,10 +81,18 @@ def run_child(ctx: ChildContext) -> int:
     _show(ctx)
     try:
         _loop(ctx)
-    finally:
+    except BaseException:
         ctx.slots.child_exiting(ctx.index, ctx.generation)
-    ctx.source.child_stopping()
+        raise
+    _exit_slot(ctx)
     return 0
+
+
+def _exit_slot(ctx: ChildContext) -> None:
+    """The end of a child that ends normally: what it could not hand back stays in its slot
+    for the supervisor (WorkSource.child_stopping)."""
+    held = ctx.source.child_stopping()
+    ctx.slots.child_exiting(ctx.index, ctx.generation, held)
 
 
 def run_slot(ctx: ChildContext, pid: int) -> None:
@@ -94,9 +102,10 @@ def run_slot(ctx: ChildContext, pid: int) -> None:
         return
     try:
         _loop(ctx)
-    finally:
+    except BaseException:
         ctx.slots.child_exiting(ctx.index, ctx.generation)
-        ctx.source.child_stopping()  # this thread's own connection and orphaned claims
+        raise
+    _exit_slot(ctx)  # this thread's own connection and orphaned claims
 
 
 def _loop(ctx: ChildContext) -> None:

@@ -15,7 +15,7 @@ are taken with acquire()/release() rather than `with`: multiprocessing's Lock im
 from __future__ import annotations
 
 import time
-from typing import Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 from rqconc.engine.slot_memory import (
     BUSY,
@@ -185,13 +185,17 @@ class ChildSide(SlotMemory):
         finally:
             lock.release()
 
-    def child_exiting(self, index: int, generation: int) -> None:
+    def child_exiting(self, index: int, generation: int, held: Sequence[str] = ()) -> None:
+        """EXITED; with the claims under which the child may still hold an item it could not
+        hand back (at most two: the slot's claim and next claim; the supervisor hands them
+        back when it accounts for the ended child)."""
         slot, lock = self._cells[index], self._locks[index]
         lock.acquire()
         try:
             if slot.generation == generation and slot.state != BUSY:
                 slot.state = EXITED
-                slot.claim = b""
+                slot.claim = held[0].encode() if held else b""
+                slot.next_claim = held[1].encode() if len(held) > 1 else b""
         finally:
             lock.release()
 

@@ -102,8 +102,12 @@ class WorkSource(ABC):
     def give_back(self, item: WorkItem) -> None:
         """The child received the item but may not start it: return it untouched."""
 
-    def child_stopping(self) -> None:
-        """Called in a child that ends normally, to release what it opened."""
+    def child_stopping(self) -> Sequence[str]:
+        """Called in a child that ends normally, to release what it opened. Returns the
+        claims under which it may still hold an item it could not hand back itself (a take
+        whose reply was lost while the store was away): the child leaves them in its slot,
+        and the supervisor hands those items back (`interrupted`) once it can."""
+        return ()
 
     # ---- supervisor side: runs in the supervisor ----
     def supervisor_started(self, info: SupervisorInfo) -> None:

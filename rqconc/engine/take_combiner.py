@@ -91,5 +91,5 @@ class CombinedTakes(WorkSource):
     def child_started(self, child_index: int) -> None:
         self.source.child_started(child_index)
 
-    def child_stopping(self) -> None:
-        self.source.child_stopping()
+    def child_stopping(self) -> Sequence[str]:
+        return self.source.child_stopping()

@@ -204,9 +204,8 @@ class NamespacesSource(WorkSource):
         for source in self.sources:
             source.child_started(child_index)
 
-    def child_stopping(self) -> None:
-        for source in self.sources:
-            source.child_stopping()
+    def child_stopping(self) -> Sequence[str]:
+        return [claim for source in self.sources for claim in source.child_stopping()]
 
     def _paused(self, turns: _Turns, index: int) -> bool:
         """Whether namespace `index` is suspended, as this child last read it."""

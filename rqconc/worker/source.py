@@ -105,9 +105,10 @@ class RedisSource(WorkSource):
         self.taker.child_started(forked=not self.connections.connected)
         self.connections.child_started()
 
-    def child_stopping(self) -> None:
-        self.taker.child_stopping()
+    def child_stopping(self) -> List[str]:
+        held = self.taker.child_stopping()
         self.connections.child_stopping()
+        return held
 
     def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
         return self.taker.take(claim, timeout)

@@ -84,14 +84,16 @@ class Taker:
             self._backoff = Backoff(first=0.1, cap=30.0, jitter=True)
             self.runner.forget_functions()
 
-    def child_stopping(self) -> None:
-        """A child ending normally puts back what its lost replies may have taken."""
+    def child_stopping(self) -> List[str]:
+        """A child ending normally puts back what its lost replies may have taken; the
+        claims it could not (Redis away) are returned, for the supervisor to put back."""
         child = self.connections.child()
         if child.orphans:
             try:
                 self._requeue_orphans(child)
-            except REDIS_DOWN as exc:  # their leases expire; recovery puts them back
+            except REDIS_DOWN as exc:
                 self.connections.redis_down(exc, "putting back jobs of lost take replies")
+        return list(child.orphans)
 
     def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
         return self._guarded([claim], timeout, lambda steps: self._take(steps, claim, timeout))

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from rqconc import JobStatus, Queue
+from rqconc.queue.scripts import script
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import promised
 from tests.support.worker_process import BACKENDS, wait_for
@@ -75,5 +76,30 @@ def test_another_term_ends_the_wait_for_redis_at_once_and_leaves_jobs_to_recover
         assert time.monotonic() - asked < promised(1.0), worker.output()[-3000:]
         assert "leaving 2 interrupted job(s) to lease recovery" in worker.output()
         assert [j.status for j in running] == [JobStatus.STARTED] * 2  # until their leases end
+    finally:
+        proxy.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_job_whose_take_reply_was_lost_goes_back_when_its_child_ends_while_redis_is_away(
+    backend, redis_server, start_worker
+):
+    """The take ran (the job is leased) but its reply never came back, and Redis stays out
+    of reach: the child cannot put the job back itself. Ended by a warm shutdown meanwhile,
+    it leaves the claim in its slot, and the supervisor puts the job back once Redis answers:
+    no lease to wait out, no attempt counted."""
+    take = script("take")
+    redis_server.client().script_load(take.source)  # the take's first EVALSHA runs at once
+    q = Queue(connection=redis_server.url)
+    job = q.enqueue("tests.worker.jobs:nap", 30)
+    proxy = TcpProxy(redis_server.port).start()
+    try:
+        proxy.cut_reply_to(take.sha.encode(), then_refuse=5.0)
+        worker = start_worker(backend, 1, proxy.url(), "--lease-seconds", "30")
+        wait_for(lambda: job.status == JobStatus.STARTED and proxy.cut == 1, message="leased")
+        worker.signal(signal.SIGTERM)  # while no connection is let through
+        assert worker.wait_exit(60) == 0, worker.output()[-3000:]
+        assert (job.status, job.attempts) == (JobStatus.QUEUED, 0), worker.output()[-3000:]
+        assert q.job_ids == [job.id]
     finally:
         proxy.close()
