@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional
 
 import click
 
@@ -78,19 +78,21 @@ def cron() -> None:
     """Cron entries (q.cron(...), q.every(...)): list, add, every, remove."""
 
 
-def _register(
-    schedule: str,
-    register: Callable[[Queue], CronEntry],
-    queue_name: str,
-    url: Optional[str],
-    namespace: str,
-    wait: Dict[str, Any],
-) -> None:
-    """Register through the Queue method (the same checks as in code) and say what it does."""
-    queue = Queue(queue_name, connection=client_for(url), namespace=namespace, **wait)
+def _register(schedule: str, register: Callable[..., CronEntry], given: Dict[str, Any]) -> None:
+    """Register through the Queue method `register(queue, func, *args, id=, **kwargs)` (the
+    same checks as in code) with the options `add` and `every` share, and say what it does."""
+    queue = Queue(
+        given["queue_name"],
+        connection=client_for(given["url"]),
+        namespace=given["namespace"],
+        wait_replicas=given["wait_replicas"],
+        wait_timeout=given["wait_timeout"],
+    )
+    args = parse_json_args(given["json_args"])
+    named = parse_json_object(given["kwargs"], "--kwargs") or {}
     try:
         with translated_errors(queue.connection):
-            entry = register(queue)
+            entry = register(queue, given["function"], *args, id=given["cron_id"], **named)
     except ValueError as exc:  # a bad expression, interval, id or function name: misuse
         raise click.UsageError(str(exc)) from None
     runs = ", ".join(tick_to_iso(run) for run in next_runs(entry, time.time()))
@@ -124,57 +126,19 @@ def _entry_options(command: Callable[..., Any]) -> Callable[..., Any]:
 @cron.command(name="add", context_settings={"ignore_unknown_options": True})
 @click.argument("expr", metavar="EXPR")
 @_entry_options
-def add_cron(
-    expr: str,
-    queue_name: str,
-    cron_id: Optional[str],
-    kwargs: Optional[str],
-    wait_replicas: int,
-    wait_timeout: float,
-    url: Optional[str],
-    namespace: str,
-    function: str,
-    json_args: Sequence[str],
-) -> None:
+def add_cron(expr: str, **given: Any) -> None:
     """Run FUNCTION(JSON_ARG...) at every tick of EXPR (5 fields, or 6 with seconds last;
     UTC), exactly once per tick however many workers run: q.cron(...)."""
-    args, named = parse_json_args(json_args), parse_json_object(kwargs, "--kwargs") or {}
-    _register(
-        f"at {expr!r}",
-        lambda q: q.cron(expr, function, *args, id=cron_id, **named),
-        queue_name,
-        url,
-        namespace,
-        {"wait_replicas": wait_replicas, "wait_timeout": wait_timeout},
-    )
+    _register(f"at {expr!r}", lambda q, *args, **kw: q.cron(expr, *args, **kw), given)
 
 
 @cron.command(name="every", context_settings={"ignore_unknown_options": True})
 @click.argument("seconds", type=float, metavar="SECONDS")
 @_entry_options
-def every_cron(
-    seconds: float,
-    queue_name: str,
-    cron_id: Optional[str],
-    kwargs: Optional[str],
-    wait_replicas: int,
-    wait_timeout: float,
-    url: Optional[str],
-    namespace: str,
-    function: str,
-    json_args: Sequence[str],
-) -> None:
+def every_cron(seconds: float, **given: Any) -> None:
     """Run FUNCTION(JSON_ARG...) every SECONDS (from 0.1, any positive number: 0.5, 1.5,
     90...; ticks at its multiples since the epoch), exactly once per tick: q.every(...)."""
-    args, named = parse_json_args(json_args), parse_json_object(kwargs, "--kwargs") or {}
-    _register(
-        f"every {seconds:g} s",
-        lambda q: q.every(seconds, function, *args, id=cron_id, **named),
-        queue_name,
-        url,
-        namespace,
-        {"wait_replicas": wait_replicas, "wait_timeout": wait_timeout},
-    )
+    _register(f"every {seconds:g} s", lambda q, *args, **kw: q.every(seconds, *args, **kw), given)
 
 
 @cron.command(name="list")
