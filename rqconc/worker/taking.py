@@ -15,6 +15,7 @@ import redis
 
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
+from rqconc.connection.direct import ReplyLost
 from rqconc.engine.source import NextClaim, WorkItem
 from rqconc.queue import current
 from rqconc.queue.serialization import mro_names, type_name
@@ -108,8 +109,10 @@ class Taker:
         self, claims: Sequence[str], timeout: float, attempt: Callable[[Steps], Any]
     ) -> Any:
         """`attempt` with this child's steps, or None when Redis is away or refuses (never
-        an end of the child): the take may have run with its reply lost, so its claims are
-        kept as orphans, whose jobs go back once Redis answers."""
+        an end of the child). A take whose request left but whose reply was lost (ReplyLost)
+        may have run: its claims are kept as orphans, whose jobs go back once Redis answers.
+        One that never left (refused, unreachable) leased nothing: a child that ends then
+        leaves no claim behind for the supervisor to wait on."""
         wait = self._backoff.remaining()
         if wait > 0:
             time.sleep(min(wait, max(timeout, 0.0)))
@@ -120,7 +123,8 @@ class Taker:
                 self._requeue_orphans(child)
             found = attempt(child.steps)
         except REDIS_DOWN as exc:
-            child.orphans.extend(c for c in claims if c not in child.orphans)
+            if isinstance(exc, ReplyLost):  # it left: it may have run, and leased jobs
+                child.orphans.extend(c for c in claims if c not in child.orphans)
             delay = self._backoff.failed()
             if delay is not None:
                 self.connections.redis_down(exc, "taking a job", delay)
