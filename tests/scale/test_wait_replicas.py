@@ -90,9 +90,11 @@ def test_bad_wait_settings_are_refused():
 
 
 def test_requeueing_a_dead_letter_waits_for_the_replicas_too(replicated, start_worker):
+    # 1 s for the replica's acknowledgement: 0.3 s was too short for a loaded machine (a CI
+    # run's enqueue timed out with the replica alive).
     master, replica = replicated
     start_worker("threading", 1, master.url)
-    q = Queue("default", master.url, wait_replicas=1, wait_timeout=0.3)
+    q = Queue("default", master.url, wait_replicas=1, wait_timeout=1.0)
     job = q.enqueue("tests.worker.jobs:add", 1, "x")  # a TypeError, not retried: a dead letter
     wait_for(lambda: job.id in q.failed.job_ids, timeout=20, message="a dead letter")
     before = waits_sent(master)
@@ -108,7 +110,7 @@ def test_every_state_change_of_a_queue_or_its_jobs_waits_for_the_replicas(replic
     """Not only enqueue and the worker's steps: a unique enqueue, cancel, promote, delete,
     flow settings and q.delete() return once the replica holds them (SPEC 8)."""
     master, replica = replicated
-    q = Queue("admin", master.url, wait_replicas=1, wait_timeout=0.3)
+    q = Queue("admin", master.url, wait_replicas=1, wait_timeout=1.0)
     add = "tests.worker.jobs:add"
 
     def changes(round):
@@ -147,7 +149,7 @@ def test_the_admin_commands_take_wait_replicas_too(replicated, start_worker):
     dead = Queue("dead", url).enqueue("tests.worker.jobs:add", 1, "x")  # a TypeError
     start_worker("threading", 1, url, "-q", "dead", "--burst").wait_exit(60)
     assert dead.id in Queue("dead", url).failed.job_ids
-    wait = ("--wait-replicas", "1", "--wait-timeout", "0.3", "--url", url)
+    wait = ("--wait-replicas", "1", "--wait-timeout", "1.0", "--url", url)
     commands = [
         ("cancel", waiting.id),
         ("requeue", dead.id),
