@@ -327,17 +327,17 @@ class Queue(FlowControl, Scheduling):
 
     def fetch_job(self, job_id: str) -> Job:
         pickled = self.serializer.name == "pickle"  # a JSON queue's client never unpickles
-        job = Job.fetch(job_id, self.connection, self.keys.namespace, allow_pickle=pickled)
-        job.wait = self.wait
+        (job,) = self._handed_out(
+            [Job.fetch(job_id, self.connection, self.keys.namespace, allow_pickle=pickled)]
+        )
         return job
 
     def fetch_jobs(self, job_ids: Sequence[str]) -> List[Optional[Job]]:
         """Load jobs in one round trip, in order; None where a job does not exist (any more)."""
         jobs = Job.fetch_many(list(job_ids), self.connection, self.keys.namespace)
-        for job in jobs:
-            if job is not None:
-                job.allow_pickle = self.serializer.name == "pickle"
-                job.wait = self.wait
+        found = self._handed_out([job for job in jobs if job is not None])
+        for job in found:
+            job.allow_pickle = self.serializer.name == "pickle"
         return jobs
 
     # ---- admin (rqconc/queue/admin.py) ----
