@@ -74,6 +74,9 @@ def main() -> None:
     parser.add_argument("mode")
     parser.add_argument("--task", default="sleep10")
     parser.add_argument("--jobs", type=int, default=20000)
+    parser.add_argument(
+        "--commands", action="store_true", help="also print Redis calls per job, by command"
+    )
     args = parser.parse_args()
     server = PrivateRedis().start()
     workers: List[subprocess.Popen] = []
@@ -98,10 +101,12 @@ def main() -> None:
         while int(client.get(COUNTER) or 0) < 500:
             time.sleep(0.002)
         cpu0, redis0 = tree_cpu(pids), redis_cpu(client)
+        stats0 = client.info("commandstats")
         count0, t0 = int(client.get(COUNTER) or 0), time.perf_counter()
         while int(client.get(COUNTER) or 0) < args.jobs - 200:
             time.sleep(0.01)
         cpu1, redis1 = tree_cpu(pids), redis_cpu(client)
+        stats1 = client.info("commandstats")
         count1, t1 = int(client.get(COUNTER) or 0), time.perf_counter()
     finally:
         for worker in workers:
@@ -113,6 +118,15 @@ def main() -> None:
         f"CPU per job: workers {(cpu1 - cpu0) / done * 1e6:.0f} us, "
         f"Redis {(redis1 - redis0) / done * 1e6:.0f} us; load average {os.getloadavg()[0]:.1f}"
     )
+    if args.commands:
+        for name, after in sorted(stats1.items(), key=lambda kv: -kv[1]["usec"]):
+            before = stats0.get(name, {"calls": 0, "usec": 0})
+            calls = after["calls"] - before["calls"]
+            if calls:
+                print(
+                    f"  {name.split('_', 1)[1]:24} {calls / done:7.3f} calls/job "
+                    f"{(after['usec'] - before['usec']) / done:7.1f} us/job"
+                )
 
 
 if __name__ == "__main__":

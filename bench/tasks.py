@@ -46,5 +46,9 @@ async def asleep10() -> None:
     if client is None:
         import redis.asyncio
 
-        client = _async_clients[loop] = redis.asyncio.Redis.from_url(os.environ["BENCH_REDIS_URL"])
+        # One connection per running task at most: the default pool's cap (100) is below
+        # asyncio 200's concurrency, and a task over it fails with MaxConnectionsError.
+        client = _async_clients[loop] = redis.asyncio.Redis.from_url(
+            os.environ["BENCH_REDIS_URL"], max_connections=10_000
+        )
     await client.incr("bench:done")

@@ -84,8 +84,9 @@ class TLSNode(RedisServer):
 
 
 class RedisClusterProcesses:
-    """`masters` masters, each with one replica; `url` is a redis+cluster:// URL of them all
-    (rediss+cluster:// with `tls`, see TLSNode)."""
+    """`masters` masters, each with one replica (none with `replicas=False`: a benchmark that
+    compares one master with one Redis must not charge it its replica's CPU); `url` is a
+    redis+cluster:// URL of them all (rediss+cluster:// with `tls`, see TLSNode)."""
 
     def __init__(
         self,
@@ -93,6 +94,7 @@ class RedisClusterProcesses:
         masters: int = 3,
         password: Optional[str] = None,
         tls: Optional[Path] = None,
+        replicas: bool = True,
     ) -> None:
         self.password = password
         self.tls = tls
@@ -111,12 +113,13 @@ class RedisClusterProcesses:
             args += ("--masterauth", password)
         self.nodes = [
             TLSNode(binary, tls, args) if tls else RedisServer(binary, password, extra_args=args)
-            for _ in range(masters * 2)
+            for _ in range(masters * (2 if replicas else 1))
         ]
         for node in self.nodes:  # each node writes its own config in its own directory
             node.extra_args += ("--cluster-config-file", f"{node.dir}/nodes.conf")
             node.port = cluster_port()
         self.masters = masters
+        self.replicas = replicas
 
     @property
     def url(self) -> str:
@@ -198,7 +201,8 @@ class RedisClusterProcesses:
             return False
         # Each master's replica is listed with its slots once both are alive.
         slots = self.client(live[0]).execute_command("CLUSTER SLOTS")
-        return all(len(s) >= 4 for s in slots) or len(live) < len(self.nodes)
+        wanted = 4 if self.replicas else 3  # start, end, master[, replica]
+        return all(len(s) >= wanted for s in slots) or len(live) < len(self.nodes)
 
     def _slot_map(self, node: RedisServer) -> str:
         """Slot ranges with the ports of their master and replicas, as `node` sees them."""
