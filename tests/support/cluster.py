@@ -59,8 +59,10 @@ class TLSNode(RedisServer):
     """A node that speaks TLS only, to clients, replicas and the cluster bus alike (`tls`: a
     directory of server.crt, server.key and ca.crt, as tests/security's `tls_files`)."""
 
-    def __init__(self, binary: str, tls: Path, extra_args: tuple) -> None:
-        super().__init__(binary, extra_args=extra_args)
+    def __init__(
+        self, binary: str, tls: Path, extra_args: tuple, password: Optional[str] = None
+    ) -> None:
+        super().__init__(binary, password=password, extra_args=extra_args)
         self.tls = tls
 
     def start(self, _attempts: int = 3) -> RedisServer:
@@ -80,7 +82,9 @@ class TLSNode(RedisServer):
 
     def client(self) -> redis.Redis:
         ca = str(self.tls / "ca.crt")
-        return redis.Redis(host="127.0.0.1", port=self.port, ssl=True, ssl_ca_certs=ca)
+        return redis.Redis(
+            host="127.0.0.1", port=self.port, password=self.password, ssl=True, ssl_ca_certs=ca
+        )
 
 
 class RedisClusterProcesses:

@@ -3,6 +3,13 @@
 Started from the same redis-server binary as every other test server (`redis-server
 --sentinel` is Sentinel mode of that binary), with short down-after / failover timeouts so a
 failover takes a few seconds, and torn down by pid.
+
+With `tls` (a directory of server.crt, server.key and ca.crt, as tests/security's `tls_files`)
+the data nodes speak TLS only (TLSNode) and the URL is `rediss+sentinel://...?ssl_ca_certs=`.
+The sentinels keep a plain port for clients: rqconc's URL means TLS to the data nodes only.
+`tls-replication yes` is what makes a sentinel use TLS towards the instances it watches, and
+the other sentinels too, so each sentinel also listens on a TLS port, which it announces to
+the others in place of its plain one.
 """
 
 from __future__ import annotations
@@ -13,11 +20,13 @@ import signal
 import subprocess
 import tempfile
 import time
-from typing import List, Optional, Tuple
+from pathlib import Path
+from typing import Any, List, Optional, Tuple
 from urllib.parse import quote
 
 import redis
 
+from tests.support.cluster import TLSNode
 from tests.support.redis_server import RedisServer, free_port
 
 SERVICE = "rqconc-test"
@@ -31,10 +40,15 @@ class SentinelProcess:
     rewrites it)."""
 
     def __init__(
-        self, binary: str, master_port: int, directory: str, password: Optional[str] = None
+        self,
+        binary: str,
+        master_port: int,
+        directory: str,
+        password: Optional[str] = None,
+        tls: Optional[Path] = None,
     ) -> None:
         self.binary = binary
-        self.master_port, self.password = master_port, password
+        self.master_port, self.password, self.tls = master_port, password, tls
         self.dir = tempfile.mkdtemp(prefix="sentinel-", dir=directory)
         self.config = os.path.join(self.dir, "sentinel.conf")
         self.process: Optional[subprocess.Popen] = None
@@ -55,6 +69,20 @@ class SentinelProcess:
             )
             if password:  # the data nodes' password, which the sentinels need to watch them
                 f.write(f"sentinel auth-pass {SERVICE} {password}\n")
+            if self.tls:
+                f.write(self._tls_config(self.tls))
+
+    @staticmethod
+    def _tls_config(tls: Path) -> str:
+        """TLS to the data nodes and between sentinels (both follow `tls-replication`); the
+        plain `port` stays for clients. Without `tls-replication yes` a sentinel talks plain
+        to the TLS-only master and never sees it up, let alone its replica; without a
+        `tls-port` the sentinels mark each other down and never fail over."""
+        return (
+            f"tls-port {free_port()}\ntls-replication yes\ntls-auth-clients no\n"
+            f"tls-cert-file {tls / 'server.crt'}\ntls-key-file {tls / 'server.key'}\n"
+            f"tls-ca-cert-file {tls / 'ca.crt'}\n"
+        )
 
     def start(self) -> SentinelProcess:
         # A port found free may be bound by another test process before this one binds it
@@ -94,31 +122,47 @@ class SentinelProcess:
 class SentinelDeployment:
     """The servers of one Sentinel group; `url` is the rqconc URL that reaches its master."""
 
-    def __init__(self, binary: str, password: Optional[str] = None) -> None:
+    def __init__(
+        self, binary: str, password: Optional[str] = None, tls: Optional[Path] = None
+    ) -> None:
         self.binary = binary
         self.password = password
+        self.tls = tls
         self.dir = tempfile.mkdtemp(prefix="rqconc-sentinel-")
         # Every data node may become the master or a replica: each needs both settings.
         self.node_args = ("--masterauth", password) if password else ()
-        self.master = RedisServer(binary, password=password, extra_args=self.node_args)
+        self.master = self._data_node(self.node_args)
         self.replica: Optional[RedisServer] = None
         self.sentinels: List[SentinelProcess] = []
+
+    def _data_node(self, args: tuple) -> RedisServer:
+        if self.tls:  # TLS only, replication included (TLSNode sets --tls-replication yes)
+            return TLSNode(self.binary, self.tls, args, password=self.password)
+        return RedisServer(self.binary, password=self.password, extra_args=args)
 
     @property
     def url(self) -> str:
         hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
         auth = f":{quote(self.password, safe='')}@" if self.password else ""
+        if self.tls:
+            ca = quote(str(self.tls / "ca.crt"))
+            return f"rediss+sentinel://{auth}{hosts}/{SERVICE}/0?ssl_ca_certs={ca}"
         return f"redis+sentinel://{auth}{hosts}/{SERVICE}/0"
+
+    def node_client(self, port: int, **options: Any) -> redis.Redis:
+        """A client of one data node by port (TLS, verified against the CA, in TLS mode)."""
+        if self.tls:
+            options.update(ssl=True, ssl_ca_certs=str(self.tls / "ca.crt"))
+        return redis.Redis(host="127.0.0.1", port=port, password=self.password, **options)
 
     def start(self) -> SentinelDeployment:
         self.master.start()
-        self.replica = RedisServer(
-            self.binary,
-            password=self.password,
-            extra_args=(*self.node_args, "--replicaof", "127.0.0.1", str(self.master.port)),
-        ).start()
+        follow = ("--replicaof", "127.0.0.1", str(self.master.port))
+        self.replica = self._data_node((*self.node_args, *follow)).start()
         self.sentinels = [
-            SentinelProcess(self.binary, self.master.port, self.dir, self.password).start()
+            SentinelProcess(
+                self.binary, self.master.port, self.dir, self.password, self.tls
+            ).start()
             for _ in range(3)
         ]
         self.wait_ready()
@@ -189,9 +233,7 @@ class SentinelDeployment:
     def wait_replica_caught_up(self, timeout: float = 10.0) -> None:
         """Wait until the replica holds every write the master has: WAIT counts the writes
         of its own connection, so one write and the WAIT go on one connection."""
-        client = redis.Redis(
-            port=self.current_master().port, password=self.password, single_connection_client=True
-        )
+        client = self.node_client(self.current_master().port, single_connection_client=True)
         client.set("rqconc-test:caught-up", 1)
         acknowledged = client.wait(1, int(timeout * 1000))
         client.close()
@@ -227,7 +269,7 @@ class SentinelDeployment:
             address = self.agreed_master_address()
             if address and address[1] != old.port:
                 try:
-                    node = redis.Redis(port=address[1], password=self.password, socket_timeout=2)
+                    node = self.node_client(address[1], socket_timeout=2)
                     role = node.role()[0]
                 except redis.exceptions.RedisError:
                     role = b""
