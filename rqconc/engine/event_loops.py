@@ -3,7 +3,9 @@
 A child is a process, a thread or a greenlet; each keeps one event loop for the `async def`
 items it runs (`run`), so a connection pool an item keeps in a module global stays bound to a
 loop that lives on. Under the asyncio backend the children share the backend's one loop
-instead (`SharedLoop`): the child's thread hands the coroutine to it and waits.
+instead (`SharedLoop`): the child's thread hands the coroutine to it and waits. So do the
+slots of a process child with `--slots K` (slot_host.py): the child's one loop, in a thread of
+its own (`LoopThread`), where K coroutines at once are K tasks.
 
 Ending a child that runs a coroutine cancels the coroutine's task (`cancel`): the item sees
 `CancelledError` at its next `await`, as it would for `asyncio.wait_for`. A process is simply
@@ -17,7 +19,7 @@ import concurrent.futures
 import contextvars
 import os
 import threading
-from typing import Any, Coroutine, Optional
+from typing import Any, Callable, Coroutine, Optional
 
 # Per thread (per greenlet under gevent, whose patched `threading.local` is greenlet-local).
 _local = threading.local()
@@ -71,12 +73,15 @@ class ChildLoop:
 
 
 class SharedLoop:
-    """A child of the asyncio backend: its items run as tasks of the backend's one loop,
-    while the child's thread waits for the result. The task runs in a copy of the thread's
-    context (`contextvars`), as it would in the thread itself."""
+    """A child whose items run as tasks of a loop shared with other children (the asyncio
+    backend's, or a process child's with several slots), while the child's thread waits for
+    the result. `shared` gives that loop, asked on the first coroutine (a child that runs
+    only plain functions never starts one). The task runs in a copy of the thread's context
+    (`contextvars`), as it would in the thread itself."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+    def __init__(self, shared: Callable[[], asyncio.AbstractEventLoop]) -> None:
+        self._shared = shared
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._task: Optional[asyncio.Task] = None
         self._cancelled = False
 
@@ -84,13 +89,14 @@ class SharedLoop:
         self._cancelled = False
         done: concurrent.futures.Future = concurrent.futures.Future()
         context = contextvars.copy_context()
+        loop = self._loop = self._loop or self._shared()
 
         def start() -> None:  # in the loop's thread
-            task = context.run(self._loop.create_task, coro)
+            task = context.run(loop.create_task, coro)
             self._task = task
             task.add_done_callback(lambda ended: _settle(ended, done))
 
-        self._loop.call_soon_threadsafe(start)
+        loop.call_soon_threadsafe(start)
         try:
             return done.result()
         except (concurrent.futures.CancelledError, asyncio.CancelledError):
@@ -102,6 +108,8 @@ class SharedLoop:
 
     def cancel(self) -> None:
         self._cancelled = True
+        if self._loop is None:  # no coroutine ran yet: nothing to cancel
+            return
         try:  # after `start` if that is still queued: call_soon keeps the order
             self._loop.call_soon_threadsafe(self._cancel_task)
         except RuntimeError:  # the loop is closed: nothing runs any more
@@ -110,6 +118,42 @@ class SharedLoop:
     def _cancel_task(self) -> None:
         if self._task is not None:
             self._task.cancel()
+
+
+class LoopThread:
+    """One event loop running in a daemon thread for as long as its owner lives (the asyncio
+    backend's supervisor, a process child with several slots)."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            self.loop.close()
+
+    def close(self) -> None:
+        # Tasks still running belong to abandoned children whose jobs were failed or requeued
+        # already: cancel them, let them unwind, then stop the loop.
+        loop = self.loop
+
+        def stop() -> None:
+            for task in asyncio.all_tasks(loop):
+                task.cancel()
+            loop.call_later(0.05, loop.stop)
+
+        if loop.is_running():
+            try:
+                loop.call_soon_threadsafe(stop)
+            except RuntimeError:  # closed meanwhile
+                return
+            # A task that never awaits holds the loop: a cold shutdown must not wait for it
+            # (the process is gone within 1 s); the thread is a daemon.
+            self._thread.join(timeout=0.2)
 
 
 def _settle(task: asyncio.Task, done: concurrent.futures.Future) -> None:

@@ -20,10 +20,18 @@ worker without `--slots`, whose supervisor kills the child.
 
 Takes: idle slots share one take step (take_combiner.py); a busy slot takes its next job in
 the step that records the current one, as any child does.
+
+`async def` jobs: the slots share the child's one event loop (event_loops.LoopThread, made on
+the first coroutine), each coroutine a task of it, so a client an async job keeps in a module
+global serves every slot. A slot taken back has its coroutine's task cancelled: an async job
+that timed out or was canceled stops at its next `await`, and its thread ends then instead of
+being abandoned for the job's whole length. A coroutine that never awaits holds the loop and
+so every slot's coroutine (as under the asyncio backend); plain functions do not use the loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 import queue
@@ -31,7 +39,7 @@ import threading
 import time
 from typing import Dict, List, Optional, Set, Tuple
 
-from rqconc.engine import titles
+from rqconc.engine import event_loops, titles
 from rqconc.engine.child import BOOT_FAILURE_EXIT, ChildContext, boot_child, run_child, run_slot
 from rqconc.engine.slot_memory import BUSY, STARTING
 from rqconc.engine.take_combiner import CombinedTakes
@@ -68,6 +76,10 @@ class SlotHost:
         self.live: Set[threading.Thread] = set()
         self.recycling = False
         self._next_title = 0.0
+        self._loop_thread: Optional[event_loops.LoopThread] = None
+        self._loop_lock = threading.Lock()
+        # Per cell: where its current thread runs coroutines (cancelled when taken back).
+        self.loops: Dict[int, event_loops.SharedLoop] = {}
 
     def run(self) -> int:
         for cell, generation in zip(self.cells, self.ctx.generations):
@@ -80,11 +92,20 @@ class SlotHost:
         # Abandoned threads end with the process: the backend exits it without joining them.
         return 0
 
-    def _run_slot(self, slot_ctx: ChildContext) -> None:
+    def _run_slot(self, slot_ctx: ChildContext, loop: event_loops.SharedLoop) -> None:
+        event_loops.install(loop)
         try:
             run_slot(slot_ctx, self.pid)
         finally:
             self.ended.put(threading.current_thread())
+
+    def _the_loop(self) -> asyncio.AbstractEventLoop:
+        """The child's event loop, started by the first slot that runs a coroutine: a child
+        that only runs plain functions keeps no loop thread."""
+        with self._loop_lock:
+            if self._loop_thread is None:
+                self._loop_thread = event_loops.LoopThread("rqconc-slots-loop")
+            return self._loop_thread.loop
 
     def _start(self, cell: int, generation: int) -> None:
         slot_ctx = dataclasses.replace(
@@ -96,8 +117,9 @@ class SlotHost:
             slots_per_child=1,
             generations=(),
         )
+        loop = self.loops[cell] = event_loops.SharedLoop(self._the_loop)
         thread = threading.Thread(
-            target=self._run_slot, args=(slot_ctx,), name=f"rqconc-slot-{cell}", daemon=True
+            target=self._run_slot, args=(slot_ctx, loop), name=f"rqconc-slot-{cell}", daemon=True
         )
         self.threads[cell] = (generation, thread)
         self.live.add(thread)
@@ -118,6 +140,7 @@ class SlotHost:
             generation, thread = self.threads[cell]
             if current != generation:  # the supervisor took the slot back
                 if thread is not None and thread in live:
+                    self.loops[cell].cancel()  # an async job stops at its next await
                     self.abandoned.append(thread)
                 self.threads[cell] = (generation, None)
                 if state == STARTING and not self.recycling:

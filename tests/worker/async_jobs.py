@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
+import time
 
 import redis
 
@@ -19,6 +20,14 @@ async def loop_identity() -> str:
     loop = asyncio.get_running_loop()
     await asyncio.sleep(0)
     return f"{os.getpid()}:{threading.get_ident()}:{id(loop)}"
+
+
+async def loop_after(seconds: float) -> list:
+    """[process, event loop, start, end] of this run: a sleep keeps it running beside others
+    (a child with several slots runs them as tasks of its one loop)."""
+    started = time.time()
+    await asyncio.sleep(seconds)
+    return [os.getpid(), id(asyncio.get_running_loop()), started, time.time()]
 
 
 async def fails() -> None:

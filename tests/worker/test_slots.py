@@ -237,6 +237,36 @@ def test_cancel_of_one_running_job_leaves_its_neighbours_running(
 
 
 @pytest.mark.parametrize("backend", PROCESS_BACKENDS)
+def test_async_jobs_of_a_child_share_its_one_loop_and_a_timeout_or_cancel_cancels_their_task(
+    backend, redis_server, start_worker
+):
+    """SPEC 10: a child's slots run `async def` jobs in the child's event loop, and ending a
+    job (timeout, cancel) cancels its task: the coroutine sees CancelledError at its next
+    await instead of running on for its whole length in an abandoned thread."""
+    slot_worker(start_worker, backend, redis_server.url, size=1)
+    q = Queue(connection=redis_server.url)
+    together = [q.enqueue("tests.worker.async_jobs:loop_after", 1.0) for _ in range(SLOTS)]
+    ran = [job.get(timeout=20) for job in together]
+    assert max(start for *_, start, _ in ran) < min(end for *_, end in ran)  # all at once
+    assert len({(pid, loop) for pid, loop, *_ in ran}) == 1  # as tasks of one loop
+
+    client, url = redis_server.client(), redis_server.url
+    timed = q.enqueue("tests.worker.async_jobs:sleep_then_mark", url, "timed", 60, timeout=1)
+    with pytest.raises(JobFailed) as info:
+        timed.get(timeout=15)
+    assert info.value.exc_type.endswith("JobTimeout")
+    wait_for(lambda: client.lrange("timed", 0, -1) == [b"cancelled"], 10, message="timeout")
+
+    canceled = q.enqueue("tests.worker.async_jobs:sleep_then_mark", url, "canceled", 60)
+    wait_for(lambda: canceled.status == JobStatus.STARTED, 15, message="started")
+    canceled.cancel()
+    wait_for(lambda: client.lrange("canceled", 0, -1) == [b"cancelled"], 10, message="cancel")
+    # Every slot serves again, the loop with them.
+    again = [q.enqueue("tests.worker.async_jobs:add_later", n, 1, 0.5) for n in range(SLOTS)]
+    assert [job.get(timeout=20) for job in again] == [n + 1 for n in range(SLOTS)]
+
+
+@pytest.mark.parametrize("backend", PROCESS_BACKENDS)
 def test_every_slot_keeps_its_lease_so_no_long_job_runs_twice(backend, redis_server, start_worker):
     # Two workers with 1 s leases: a slot whose lease were not renewed would see its job
     # recovered and run again by the other worker.

@@ -16,9 +16,7 @@ threads (a multi-job take step replaces them in one place: rqconc/worker/taking.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 from typing import Any
 
 from rqconc.engine import event_loops
@@ -32,32 +30,11 @@ class AsyncioPool(ThreadPool):
 
     def __init__(self, capacity: int) -> None:
         super().__init__(capacity)
-        self._loop = asyncio.new_event_loop()
-        self._loop_thread = threading.Thread(
-            target=self._run_loop, name="rqconc-asyncio-loop", daemon=True
-        )
-        self._loop_thread.start()
-
-    def _run_loop(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        try:
-            self._loop.run_forever()
-        finally:
-            self._loop.close()
+        self._loop_thread = event_loops.LoopThread("rqconc-asyncio-loop")
 
     def _child_loop(self) -> Any:
-        return event_loops.SharedLoop(self._loop)
+        loop = self._loop_thread.loop
+        return event_loops.SharedLoop(lambda: loop)
 
     def close(self) -> None:
-        # Tasks still running belong to abandoned slots whose jobs were failed or requeued
-        # already: cancel them, let them unwind, then stop the loop.
-        def stop() -> None:
-            for task in asyncio.all_tasks(self._loop):
-                task.cancel()
-            self._loop.call_later(0.05, self._loop.stop)
-
-        if self._loop.is_running():
-            self._loop.call_soon_threadsafe(stop)
-            # A task that never awaits holds the loop: a cold shutdown must not wait for it
-            # (the process is gone within 1 s); the thread is a daemon.
-            self._loop_thread.join(timeout=0.2)
+        self._loop_thread.close()
