@@ -4,6 +4,7 @@ event loop, and a timeout or `job.cancel()` cancels the job's task."""
 import pytest
 
 from rqconc import JobFailed, JobStatus, Queue
+from rqconc.worker.registry import list_workers
 from tests.support.worker_process import BACKENDS, wait_for
 
 JOBS = "tests.worker.async_jobs"
@@ -54,6 +55,30 @@ def test_asyncio_runs_many_async_jobs_at_once_and_plain_ones_in_its_threads(
     wait_for(lambda: all(j.status == JobStatus.FINISHED for j in jobs), 8, message="all done")
     assert [j.return_value for j in jobs] == list(range(20))
     assert q.enqueue(f"{JOBS}:plain_thread_name").get(timeout=15).startswith("rqconc-child-")
+
+
+def test_asyncio_idle_slots_share_their_takes_so_a_burst_costs_fewer_steps_than_jobs(
+    redis_server, start_worker
+):
+    """SPEC 10 / issue 18: at 200 slots a take must not cost a round trip per job; idle slots
+    share one take step (lua/take_many.lua), each job leased under its own slot's claim."""
+    slots = 20
+    start_worker("asyncio", slots, redis_server.url)
+    client = redis_server.client()
+    wait_for(
+        lambda: (w := list_workers(client)) and w[0]["idle"] == slots, 20, message="slots idle"
+    )
+    q = Queue(connection=redis_server.url)
+    client.config_resetstat()
+    url = redis_server.url
+    jobs = q.enqueue_many([(f"{JOBS}:sleep_then_mark", (url, f"m{n}", 1.0)) for n in range(slots)])
+    wait_for(lambda: all(j.status == JobStatus.STARTED for j in jobs), 20, message="started")
+    # One script call per take, plus the odd idle take before the burst: a take per slot
+    # would be 20 or more.
+    takes = int(client.info("commandstats")["cmdstat_evalsha"]["calls"])
+    assert takes < slots, takes
+    wait_for(lambda: all(j.status == JobStatus.FINISHED for j in jobs), 20, message="finished")
+    assert [client.lrange(f"m{n}", 0, -1) for n in range(slots)] == [[b"finished"]] * slots
 
 
 def test_an_eager_async_job_is_awaited_even_from_inside_a_running_loop():

@@ -10,17 +10,20 @@ Limits (docs/backends.md): ending a child (timeout, `job.cancel()`, cold shutdow
 its task, which ends at its next `await`; a task that never awaits (a CPU loop, a blocking
 call inside `async def`) freezes every other task of the loop until it returns, and is then
 recorded as timed out. A plain function cannot be killed: its thread is abandoned as in the
-threading backend. Takes and completions are one Redis round trip per job, made by the slot
-threads (a multi-job take step replaces them in one place: rqconc/worker/taking.py).
+threading backend. Idle slots share their takes (one step leases a job for each slot that
+asked, take_combiner.py); a busy slot's completion takes its next job in the same step.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from typing import Any
+from typing import Any, Optional
 
 from rqconc.engine import event_loops
 from rqconc.engine.backends.threads import ThreadPool
+from rqconc.engine.child import ChildContext
+from rqconc.engine.take_combiner import CombinedTakes
 
 log = logging.getLogger("rqconc.engine")
 
@@ -31,6 +34,14 @@ class AsyncioPool(ThreadPool):
     def __init__(self, capacity: int) -> None:
         super().__init__(capacity)
         self._loop_thread = event_loops.LoopThread("rqconc-asyncio-loop")
+        self._takes: Optional[CombinedTakes] = None
+
+    def _start(self, ctx: ChildContext) -> Any:
+        # Idle slots share one take step, as the slots of a process child do (--slots,
+        # take_combiner.py): a burst fills 200 idle slots in a few round trips, not 200.
+        if self._takes is None or self._takes.source is not ctx.source:
+            self._takes = CombinedTakes(ctx.source, self.capacity)
+        return super()._start(dataclasses.replace(ctx, source=self._takes))
 
     def _child_loop(self) -> Any:
         loop = self._loop_thread.loop
