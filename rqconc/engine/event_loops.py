@@ -88,7 +88,7 @@ class SharedLoop:
     def run(self, coro: Coroutine[Any, Any, Any]) -> Any:
         self._cancelled = False
         # The loop releases this lock when the task ends: a lighter signal than a Future's
-        # condition, about 15 us less CPU per job (bench/loop_handoff.py).
+        # condition, about 25 us less CPU per job on a quiet machine (bench/loop_handoff.py).
         ended: List[asyncio.Task] = []
         signal = threading.Lock()
         signal.acquire()
