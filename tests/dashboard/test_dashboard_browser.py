@@ -5,6 +5,7 @@ that looks like markup shown as text and never run."""
 
 import time
 
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 
 from rqconc import Queue
@@ -25,8 +26,20 @@ XSS = [
 ]
 
 
+def _settled(read):
+    """`read()`, again while the page swaps an element under it: the pages redraw as they
+    update themselves, so an element found may be replaced before it is read (a CI run)."""
+    for attempt in range(10):
+        try:
+            return read()
+        except StaleElementReferenceException:
+            if attempt == 9:
+                raise
+    raise AssertionError("unreachable")
+
+
 def _text(driver, css):
-    return " ".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, css))
+    return _settled(lambda: " ".join(e.text for e in driver.find_elements(By.CSS_SELECTOR, css)))
 
 
 def _count(driver, queue, status):
@@ -57,11 +70,12 @@ def test_every_page_loads_without_console_errors_and_shows_counts_and_children(
     assert browser.execute_script("return window.__same_page") is True  # no reload
     browser.get(board.base + "/workers")
     wait_page(browser, '.child[data-state="busy"] a')
-    busy = browser.find_elements(By.CSS_SELECTOR, '.child[data-state="busy"] a')
-    shown = {a.text for a in busy}
+    busy = '.child[data-state="busy"] a'
+    shown = _settled(lambda: {a.text for a in browser.find_elements(By.CSS_SELECTOR, busy)})
     assert {j.id for j in running} <= shown
     assert len(browser.find_elements(By.CSS_SELECTOR, '.child[data-state="idle"]')) == 1
-    busy[0].click()  # a child links to its job's page
+    # A child links to its job's page.
+    _settled(lambda: browser.find_elements(By.CSS_SELECTOR, busy)[0].click())
     wait_page(browser, "#job-args")
     assert "tests.dashboard.jobs:nap" in browser.find_element(By.CSS_SELECTOR, "dl.facts").text
     assert console_errors(browser) == []
