@@ -9,8 +9,8 @@ import pytest
 
 import rqconc
 from rqconc import Group, JobFailed, Queue, Retry
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.signature import Signature
+from rqconc.worker.registry import list_workers
 from tests.support.waiting import wait_for
 from tests.support.worker_process import BACKENDS
 
@@ -114,9 +114,16 @@ def test_chord_of_100_jobs_over_3_workers_of_different_backends_fires_once_in_or
     client = redis_server.client()
     for backend in ("forking", "threading", "gevent"):
         start_worker(backend, 4, redis_server.url)
-    workers = KeySpace().workers
-    wait_for(lambda: client.zcard(workers) == 3, 20, message="three workers registered")
-    calls = [(f"{JOBS}:square", (i, 0.02)) for i in range(100)]
+    # Every child of every worker ready to take, and jobs long enough (100 x 0.1 s over 12
+    # children) that a worker slowed by a loaded machine still gets some: a CI run under
+    # load saw two workers finish all 100 jobs of 20 ms while the third was registered but
+    # not yet taking.
+    wait_for(
+        lambda: len(w := list_workers(client)) == 3 and all(x["idle"] == 4 for x in w),
+        30,
+        message="three workers with 4 idle children each",
+    )
+    calls = [(f"{JOBS}:square", (i, 0.1)) for i in range(100)]
     group = rqconc.group(*calls).then(f"{JOBS}:record", redis_server.url, "runs").enqueue(q)
     assert group.chord.get(timeout=60) == 100
     assert runs(client, "runs") == [[i * i for i in range(100)]]
