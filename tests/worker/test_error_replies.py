@@ -88,7 +88,10 @@ def test_the_worker_outlives_refusals_and_resumes(backend, admin_redis, start_wo
 
     assert queue.enqueue("tests.worker.jobs:add", 2, 3).get(timeout=30) == 5
     if backend in PROCESS_BACKENDS:
-        assert _children(worker) == children, "children were replaced"
+        # No new process: nothing was replaced (a loaded CI run's first snapshot held one
+        # more, short-lived process, so the two lists are not compared for equality).
+        after = _children(worker)
+        assert set(after) <= set(children), f"children were replaced: {children} -> {after}"
     log = worker.output()
     assert "Traceback" not in log, log[-3000:]
     refusals = [line for line in log.splitlines() if "refused heartbeating" in line]
