@@ -17,15 +17,12 @@ asked, take_combiner.py); a busy slot's completion takes its next job in the sam
 from __future__ import annotations
 
 import dataclasses
-import logging
 from typing import Any, Optional
 
 from rqconc.engine import event_loops
 from rqconc.engine.backends.threads import ThreadPool
 from rqconc.engine.child import ChildContext
 from rqconc.engine.take_combiner import CombinedTakes
-
-log = logging.getLogger("rqconc.engine")
 
 
 class AsyncioPool(ThreadPool):
