@@ -13,8 +13,9 @@ import socket
 import subprocess
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import redis
 
@@ -131,12 +132,16 @@ class Workers:
         self.pidfile = pidfile
 
     def start(
-        self, argv: Sequence[str], env: Dict[str, str], log_path: Optional[str] = None
+        self,
+        argv: Sequence[str],
+        env: Dict[str, str],
+        log_path: Optional[str] = None,
+        cwd: Optional[Path] = None,  # another checkout's root (a base revision's worktree)
     ) -> subprocess.Popen:
         log = open(log_path, "ab") if log_path else subprocess.DEVNULL
         process = subprocess.Popen(
             list(argv),
-            cwd=str(ROOT),
+            cwd=str(cwd or ROOT),
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -214,6 +219,22 @@ def wait_count(
         rate = (count - count_first) / max(now - t_first, 1e-6)
         left = (target - count) / rate if rate > 0 else 0.01
         time.sleep(min(0.01, max(0.001, left / 5)))
+
+
+@contextmanager
+def revision_tree(rev: str) -> Iterator[Path]:
+    """`rev` checked out into a temporary git worktree (detached), removed on exit: a base
+    revision whose own code a benchmark runs beside the working tree's."""
+    parent = Path(tempfile.mkdtemp(prefix="rqconc-base-"))
+    tree = parent / "tree"
+    try:
+        git = ["git", "-C", str(ROOT), "worktree"]
+        subprocess.run([*git, "add", "-q", "--detach", str(tree), rev], check=True)
+        yield tree
+    finally:
+        if tree.exists():
+            subprocess.run([*git, "remove", "--force", str(tree)])
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def replace_section(begin: str, end: str, text: str) -> None:

@@ -40,6 +40,7 @@ STEP_NAMES = (
     "complete",
     "complete (result kept)",
     "complete + take",
+    "complete + take, 8 slots together",
 )
 
 # One round of every step with the code of the tree it runs in; prints one JSON object.
@@ -113,6 +114,31 @@ def fused():
         job_id = taken[0]
 
 measure("complete + take", fused)
+
+# Eight slots of one process finishing together: one complete_many step where the tree has
+# it (the slots' completions combined, rqconc/worker/completions.py), else eight fused steps.
+try:
+    from rqconc.queue.steps_batch import complete_many
+except ImportError:
+    complete_many = None
+fill(0)
+q.enqueue_many([("bench.tasks:noop", ())] * 8, result_ttl=0)
+held = [steps.take("g%d.0" % s, ["bench"], 30000, "w")[0] for s in range(8)]
+
+def together():
+    global held
+    for r in range(1, n // 8 + 1):
+        claims = [("g%d.%d" % (s, r - 1), "g%d.%d" % (s, r)) for s in range(8)]
+        if complete_many:
+            done = complete_many(steps, [(c, job, "bench", "null", "json", nc) for (c, nc), job
+                                         in zip(claims, held)], ["bench"], 30000, "w")
+        else:
+            done = [steps.complete(c, job, "bench", "null", "json", "w",
+                                   next_take=(nc, ["bench"], 30000))
+                    for (c, nc), job in zip(claims, held)]
+        held = [taken[0] for _, taken in done]
+
+measure("complete + take, 8 slots together", together)
 print(json.dumps(out))
 """
 

@@ -1,29 +1,23 @@
 """Combined takes: the idle slots of one child share a take step instead of each sending
-its own (`--slots`, slot_host.py).
+its own (`--slots`, slot_host.py; the asyncio backend).
 
-The first slot to ask becomes the *leader*: it takes for itself and for every slot that
-asked meanwhile, in one `WorkSource.take_many` step, and hands each slot what was leased
-under that slot's own claim. Slots that ask while a take is under way wait for it to end;
-the first of them then leads the next one. So at most one take per child is on its way to
-the source at a time, and a burst of jobs fills every idle slot in one round trip.
+The slots' takes go through a `combiner.Combiner`: the first slot to ask takes for itself
+and for every slot that asked meanwhile, in one `WorkSource.take_many` step, and hands each
+slot what was leased under that slot's own claim. So at most one take per child is on its
+way to the source at a time, and a burst of jobs fills every idle slot in one round trip.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import Dict, List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
+from rqconc.engine.combiner import Combiner
 from rqconc.engine.source import NextClaim, WorkItem, WorkSource
 
 
-class _Request:
-    __slots__ = ("claim", "item", "lead", "answered")
-
-    def __init__(self, claim: str) -> None:
-        self.claim = claim
-        self.item: Optional[WorkItem] = None
-        self.lead = False
-        self.answered = threading.Event()
+class _Interrupted(Exception):
+    """The slot that took for this one was interrupted: this slot took nothing it knows of
+    (a job leased under its claim meanwhile goes back with the child's claims)."""
 
 
 class CombinedTakes(WorkSource):
@@ -33,51 +27,23 @@ class CombinedTakes(WorkSource):
     def __init__(self, source: WorkSource, limit: int) -> None:
         self.source = source
         self.limit = limit
-        self._lock = threading.Lock()
-        self._waiting: List[_Request] = []
-        self._leading = False
+        self._takes: Combiner[Tuple[str, float], Optional[WorkItem]] = Combiner(
+            self._take_batch, limit, _Interrupted
+        )
 
     def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
-        request = _Request(claim)
-        with self._lock:
-            self._waiting.append(request)
-            # A leader, if any, answers this request or hands the lead to it.
-            request.lead = not self._leading
-            self._leading = True
-        if not request.lead:
-            request.answered.wait()
-            if not request.lead:
-                return request.item
-        return self._lead(request, timeout)
-
-    def _lead(self, request: _Request, timeout: float) -> Optional[WorkItem]:
-        # The leader is always the first waiting request: it takes for the first `limit`.
-        with self._lock:
-            batch = self._waiting[: self.limit]
-            del self._waiting[: self.limit]
-        items: Sequence[WorkItem] = ()
         try:
-            if len(batch) == 1:
-                item = self.source.take(request.claim, timeout)
-                items = [item] if item is not None else []
-            else:
-                items = self.source.take_many([r.claim for r in batch], timeout)
-        finally:
-            # Even when the take raised: no slot may wait for an answer that never comes.
-            by_claim: Dict[str, WorkItem] = {item.claim: item for item in items}
-            with self._lock:
-                following = self._waiting[0] if self._waiting else None
-                if following is not None:
-                    following.lead = True
-                else:
-                    self._leading = False
-            for other in batch:
-                other.item = by_claim.get(other.claim)
-                if other is not request:
-                    other.answered.set()
-            if following is not None:
-                following.answered.set()
-        return request.item
+            return self._takes.call((claim, timeout))
+        except _Interrupted:
+            return None
+
+    def _take_batch(self, requests: Sequence[Tuple[str, float]]) -> List[Optional[WorkItem]]:
+        claim, timeout = requests[0]  # the leader's wait stands for the batch
+        if len(requests) == 1:
+            return [self.source.take(claim, timeout)]
+        items = self.source.take_many([c for c, _ in requests], timeout)
+        by_claim = {item.claim: item for item in items}
+        return [by_claim.get(c) for c, _ in requests]
 
     def take_many(self, claims: Sequence[str], timeout: float) -> List[WorkItem]:
         return list(self.source.take_many(claims, timeout))

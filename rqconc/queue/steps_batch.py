@@ -14,7 +14,7 @@ from typing import Any, List, Sequence, Tuple, Union
 import redis
 
 from rqconc.queue.scripts import script, taken, text
-from rqconc.queue.steps import PROMOTE_BATCH, Steps
+from rqconc.queue.steps import DONE_GRACE_SECONDS, PROMOTE_BATCH, CompleteReply, Steps
 
 # (claim, (job id, fields)) per job taken; or, when none was, the delay (ms) until the
 # earliest scheduled job is due (-1: none scheduled).
@@ -66,3 +66,33 @@ def _parsed(reply: Any) -> TakenMany:
     if not isinstance(reply, list):
         return int(reply)
     return [(text(entry[0]), taken(entry[1:])) for entry in reply]
+
+
+# One job's part of a combined completion: (claim, job id, queue, serialized result,
+# serializer's name, the slot's next claim or "" to take nothing).
+Completion = Tuple[str, str, str, Any, str, str]
+
+
+def complete_many(
+    steps: Steps,
+    completions: Sequence[Completion],
+    queues: Sequence[str],
+    lease_ms: int,
+    worker: str,
+) -> List[Tuple[CompleteReply, Any]]:
+    """Record several jobs' return values in one step (lua/complete_many.lua), each as
+    `Steps.complete` records one, and take each slot's next job from `queues` under its
+    next claim. Per job, in order: (RECORDED or STALE, what `Steps.take` returns for its
+    next claim, or None when it gave none or was stale)."""
+    k = steps.keys
+    keys = [k.active, k.claims, k.seq, k.events, k.canceling, *steps.take_keys(queues)]
+    args: List[Any] = [k.prefix, worker, DONE_GRACE_SECONDS, lease_ms, PROMOTE_BATCH]
+    args += [len(queues), len(completions)]
+    for claim, job_id, queue, result, serializer, next_claim in completions:
+        keys += [k.job(job_id), k.started(queue), k.finished(queue), k.done(job_id)]
+        args += [claim, job_id, result, serializer, next_claim]
+    replies = script("complete_many")(steps.client, keys, args)
+    return [
+        (CompleteReply(int(reply[0])), taken(reply[1]) if len(reply) > 1 else None)
+        for reply in replies
+    ]

@@ -22,6 +22,7 @@ from rqconc.queue.defaults import DEFAULT_TIMEOUT
 from rqconc.queue.retry import policy_of
 from rqconc.queue.serialization import mro_names, type_name
 from rqconc.queue.steps import CompleteReply, text
+from rqconc.worker.completions import CombinedCompletions
 from rqconc.worker.connections import Connections
 from rqconc.worker.runner import Outcome
 
@@ -104,6 +105,7 @@ class Recorder:
     ) -> None:
         self.connections = connections
         self.worker = worker
+        self.completions = CombinedCompletions(connections, worker)
         self.callback_timeout = callback_timeout  # of follow-up jobs that carry none
 
     def record(
@@ -145,11 +147,16 @@ class Recorder:
     ) -> Tuple[CompleteReply, Optional[WorkItem]]:
         """How the completion ended (nothing written unless RECORDED), and the job taken
         next."""
-        hot = self.connections.child().steps
         args = (item.claim, item.item_id, queue, outcome.result, outcome.serializer)
+        if outcome.next_stage is not None:  # a flow's next stage: complete.lua, alone
+            hot = self.connections.child().steps
+            if take is None:
+                return hot.complete(*args, self.worker, outcome.next_stage), None
+            code, taken = hot.complete(*args, self.worker, outcome.next_stage, take)
+        else:  # with the completions of this process's other slots (completions.py)
+            code, taken = self.completions.complete((*args, ""), take)
         if take is None:
-            return hot.complete(*args, self.worker, outcome.next_stage), None
-        code, taken = hot.complete(*args, self.worker, outcome.next_stage, take)
+            return code, None
         return code, work_item(take[0], taken, self.callback_timeout)
 
     def _next_id_taken(

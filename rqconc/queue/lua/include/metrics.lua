@@ -51,20 +51,43 @@ local function metric_count(name, queue, n)
   redis.call('HINCRBY', metrics_key(), name .. ':' .. (queue or 'default'), n or '1')
 end
 
+-- A step that starts and ends many runs (complete_many) sums their observations here and
+-- writes each field once at its end (metrics_flush): the same totals, with one HINCRBY per
+-- field instead of one per job. nil: every observation is written at once.
+local METRIC_SUMS = nil
+local function metrics_summed() METRIC_SUMS = {} end
+
+local function metric_add(field, n)
+  if METRIC_SUMS then
+    METRIC_SUMS[field] = (METRIC_SUMS[field] or 0) + n
+  else
+    redis.call('HINCRBY', metrics_key(), field, n)
+  end
+end
+
+-- Write what metrics_summed collected (in the same step: a reader never sees a half).
+local function metrics_flush()
+  local key = metrics_key()
+  for field, n in pairs(METRIC_SUMS or {}) do
+    redis.call('HINCRBY', key, field, n)
+  end
+  METRIC_SUMS = nil
+end
+
 -- A run started (take): the wait since the job entered its queue.
 local function metric_started(queue, enqueued_at)
-  local ms, q, key = metric_elapsed(enqueued_at), queue or 'default', metrics_key()
-  redis.call('HINCRBY', key, 'wait:' .. metric_bucket(ms) .. ':' .. q, '1')
-  if ms > 0 then redis.call('HINCRBY', key, 'wait_ms:' .. q, ms) end
+  local ms, q = metric_elapsed(enqueued_at), queue or 'default'
+  metric_add('wait:' .. metric_bucket(ms) .. ':' .. q, '1')
+  if ms > 0 then metric_add('wait_ms:' .. q, ms) end
 end
 
 -- A run finished (complete) after `ms` (metric_elapsed since its start): its run time
 -- observed (which counts it as finished).
 local function metric_finished(queue, ms)
-  local q, key = queue or 'default', metrics_key()
-  redis.call('HINCRBY', key, 'run:' .. metric_bucket(ms) .. ':' .. q, '1')
+  local q = queue or 'default'
+  metric_add('run:' .. metric_bucket(ms) .. ':' .. q, '1')
   -- A run under a millisecond adds nothing to the sum: no call (many jobs are that short).
-  if ms > 0 then redis.call('HINCRBY', key, 'run_ms:' .. q, ms) end
+  if ms > 0 then metric_add('run_ms:' .. q, ms) end
 end
 
 -- A job failed for good (a dead letter, a poison pill).

@@ -39,6 +39,11 @@ local TAKE_EXPIRES_AT = 16
 local FLOW_SKIPS = 500
 local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 
+-- Whether this step promoted its queues' due jobs already: NOW does not move within a step,
+-- so the later takes of complete_many and take_many find nothing more due (one
+-- ZRANGEBYSCORE per queue and step, not per job).
+local PROMOTED = false
+
 local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
   local now = tonumber(NOW)
   -- The claim's child was ended (its claims requeued) while this take was on its way; and
@@ -112,13 +117,14 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
 
   for i = 1, nq do
     local queue, _, scheduled = queue_keys(i)
-    promote(scheduled)
+    if not PROMOTED then promote(scheduled) end
     flows[i] = flowing and flow_lib().flow_of(string.sub(queue, #NS + 3)) or false
     if flows[i] and flows[i].grouped then
       flow_lib().promote_group_timers(flows[i], now, batch)
     end
   end
 
+  PROMOTED = true
   local taken = nil
   for i = 1, nq do
     local queue, _, _, started = queue_keys(i)

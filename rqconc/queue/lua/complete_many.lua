@@ -1,0 +1,70 @@
+--[[ complete_many: record the return values of several jobs of one worker process, and
+take each slot's next job, in one step.
+
+The slots of one process (`--slots`, the threading, gevent and asyncio backends) that
+finish jobs while another completion of theirs is on its way to Redis send theirs together
+(rqconc/worker/combined_completions.py): under load, the request, the script's set-up and
+its clock are paid once for many jobs instead of once per job (issue 21). Each job is
+completed exactly as complete.lua completes one (include/complete.lua), then, when its slot
+gave a next claim, that slot's next job is taken as complete.lua takes it: so every later
+step about either is per job, as after a single complete. A job with a flow's next stage is
+never sent here (complete.lua takes it alone).
+
+KEYS[1]          active              leased jobs
+KEYS[2]          claims              claim -> job id
+KEYS[3]          seq                 INCR counter
+KEYS[4]          events              the event stream
+KEYS[5]          canceling           jobs asked to stop while running
+KEYS[6..5+4nq]   the listened queues of the next takes, 4 keys each, as in take
+                 (q, marker, scheduled, started)
+KEYS[6+4nq+4(i-1)..]  for the i-th job: job:<id>, started:<queue>, finished:<queue>, done:<id>
+
+ARGV[1]          namespace prefix "{ns}:"
+ARGV[2]          worker name
+ARGV[3]          seconds done:<id> lives when result_ttl is 0 (so current waiters see it)
+ARGV[4]          lease length (ms) of the next takes
+ARGV[5]          how many due scheduled jobs to promote per queue at most
+ARGV[6]          nq, the number of listened queues
+ARGV[7]          n, the number of jobs
+ARGV[8+5(i-1)..] for the i-th job: claim, job id, serialized return value, serializer's
+                 name, the slot's next claim ("" to take nothing)
+
+Returns {{code, next}, ...}: per job in order, code as complete.lua's (1 recorded, -1 stale
+claim: nothing written for that job) and, when its slot gave a next claim and the job was
+recorded, what take returns (the job's fields, or the delay until the earliest due time /
+-1); once a take found nothing, the later slots take nothing either (next = -1 when no
+scheduled job is due sooner, as take answers). A stale job takes nothing, as in complete.
+]]
+local NS, SEQ, EVENTS, WORKER = ARGV[1], KEYS[3], KEYS[4], ARGV[2]
+local ACTIVE, CLAIMS, CANCELING = KEYS[1], KEYS[2], KEYS[5]
+--#include clock
+--#include lifecycle
+--#include flow
+--#include take
+--#include complete
+
+local done_grace, lease_ms, batch = ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local nq, n = tonumber(ARGV[6]), tonumber(ARGV[7])
+local replies, empty = {}, nil  -- empty: what the first take that found nothing answered
+metrics_summed()  -- the runs' counters and histograms: one HINCRBY per field, at the end
+for i = 1, n do
+  local a, k = 8 + 5 * (i - 1), 6 + 4 * nq + 4 * (i - 1)
+  local next_claim = ARGV[a + 4]
+  local chained = next_claim ~= '' and empty == nil
+  local code = complete_job(ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], done_grace,
+    KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], chained, nil)
+  local reply = {code}
+  if code == 1 and next_claim ~= '' then
+    if empty == nil then
+      local taken = take_next(next_claim, lease_ms, batch, ACTIVE, CLAIMS, 6, nq, false)
+      if type(taken) ~= 'table' then empty = taken end
+      reply[2] = taken
+    else
+      reply[2] = empty
+    end
+  end
+  flush_events()  -- `finished` alone when nothing was taken
+  replies[i] = reply
+end
+metrics_flush()
+return replies

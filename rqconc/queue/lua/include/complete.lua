@@ -1,0 +1,124 @@
+--[[ complete_job (included by complete and complete_many; needs lifecycle, flow included).
+
+complete_job(claim, id, result, serializer, done_grace, key, started, finished, done,
+             chained, stage): record one job's return value, fenced by the claim of its run.
+
+The including script defines, beside NS, SEQ, EVENTS, WORKER: ACTIVE (leased jobs), CLAIMS
+(claim -> job id), CANCELING (jobs asked to stop while running). `key`, `started`,
+`finished`, `done`: job:<id>, started:<queue>, finished:<queue>, done:<id>. `chained`: a
+take follows for the same slot, so the `finished` event may share its entry with that
+take's `started` (hold_events). `stage`: nil, or the next stage of a flow
+(rqconc.Next) as {id, queue, fields (a list of field/value pairs), queues key, job key,
+done key}.
+
+A worker whose lease was lost (the job was recovered and may run elsewhere) presents a
+stale claim and gets -1: it must drop its result, so a job is never completed twice. In the
+same step: waiters of job.get() are woken (done:<id>, only if one marked the job),
+dependents waiting on this job are released, follow-up jobs (on_success, success_url) are
+created, the flow's next stage is enqueued, and when it is the last member of a group to
+finish, the group's chord callback is enqueued (group_member_finished), so a crash can
+neither drop nor duplicate them.
+
+Returns 1 when recorded, -1 when the claim is stale, -2 when a job with the next stage's id
+exists (in both refusals nothing is written).
+
+Every job pays for this, so it reads the job once (one HMGET) and skips what a plain job
+does not have: no dependents, callbacks, flow stage, group, waiter or kept result.
+]]
+local function complete_job(claim, id, result, serializer, done_grace, key, started, finished,
+    done, chained, stage)
+  local now = tonumber(NOW)
+  local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl', 'flow_id',
+    'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index',
+    'event_detail', 'started_at', 'func', 'flow_taken', 'unique_key', 'unique_for')
+  local token, queue, attempts, result_ttl, flow_id, followups, cancel_requested, waiters,
+    group_id, group_index, event_detail, started_at, func, flow_taken, unique_key,
+    unique_for = unpack(job, 1, 16)
+  -- The token is the fence: it is the claim of the run that holds the lease, or nothing.
+  if token ~= claim then
+    return -1
+  end
+  know_detail(id, event_detail, func or '', attempts)
+  local ttl = whole_number(result_ttl, -1, MAX_TTL, DEFAULT_RESULT_TTL)
+  -- A next stage never overwrites a job (a caller's job_id, as enqueue refuses it). The
+  -- worker checked when the stage returned (flows.Next.prepare); an id taken since then is
+  -- refused here, before any write, so the run stays leased and, re-run after its lease,
+  -- fails at that check.
+  if stage and redis.call('EXISTS', stage[5]) == 1 then
+    return -2
+  end
+
+  redis.call('HDEL', CLAIMS, claim)
+  redis.call('ZREM', ACTIVE, id)
+  redis.call('ZREM', started, id)
+  if flow_taken then  -- taken under flow control: a capped queue or group may start its next
+    flow_released(id, queue)
+  end
+  if cancel_requested then
+    redis.call('SREM', CANCELING, id)  -- finishing first wins over a cancel request
+  end
+  local run_ms = metric_elapsed(started_at)
+  if chained then hold_events() end  -- its `finished` may share an entry with `started`
+  emit_with('finished', id, queue, result, 'run_time', string.format('%.3f', run_ms / 1000))
+  metric_finished(queue, run_ms)
+  if unique_key then  -- the key outlives its holder by unique_for (SPEC 11), then goes
+    unique_ended(id, unique_key, unique_for)
+  end
+
+  -- A job kept for 0 s is deleted below: writing its end state first only matters when a
+  -- follow-up or next stage reads it in this step.
+  if ttl ~= 0 or followups or stage then
+    redis.call('HDEL', key, 'token', 'cancel_requested')
+    local count = (tonumber(attempts) or 0) + 1
+    if ttl ~= 0 then
+      redis.call('HSET', key, 'status', 'finished', 'ended_at', NOW, 'attempts', count,
+        'result', result)
+    else
+      redis.call('HSET', key, 'status', 'finished', 'ended_at', NOW, 'attempts', count)
+    end
+  end
+
+  if stage then  -- the next stage of a flow
+    local next_id, next_queue, next_key = stage[1], stage[2], stage[5]
+    local flow = flow_id or id
+    redis.call('SADD', stage[4], next_queue)
+    redis.call('DEL', stage[6])
+    redis.call('HSET', next_key, unpack(stage[3]))
+    redis.call('HSET', next_key, 'flow_id', flow, 'prev_id', id)
+    redis.call('HSET', key, 'flow_id', flow, 'next_id', next_id)
+    push_queued(next_id, next_key, false)
+    metric_count('enqueued', next_queue)
+  end
+
+  settle_dependents(id, true)
+  if followups then
+    spawn_followups(id, key, 'success', 'parent_result', result, followups)
+  end
+  if group_id then  -- a member of a group (the last one fires its chord, in this step)
+    group_member_finished(group_id, group_index, result)
+  end
+
+  -- get() marks a job it waits for (await.lua), so nobody-waits costs nothing here; a later
+  -- get() reads the result from the hash.
+  if waiters then
+    redis.call('DEL', done)
+    redis.call('RPUSH', done, 'finished:' .. serializer .. ':' .. result)
+    redis.call('EXPIRE', done, ttl > 0 and ttl or done_grace)
+  end
+
+  if ttl == 0 then
+    redis.call('DEL', key)
+  else
+    -- Entries are scored by expiry, so trimming the expired ones costs O(log n + trimmed).
+    redis.call('ZREMRANGEBYSCORE', finished, '-inf', now)
+    if ttl < 0 then
+      redis.call('PERSIST', key)
+      redis.call('PERSIST', done)
+      redis.call('ZADD', finished, '+inf', id)
+    else
+      redis.call('EXPIRE', key, ttl)
+      redis.call('ZADD', finished, now + ttl * 1000, id)
+    end
+  end
+  return 1
+end

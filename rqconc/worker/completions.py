@@ -1,0 +1,87 @@
+"""The completions of one worker process's slots, combined (issue 21).
+
+Where one process runs several jobs at once (`--slots`, the threading, gevent and asyncio
+backends), each slot that finishes a job would send its own complete step. Here they go
+through an `engine.combiner.Combiner`: a completion that finds another of this process on
+its way waits for it and then goes with every other that piled up meanwhile, in one
+lua/complete_many.lua step that also takes each slot's next job. Alone, a completion is the
+plain complete step, with no wait added; under load, Redis receives one request, one
+script set-up and one clock read for many jobs (the per-Redis-core throughput of
+bench/redis_core.py). A forking or multiprocessing child with one slot never combines.
+
+Each job is still completed and fenced by its own claim, and each slot's next job leased
+under that slot's own claim: every later step about them is per job. A flow stage's
+completion (with a next stage) goes alone (complete.lua). When the combined step fails,
+every completion in it sees the failure as its own: a lost reply (it may have run) is what
+each slot's orphan and retry path (worker/taking.py) already handles.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, List, Optional, Sequence, Tuple
+
+from rqconc.connection.direct import ReplyLost
+from rqconc.engine.combiner import Combiner
+from rqconc.queue.steps import CompleteReply
+from rqconc.queue.steps_batch import Completion, complete_many
+from rqconc.worker.connections import Connections
+
+# (next claim, queues in take order, lease ms), as Steps.complete's next_take.
+NextTake = Tuple[str, Sequence[str], int]
+# A completion as a slot asks for it: the job's part and its slot's next take.
+Asked = Tuple[Completion, Optional[NextTake]]
+Replied = Tuple[CompleteReply, Any]
+
+# The most completions one step carries: bounds the time one step holds Redis.
+LIMIT = 64
+
+
+def _abandoned() -> BaseException:
+    return ReplyLost("the slot sending this completion with others was interrupted")
+
+
+class CombinedCompletions:
+    """complete(...) from any slot of this process; see the module's doc."""
+
+    def __init__(self, connections: Connections, worker: str) -> None:
+        self.connections = connections
+        self.worker = worker
+        self._pid = -1
+        self._combiner: Optional[Combiner[Asked, Replied]] = None
+
+    def __getstate__(self) -> dict:  # a spawned child makes its own (locks do not pickle)
+        return {
+            "connections": self.connections,
+            "worker": self.worker,
+            "_pid": -1,
+            "_combiner": None,
+        }
+
+    def complete(self, completion: Completion, take: Optional[NextTake]) -> Replied:
+        """(RECORDED or STALE, what the next take returned or None)."""
+        if self._combiner is None or self._pid != os.getpid():  # one per process, after fork
+            self._combiner = Combiner(self._send, LIMIT, _abandoned)
+            self._pid = os.getpid()
+        return self._combiner.call((completion, take))
+
+    def _send(self, asked: Sequence[Asked]) -> List[Replied]:
+        steps = self.connections.child().steps  # the leading slot's own connection
+        if len(asked) == 1:
+            (claim, job_id, queue, result, serializer, _), take = asked[0]
+            args = (claim, job_id, queue, result, serializer, self.worker)
+            if take is None:
+                return [(steps.complete(*args), None)]
+            return [steps.complete(*args, next_take=take)]
+        # One take order for the batch: the first slot's that takes (round-robin rotates
+        # per batch instead of per job).
+        order: Sequence[str] = ()
+        lease_ms = 0
+        for _, take in asked:
+            if take is not None:
+                _, order, lease_ms = take
+                break
+        completions = [
+            (*completion[:5], take[0] if take is not None else "") for completion, take in asked
+        ]
+        return complete_many(steps, completions, order, lease_ms, self.worker)

@@ -1,0 +1,112 @@
+"""engine/combiner.py with real threads: calls that pile up while a batch travels go
+together in the next one, each caller gets its own answer, and failures reach every caller."""
+
+import threading
+import time
+
+import pytest
+
+from rqconc.engine.combiner import Combiner
+
+
+class Abandoned(Exception):
+    pass
+
+
+def wait_for(condition, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.005)
+
+
+def run_callers(combiner, values):
+    answers, errors = {}, {}
+
+    def caller(value):
+        try:
+            answers[value] = combiner.call(value)
+        except BaseException as exc:  # noqa: B036 - the test looks at what each caller got
+            errors[value] = exc
+
+    threads = [threading.Thread(target=caller, args=(v,)) for v in values]
+    return threads, answers, errors
+
+
+def test_a_lone_call_goes_alone_and_calls_made_meanwhile_go_together():
+    batches, gate = [], threading.Event()
+
+    def run(values):
+        batches.append(list(values))
+        if len(batches) == 1:
+            gate.wait(10)  # the first batch travels until every other caller waits
+        return [v * 10 for v in values]
+
+    combiner = Combiner(run, limit=64, abandoned=Abandoned)
+    threads, answers, errors = run_callers(combiner, range(6))
+    threads[0].start()
+    wait_for(lambda: len(batches) == 1)
+    for thread in threads[1:]:
+        thread.start()
+    wait_for(lambda: len(combiner._waiting) == 5)
+    gate.set()
+    for thread in threads:
+        thread.join(10)
+    assert batches[0] == [0] and sorted(batches[1]) == [1, 2, 3, 4, 5] and len(batches) == 2
+    assert answers == {v: v * 10 for v in range(6)} and not errors
+
+
+def test_a_batch_holds_at_most_limit_calls():
+    batches, gate = [], threading.Event()
+
+    def run(values):
+        batches.append(list(values))
+        if len(batches) == 1:
+            gate.wait(10)
+        return list(values)
+
+    combiner = Combiner(run, limit=2, abandoned=Abandoned)
+    threads, answers, _ = run_callers(combiner, range(5))
+    threads[0].start()
+    wait_for(lambda: len(batches) == 1)
+    for thread in threads[1:]:
+        thread.start()
+    wait_for(lambda: len(combiner._waiting) == 4)
+    gate.set()
+    for thread in threads:
+        thread.join(10)
+    assert [len(b) for b in batches] == [1, 2, 2] and answers == {v: v for v in range(5)}
+
+
+@pytest.mark.parametrize("raised", [ConnectionError("gone"), KeyboardInterrupt()])
+def test_a_failed_batch_reaches_every_caller_of_it_and_the_next_batch_still_runs(raised):
+    batches, gate = [], threading.Event()
+
+    def run(values):
+        batches.append(list(values))
+        if len(batches) == 1:
+            gate.wait(10)
+            return list(values)
+        if len(batches) == 2:
+            raise raised
+        return list(values)
+
+    combiner = Combiner(run, limit=64, abandoned=Abandoned)
+    threads, answers, errors = run_callers(combiner, range(4))
+    threads[0].start()
+    wait_for(lambda: len(batches) == 1)
+    for thread in threads[1:]:
+        thread.start()
+    wait_for(lambda: len(combiner._waiting) == 3)
+    gate.set()
+    for thread in threads:
+        thread.join(10)
+    failed = batches[1]
+    assert answers == {0: 0} and set(errors) == set(failed) == {1, 2, 3}
+    leader, *others = failed
+    if isinstance(raised, KeyboardInterrupt):  # the leader's own; the others: abandoned
+        assert errors[leader] is raised
+        assert all(isinstance(errors[v], Abandoned) for v in others)
+    else:
+        assert all(errors[v] is raised for v in failed)
+    assert combiner.call(7) == 7  # nobody is left leading a batch that ended

@@ -1,0 +1,132 @@
+"""lua/complete_many.lua through rqconc.queue.steps_batch, against a real Redis: the
+completions of several slots of one process in one step, each recorded and fenced as
+complete.lua records one, each slot's next job taken under that slot's own claim."""
+
+from rqconc.metrics.read import snapshot
+from rqconc.queue.events import entry_events
+from rqconc.queue.job import JobStatus
+from rqconc.queue.steps import CompleteReply
+from rqconc.queue.steps_batch import complete_many, take_many
+
+LEASE_MS = 15_000
+ADD = "tests.queue.tasks:add"
+
+
+def together(steps, completions, queues=("default",)):
+    return complete_many(steps, completions, list(queues), LEASE_MS, "worker-1")
+
+
+def test_each_job_is_recorded_and_each_slot_takes_its_next_in_queue_order(
+    queue, steps, client, keys
+):
+    jobs = queue.enqueue_many([(ADD, (n, n)) for n in range(5)])
+    many = take_many(steps, ["a1", "b1"], ["default"], LEASE_MS, "worker-1")
+    assert [job_id for _, (job_id, _) in many] == [jobs[0].id, jobs[1].id]
+    replies = together(
+        steps,
+        [
+            ("a1", jobs[0].id, "default", "0", "json", "a2"),
+            ("b1", jobs[1].id, "default", "2", "json", "b2"),
+        ],
+    )
+    assert [code for code, _ in replies] == [CompleteReply.RECORDED, CompleteReply.RECORDED]
+    assert [taken[0] for _, taken in replies] == [jobs[2].id, jobs[3].id]
+    assert replies[0][1][1]["args"] == b"[2,2]"
+    assert [j.get(timeout=1) for j in jobs[:2]] == [0, 2]
+    for claim, job in (("a2", jobs[2]), ("b2", jobs[3])):
+        assert job.status is JobStatus.STARTED
+        assert client.hget(keys.claims, claim) == job.id.encode()
+        assert client.hget(keys.job(job.id), "token").decode() == claim
+    for claim, job in (("a1", jobs[0]), ("b1", jobs[1])):
+        assert client.hget(keys.claims, claim) is None
+        assert client.zscore(keys.active, job.id) is None
+        assert client.zscore(keys.finished("default"), job.id) is not None
+    metrics = snapshot(client).queue("default")  # summed per step, exact per job
+    assert metrics.finished == 2 and metrics.run.count == 2 and metrics.wait.count == 4
+
+
+def test_a_stale_claim_writes_nothing_for_its_job_and_takes_nothing(queue, steps, client, keys):
+    jobs = queue.enqueue_many([(ADD, (n, n)) for n in range(4)])
+    take_many(steps, ["a1", "b1"], ["default"], LEASE_MS, "worker-1")
+    before = client.hgetall(keys.job(jobs[1].id))
+    replies = together(
+        steps,
+        [
+            ("a1", jobs[0].id, "default", "0", "json", "a2"),
+            ("stale", jobs[1].id, "default", "2", "json", "b2"),
+        ],
+    )
+    assert replies[0][0] is CompleteReply.RECORDED and replies[0][1][0] == jobs[2].id
+    assert replies[1] == (CompleteReply.STALE, None)
+    assert client.hgetall(keys.job(jobs[1].id)) == before  # still leased under b1
+    assert client.hget(keys.claims, "b2") is None and jobs[3].status is JobStatus.QUEUED
+
+
+def test_once_the_queues_run_dry_the_later_slots_take_nothing(queue, steps):
+    jobs = queue.enqueue_many([(ADD, (n, n)) for n in range(3)])
+    take_many(steps, ["a1", "b1"], ["default"], LEASE_MS, "worker-1")
+    replies = together(
+        steps,
+        [
+            ("a1", jobs[0].id, "default", "0", "json", "a2"),
+            ("b1", jobs[1].id, "default", "2", "json", "b2"),
+        ],
+    )
+    assert replies[0][1][0] == jobs[2].id and replies[1] == (CompleteReply.RECORDED, -1)
+    # with a scheduled job, the slot that found nothing is told how long to wait
+    later = queue.enqueue_in(60, ADD, 1, 1)
+    replies = together(steps, [("a2", jobs[2].id, "default", "4", "json", "a3")])
+    assert 0 < replies[0][1] <= 60_000 and later.status is JobStatus.SCHEDULED
+
+
+def test_a_slot_without_a_next_claim_takes_nothing(queue, steps, client, keys):
+    jobs = queue.enqueue_many([(ADD, (n, n)) for n in range(3)])
+    take_many(steps, ["a1", "b1"], ["default"], LEASE_MS, "worker-1")
+    replies = together(
+        steps,
+        [
+            ("a1", jobs[0].id, "default", "0", "json", ""),
+            ("b1", jobs[1].id, "default", "2", "json", "b2"),
+        ],
+    )
+    assert replies == [(CompleteReply.RECORDED, None), (CompleteReply.RECORDED, replies[1][1])]
+    assert replies[1][1][0] == jobs[2].id
+
+
+def test_each_finished_shares_an_entry_with_its_slots_started(queue, steps, client, keys):
+    jobs = queue.enqueue_many([(ADD, (n, n)) for n in range(4)])
+    take_many(steps, ["a1", "b1"], ["default"], LEASE_MS, "worker-1")
+    last = client.xrevrange(keys.events, count=1)[0][0]
+    together(
+        steps,
+        [
+            ("a1", jobs[0].id, "default", "0", "json", "a2"),
+            ("b1", jobs[1].id, "default", "2", "json", "b2"),
+        ],
+    )
+    entries = client.xrange(keys.events, min=b"(" + last)
+    events = [e for entry_id, raw in entries for e in entry_events(entry_id, raw)]
+    assert len(entries) == 2
+    assert [(e["event"], e["job_id"]) for e in events] == [
+        ("finished", jobs[0].id),
+        ("started", jobs[2].id),
+        ("finished", jobs[1].id),
+        ("started", jobs[3].id),
+    ]
+
+
+def test_waiters_dependents_and_follow_ups_of_jobs_completed_together(queue, steps, redis_url):
+    first = queue.enqueue(ADD, 1, 2)
+    second = queue.enqueue(ADD, 3, 4)
+    child = queue.enqueue(ADD, 5, 6, depends_on=first)
+    take_many(steps, ["a1", "b1"], ["default"], LEASE_MS, "worker-1")
+    assert steps.await_outcome(second.id)[0] == 2  # job.get() waits for it
+    replies = together(
+        steps,
+        [
+            ("a1", first.id, "default", "3", "json", "a2"),
+            ("b1", second.id, "default", "7", "json", ""),
+        ],
+    )
+    assert replies[0][1][0] == child.id  # released by its parent, then taken in the same step
+    assert second.get(timeout=1) == 7 and first.get(timeout=1) == 3
