@@ -90,11 +90,15 @@ class _Outage:
                 return now - self.since
             return None
 
-    def up(self, now: float) -> Optional[float]:
-        """The length of the outage that just ended, or None if there was none."""
+    def up(self, now: float, sent: float) -> Optional[float]:
+        """The length of the outage that just ended, or None if there was none. A call sent
+        before the outage began proves nothing: Redis answered it before it went away
+        (while stopping, it answers what it read before closing the other connections)."""
         with self.lock:
+            if self.since is None or sent < self.since:
+                return None
             since, self.since = self.since, None
-        return None if since is None else now - since
+        return now - since
 
 
 class Connections:
@@ -200,12 +204,13 @@ class Connections:
                 doing,
             )
 
-    def redis_up(self) -> None:
-        """A call succeeded: end the worker's outage, if any, with one line naming its length
-        (a child in a process of its own says nothing: its supervisor does)."""
+    def redis_up(self, sent: float) -> None:
+        """A call sent at `sent` (time.monotonic()) succeeded: end the worker's outage, if
+        any, with one line naming its length (a child in a process of its own says nothing:
+        its supervisor does)."""
         if self._outage.since is None:  # the common case, without the lock
             return
-        lasted = self._outage.up(time.monotonic())
+        lasted = self._outage.up(time.monotonic(), sent)
         if lasted is not None and os.getpid() == self._owner_pid:
             log.info("Redis at %s is reachable again after %.1f s", self.describe(), lasted)
 

@@ -62,6 +62,7 @@ class Duties:
         self._leave = False  # another stop request came: end the wait at exit now
 
     def _guarded(self, doing: str, action: Callable[[], T]) -> Optional[T]:
+        sent = time.monotonic()
         try:
             result = action()
         except REDIS_DOWN as exc:
@@ -70,7 +71,7 @@ class Duties:
         except redis.exceptions.ResponseError as exc:
             self._refused(doing, exc)
             return None
-        self.connections.redis_up()
+        self.connections.redis_up(sent)
         if self._refusals.pop(doing, None) is not None:
             log.warning("Redis accepts %s again", doing)
         return result

@@ -118,6 +118,7 @@ class Taker:
             time.sleep(min(wait, max(timeout, 0.0)))
             return None
         child = self.connections.child()
+        sent = time.monotonic()
         try:
             if child.orphans:
                 self._requeue_orphans(child)
@@ -137,7 +138,7 @@ class Taker:
                 )
             return None
         if self._backoff.reset():
-            self.connections.redis_up()
+            self.connections.redis_up(sent)
         return found
 
     def backing_off(self) -> bool:

@@ -3,9 +3,12 @@ lost, however many children and duties notice it, and one line when it is back n
 outage's length; each further failure is logged at DEBUG only."""
 
 import re
+import time
 
 import pytest
 
+from rqconc.queue.keys import KeySpace
+from rqconc.worker.connections import Connections
 from tests.support.redis_server import RedisServer
 from tests.support.waiting import wait_for
 
@@ -35,3 +38,19 @@ def test_an_outage_is_one_line_when_lost_and_one_when_back(redis_binary, start_w
         assert len(BACK.findall(output)) == 1, output
     finally:
         server.close()
+
+
+def test_a_call_sent_before_the_outage_began_does_not_end_it(caplog):
+    """A loaded CI run logged the outage twice: while Redis stopped, one child's take lost
+    its reply and another's, sent earlier, was still answered; that answer ended the outage
+    and the next failure began a second one."""
+    connections = Connections("redis://127.0.0.1:1/0", KeySpace())
+    sent_before = time.monotonic()
+    with caplog.at_level("DEBUG", logger="rqconc.worker"):
+        connections.redis_down(ConnectionError("lost"), "taking a job")
+        connections.redis_up(sent_before)  # answered, but sent before the loss
+        connections.redis_down(ConnectionError("lost"), "taking a job")
+        connections.redis_up(time.monotonic())  # sent after: Redis is back
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    backs = [r for r in caplog.records if "reachable again" in r.getMessage()]
+    assert len(warnings) == 1 and len(backs) == 1
