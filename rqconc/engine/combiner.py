@@ -33,7 +33,6 @@ class _Call(Generic[Value, Answer]):
         self.answer: Optional[Answer] = None
         self.error: Optional[BaseException] = None
         self.lead = False
-        # Made only for a caller that must wait (most calls lead: a lone caller pays none).
         self.answered: Optional[threading.Event] = None
 
     def outcome(self) -> Answer:
@@ -59,20 +58,36 @@ class Combiner(Generic[Value, Answer]):
         self._leading = False
 
     def call(self, value: Value) -> Answer:
-        request: _Call[Value, Answer] = _Call(value)
+        request: Optional[_Call[Value, Answer]]
         with self._lock:
-            self._waiting.append(request)
-            # A leader, if any, answers this request or hands the lead to it.
-            request.lead = not self._leading
-            self._leading = True
-            if not request.lead:
+            if not self._leading:  # alone (most calls): no request object, no wait
+                self._leading = True
+                request = None
+            else:  # a leader answers this request or hands the lead to it
+                request = _Call(value)
                 request.answered = threading.Event()
-        if request.answered is not None:
-            request.answered.wait()
-            if not request.lead:
-                return request.outcome()
+                self._waiting.append(request)
+        if request is None:
+            try:
+                return self._run((value,))[0]
+            finally:
+                self._hand_on()
+        request.answered.wait()  # type: ignore[union-attr]
+        if not request.lead:
+            return request.outcome()
         self._lead()
         return request.outcome()
+
+    def _hand_on(self) -> None:
+        """A batch ended: the first caller that waits meanwhile leads the next one."""
+        with self._lock:
+            following = self._waiting[0] if self._waiting else None
+            if following is not None:
+                following.lead = True
+            else:
+                self._leading = False
+        if following is not None:
+            following.answered.set()  # type: ignore[union-attr]
 
     def _lead(self) -> None:
         # The leader is always the first waiting request: it sends the first `limit`.
@@ -93,13 +108,6 @@ class Combiner(Generic[Value, Answer]):
                 request.error = self._abandoned()
         finally:
             # Even when the batch raised: no caller may wait for an answer that never comes.
-            with self._lock:
-                following = self._waiting[0] if self._waiting else None
-                if following is not None:
-                    following.lead = True
-                else:
-                    self._leading = False
             for request in batch[1:]:
                 request.answered.set()  # type: ignore[union-attr]
-            if following is not None:
-                following.answered.set()  # type: ignore[union-attr]
+            self._hand_on()

@@ -19,7 +19,8 @@ each slot's orphan and retry path (worker/taking.py) already handles.
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Sequence, Tuple
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from rqconc.connection.direct import ReplyLost
 from rqconc.engine.combiner import Combiner
@@ -37,6 +38,12 @@ Replied = Tuple[CompleteReply, Any]
 LIMIT = 64
 
 
+def _call_if_alive(method: weakref.WeakMethod[Callable[[], None]]) -> None:
+    bound = method()
+    if bound is not None:
+        bound()
+
+
 def _abandoned() -> BaseException:
     return ReplyLost("the slot sending this completion with others was interrupted")
 
@@ -47,22 +54,25 @@ class CombinedCompletions:
     def __init__(self, connections: Connections, worker: str) -> None:
         self.connections = connections
         self.worker = worker
-        self._pid = -1
-        self._combiner: Optional[Combiner[Asked, Replied]] = None
+        self._combiner: Combiner[Asked, Replied] = Combiner(self._send, LIMIT, _abandoned)
+        # A forked child starts with a combiner of its own: the parent's may be mid-batch, its
+        # lock held by a thread the child does not have. (Registered once and weakly, so no
+        # os.getpid() per job and no worker kept alive by the hook.)
+        own = weakref.WeakMethod(self._forked)
+        os.register_at_fork(after_in_child=lambda: _call_if_alive(own))
 
-    def __getstate__(self) -> dict:  # a spawned child makes its own (locks do not pickle)
-        return {
-            "connections": self.connections,
-            "worker": self.worker,
-            "_pid": -1,
-            "_combiner": None,
-        }
+    def _forked(self) -> None:
+        self._combiner = Combiner(self._send, LIMIT, _abandoned)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # A spawned child makes its own combiner (locks do not pickle).
+        return {"connections": self.connections, "worker": self.worker}
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        CombinedCompletions.__init__(self, state["connections"], state["worker"])
 
     def complete(self, completion: Completion, take: Optional[NextTake]) -> Replied:
         """(RECORDED or STALE, what the next take returned or None)."""
-        if self._combiner is None or self._pid != os.getpid():  # one per process, after fork
-            self._combiner = Combiner(self._send, LIMIT, _abandoned)
-            self._pid = os.getpid()
         return self._combiner.call((completion, take))
 
     def _send(self, asked: Sequence[Asked]) -> List[Replied]:
