@@ -59,7 +59,13 @@ from bench.cost_driver import wait_done  # noqa: E402
 
 CGROUP_CPU = Path("/sys/fs/cgroup/cpu")
 ISSUE_21_FILED = "e9e1e82"
-BEGIN, END = "<!-- redis-core:begin -->", "<!-- redis-core:end -->"
+
+
+def markers(workers: str) -> Tuple[str, str]:
+    """One section of bench/RESULTS.md per worker mode (make bench runs two)."""
+    return f"<!-- redis-core {workers}:begin -->", f"<!-- redis-core {workers}:end -->"
+
+
 MIDDLE = (0.1, 0.9)  # the measured window, as fractions of the jobs done
 
 # Run by the tree's own Python code (cwd and PYTHONPATH = the tree): fills the queue and
@@ -231,10 +237,11 @@ def table(runs: Dict[str, List[Dict[str, float]]], base: str) -> Tuple[List[str]
 
 def section(lines: List[str], ratio: float, args: argparse.Namespace, note: str) -> str:
     command = " ".join(["bench/redis_core.py", *sys.argv[1:]])
+    begin, end = markers(args.workers)
     return "\n".join(
         [
-            BEGIN,
-            "## Issue 21: jobs/s per Redis core, Redis the bottleneck",
+            begin,
+            f"## Issue 21: jobs/s per Redis core, Redis the bottleneck (`{args.workers}`)",
             "",
             f"`.venv/bin/python {command}`: {note}. Runs per tree: {args.runs}, alternating "
             f"base and head; {args.jobs:,} `quiet` jobs per run (they send Redis nothing), "
@@ -246,7 +253,7 @@ def section(lines: List[str], ratio: float, args: argparse.Namespace, note: str)
             *lines,
             "",
             f"**head/base: {ratio:.2f}x** jobs/s per Redis core (issue 21: at least 1.8x).",
-            END,
+            end,
         ]
     )
 
@@ -295,7 +302,7 @@ def main() -> None:
                 "bottleneck: more workers (--workers) or a lower --quota"
             )
     if args.results:
-        replace_section(BEGIN, END, section(lines, ratio, args, note))
+        replace_section(*markers(args.workers), section(lines, ratio, args, note))
         print("wrote the redis-core section of bench/RESULTS.md")
 
 

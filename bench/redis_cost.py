@@ -41,6 +41,13 @@ SYSTEMS: List[Tuple[str, str, str, str]] = [
         "`started` + `finished` events, status counters",
     ),
     (
+        "rqconc",
+        "forking:2:16",
+        "forking 2 --slots 16",
+        "as forking 2; the slots of a process that finish together complete in one step "
+        "(complete_many, issue 21)",
+    ),
+    (
         "huey",
         "process:2",
         "-k process -w 2",
@@ -114,9 +121,9 @@ def section(results: Dict[str, Dict[str, Any]], runs: int, jobs: int, version: s
         "|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for system, _mode, label, skips in SYSTEMS:
-        if system not in results:
+        if label not in results:
             continue
-        m = results[system]["medians"]
+        m = results[label]["medians"]
         total = m["enqueue_batch"] + m["run"]
         lines.append(
             f"| {system} | {label} | {m['enqueue_single']:.1f} | {m['enqueue_batch']:.1f} | "
@@ -128,10 +135,10 @@ def section(results: Dict[str, Dict[str, Any]], runs: int, jobs: int, version: s
         "command run inside a Lua script also counts inside EVALSHA's usec):",
         "",
     ]
-    for system, _mode, _label, _skips in SYSTEMS:
-        if system in results:
-            r = results[system]
-            lines.append(f"- **{system}** enqueue: {top_commands(r['enqueue_batch'])}")
+    for system, _mode, label, _skips in SYSTEMS:
+        if label in results:
+            r = results[label]
+            lines.append(f"- **{system}** ({label}) enqueue: {top_commands(r['enqueue_batch'])}")
             lines.append(f"  take + complete: {top_commands(r['run'])}")
     lines += ["", END]
     return "\n".join(lines)
@@ -145,17 +152,17 @@ def main() -> None:
     args = parser.parse_args()
     wanted = set(filter(None, args.only.split(","))) or {s[0] for s in SYSTEMS}
     server = PrivateRedis().start()
-    results: Dict[str, Dict[str, Any]] = {}
+    results: Dict[str, Dict[str, Any]] = {}  # by label: a system may have several rows
     raw: Dict[str, List[Dict[str, Any]]] = {}
     try:
-        for system, mode, _label, _skips in SYSTEMS:
+        for system, mode, label, _skips in SYSTEMS:
             if system not in wanted:
                 continue
-            raw[system] = [one_run(system, mode, server.url, args.jobs) for _ in range(args.runs)]
-            results[system] = median_run(raw[system])
-            m = results[system]["medians"]
+            raw[label] = [one_run(system, mode, server.url, args.jobs) for _ in range(args.runs)]
+            results[label] = median_run(raw[label])
+            m = results[label]["medians"]
             print(
-                f"{system:9} enqueue single {m['enqueue_single']:6.1f} us  batch "
+                f"{system:9} {label:22} enqueue single {m['enqueue_single']:6.1f} us  batch "
                 f"{m['enqueue_batch']:6.1f} us  take+complete {m['run']:6.1f} us",
                 flush=True,
             )

@@ -130,3 +130,18 @@ def test_waiters_dependents_and_follow_ups_of_jobs_completed_together(queue, ste
     )
     assert replies[0][1][0] == child.id  # released by its parent, then taken in the same step
     assert second.get(timeout=1) == 7 and first.get(timeout=1) == 3
+
+
+def test_a_revoked_next_claim_takes_nothing_and_the_others_still_take(queue, steps, client, keys):
+    jobs = queue.enqueue_many([(ADD, (n, n)) for n in range(4)])
+    take_many(steps, ["a1", "b1"], ["default"], LEASE_MS, "worker-1")
+    steps.revoke(["a2"])  # a2's slot was ended while this completion was on its way
+    replies = together(
+        steps,
+        [
+            ("a1", jobs[0].id, "default", "0", "json", "a2"),
+            ("b1", jobs[1].id, "default", "2", "json", "b2"),
+        ],
+    )
+    assert replies[0] == (CompleteReply.RECORDED, -1) and replies[1][1][0] == jobs[2].id
+    assert client.hget(keys.claims, "a2") is None and jobs[3].status is JobStatus.QUEUED

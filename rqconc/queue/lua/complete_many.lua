@@ -33,7 +33,8 @@ Returns {{code, next}, ...}: per job in order, code as complete.lua's (1 recorde
 claim: nothing written for that job) and, when its slot gave a next claim and the job was
 recorded, what take returns (the job's fields, or the delay until the earliest due time /
 -1); once a take found nothing, the later slots take nothing either (next = -1 when no
-scheduled job is due sooner, as take answers). A stale job takes nothing, as in complete.
+scheduled job is due sooner, as take answers). A stale job takes nothing, as in complete;
+a revoked next claim takes nothing (-1) and the later slots still take.
 ]]
 local NS, SEQ, EVENTS, WORKER = ARGV[1], KEYS[3], KEYS[4], ARGV[2]
 local ACTIVE, CLAIMS, CANCELING = KEYS[1], KEYS[2], KEYS[5]
@@ -47,6 +48,16 @@ local done_grace, lease_ms, batch = ARGV[3], tonumber(ARGV[4]), ARGV[5]
 local nq, n = tonumber(ARGV[6]), tonumber(ARGV[7])
 local replies, empty = {}, nil  -- empty: what the first take that found nothing answered
 metrics_summed()  -- the runs' counters and histograms: one HINCRBY per field, at the end
+-- One EXISTS each, for the whole step: whether any next claim is revoked or any listened
+-- queue has flow settings (take.lua), and whether any job here has dependents to release.
+local next_claims, dependents = {}, {}
+for i = 1, n do
+  local a = 8 + 5 * (i - 1)
+  if ARGV[a + 4] ~= '' then next_claims[#next_claims + 1] = ARGV[a + 4] end
+  dependents[i] = dependents_key(ARGV[a + 1])
+end
+if #next_claims > 0 then takes_clear(next_claims, 6, nq) end
+NO_DEPENDENTS = redis.call('EXISTS', unpack(dependents)) == 0
 for i = 1, n do
   local a, k = 8 + 5 * (i - 1), 6 + 4 * nq + 4 * (i - 1)
   local next_claim = ARGV[a + 4]
@@ -55,12 +66,14 @@ for i = 1, n do
     KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], chained, nil)
   local reply = {code}
   if code == 1 and next_claim ~= '' then
-    if empty == nil then
+    if empty ~= nil then
+      reply[2] = empty
+    elseif not TAKES_CLEAR and redis.call('EXISTS', NS .. 'revoked:' .. next_claim) == 1 then
+      reply[2] = -1  -- its slot was ended meanwhile: it takes nothing, the others go on
+    else
       local taken = take_next(next_claim, lease_ms, batch, ACTIVE, CLAIMS, 6, nq, false)
       if type(taken) ~= 'table' then empty = taken end
       reply[2] = taken
-    else
-      reply[2] = empty
     end
   end
   flush_events()  -- `finished` alone when nothing was taken

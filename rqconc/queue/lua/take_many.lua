@@ -35,9 +35,10 @@ local NS, SEQ, EVENTS, WORKER = ARGV[4], KEYS[1], KEYS[4], ARGV[2]
 
 local lease_ms, batch, nq = tonumber(ARGV[1]), ARGV[3], (#KEYS - 4) / 4  -- batch: as text
 local jobs, last = {}, -1
+takes_clear({unpack(ARGV, 5)}, 5, nq)  -- one EXISTS for every claim and queue, when all clear
 for i = 5, #ARGV do
   local claim = ARGV[i]
-  if redis.call('EXISTS', NS .. 'revoked:' .. claim) == 0 then
+  if TAKES_CLEAR or redis.call('EXISTS', NS .. 'revoked:' .. claim) == 0 then
     -- Only the last take may leave jobs behind for another idle child: it re-arms markers.
     last = take_next(claim, lease_ms, batch, KEYS[2], KEYS[3], 5, nq, i == #ARGV)
     if type(last) ~= 'table' then break end  -- every listened queue is empty

@@ -25,6 +25,11 @@ exists (in both refusals nothing is written).
 Every job pays for this, so it reads the job once (one HMGET) and skips what a plain job
 does not have: no dependents, callbacks, flow stage, group, waiter or kept result.
 ]]
+-- True when the including step asked once, for all the jobs it completes, and none has
+-- dependents waiting (complete_many): each then skips settle_dependents' own EXISTS. Only
+-- an enqueue registers dependents, never a step that completes jobs.
+local NO_DEPENDENTS = false
+
 local function complete_job(claim, id, result, serializer, done_grace, key, started, finished,
     done, chained, stage)
   local now = tonumber(NOW)
@@ -90,7 +95,7 @@ local function complete_job(claim, id, result, serializer, done_grace, key, star
     metric_count('enqueued', next_queue)
   end
 
-  settle_dependents(id, true)
+  if not NO_DEPENDENTS then settle_dependents(id, true) end
   if followups then
     spawn_followups(id, key, 'success', 'parent_result', result, followups)
   end

@@ -57,14 +57,6 @@ end
 local METRIC_SUMS = nil
 local function metrics_summed() METRIC_SUMS = {} end
 
-local function metric_add(field, n)
-  if METRIC_SUMS then
-    METRIC_SUMS[field] = (METRIC_SUMS[field] or 0) + n
-  else
-    redis.call('HINCRBY', metrics_key(), field, n)
-  end
-end
-
 -- Write what metrics_summed collected (in the same step: a reader never sees a half).
 local function metrics_flush()
   local key = metrics_key()
@@ -74,20 +66,32 @@ local function metrics_flush()
   METRIC_SUMS = nil
 end
 
+-- One observation: its bucket counted, and its time added to the sum (a time under a
+-- millisecond adds nothing: no call, and many jobs are that short). Written at once, or
+-- summed when metrics_summed() asked for it.
+local function metric_observed(name, ms, queue)
+  local q = queue or 'default'
+  local bucket, sum = name .. ':' .. metric_bucket(ms) .. ':' .. q, name .. '_ms:' .. q
+  local sums = METRIC_SUMS
+  if sums then
+    sums[bucket] = (sums[bucket] or 0) + 1
+    if ms > 0 then sums[sum] = (sums[sum] or 0) + ms end
+    return
+  end
+  local key = metrics_key()
+  redis.call('HINCRBY', key, bucket, '1')
+  if ms > 0 then redis.call('HINCRBY', key, sum, ms) end
+end
+
 -- A run started (take): the wait since the job entered its queue.
 local function metric_started(queue, enqueued_at)
-  local ms, q = metric_elapsed(enqueued_at), queue or 'default'
-  metric_add('wait:' .. metric_bucket(ms) .. ':' .. q, '1')
-  if ms > 0 then metric_add('wait_ms:' .. q, ms) end
+  metric_observed('wait', metric_elapsed(enqueued_at), queue)
 end
 
 -- A run finished (complete) after `ms` (metric_elapsed since its start): its run time
 -- observed (which counts it as finished).
 local function metric_finished(queue, ms)
-  local q = queue or 'default'
-  metric_add('run:' .. metric_bucket(ms) .. ':' .. q, '1')
-  -- A run under a millisecond adds nothing to the sum: no call (many jobs are that short).
-  if ms > 0 then metric_add('run_ms:' .. q, ms) end
+  metric_observed('run', ms, queue)
 end
 
 -- A job failed for good (a dead letter, a poison pill).

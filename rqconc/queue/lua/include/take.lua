@@ -44,16 +44,33 @@ local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 -- ZRANGEBYSCORE per queue and step, not per job).
 local PROMOTED = false
 
+-- True once a step that takes several times (complete_many, take_many) found, with one
+-- EXISTS for all its claims and queues, no revoked claim and no flow settings: its takes
+-- then skip their own EXISTS (nothing in a step creates either). The listened queues'
+-- q:<queue> keys are at KEYS[first], every 4th.
+local TAKES_CLEAR = false
+local function takes_clear(claims_taking, first, nq)
+  local asked = {}
+  for i, claim in ipairs(claims_taking) do asked[i] = NS .. 'revoked:' .. claim end
+  for i = 1, nq do
+    asked[#asked + 1] = flow_key(string.sub(KEYS[first + 4 * (i - 1)], #NS + 3))
+  end
+  TAKES_CLEAR = redis.call('EXISTS', unpack(asked)) == 0
+end
+
 local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
   local now = tonumber(NOW)
   -- The claim's child was ended (its claims requeued) while this take was on its way; and
   -- which listened queues have flow settings (include/flow.lua). One EXISTS asks both: a
   -- plain queue pays no call of its own for flow control (SPEC 13).
-  local revoked = NS .. 'revoked:' .. claim
-  local asked = {revoked}
-  for i = 1, nq do asked[i + 1] = flow_key(string.sub(KEYS[first + 4 * (i - 1)], #NS + 3)) end
-  local flows, flowing = {}, redis.call('EXISTS', unpack(asked)) > 0
-  if flowing and redis.call('EXISTS', revoked) == 1 then return -1 end
+  local flows, flowing = {}, false
+  if not TAKES_CLEAR then
+    local revoked = NS .. 'revoked:' .. claim
+    local asked = {revoked}
+    for i = 1, nq do asked[i + 1] = flow_key(string.sub(KEYS[first + 4 * (i - 1)], #NS + 3)) end
+    flowing = redis.call('EXISTS', unpack(asked)) > 0
+    if flowing and redis.call('EXISTS', revoked) == 1 then return -1 end
+  end
 
   local function promote(scheduled)
     local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', NOW, 'LIMIT', '0', batch)
