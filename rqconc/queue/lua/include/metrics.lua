@@ -68,7 +68,7 @@ end
 
 -- One observation: its bucket counted, and its time added to the sum (a time under a
 -- millisecond adds nothing: no call, and many jobs are that short). Written at once, or
--- summed when metrics_summed() asked for it.
+-- summed when the step asked for that (metrics_summed).
 local function metric_observed(name, ms, queue)
   local q = queue or 'default'
   local bucket, sum = name .. ':' .. metric_bucket(ms) .. ':' .. q, name .. '_ms:' .. q
