@@ -1,10 +1,13 @@
-"""Steps that take several jobs in one call (lua/take_many.lua), beside steps.py.
+"""Steps about several jobs in one call (lua/take_many.lua, lua/complete_many.lua), beside
+steps.py.
 
 `take_many` is for a worker process with several idle slots at once: a child with
 `--slots K` (engine/take_combiner.py) and the asyncio backend, whose idle tasks would
 otherwise each send a take. Every job comes back leased under its own claim, exactly as a
 plain `Steps.take` leases one, so the completion (with its fused take of the next job),
-renewal, fencing and recovery stay per job.
+renewal, fencing and recovery stay per job. `complete_many` is for the slots of one process
+that finish together (worker/completions.py): each job is completed as `Steps.complete`
+completes one, and each slot's next job taken under its own claim.
 """
 
 from __future__ import annotations
