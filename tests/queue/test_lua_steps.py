@@ -33,6 +33,8 @@ def test_every_script_file_has_a_header_listing_keys_argv_and_returns():
         "take",
         "renew",
         "complete",
+        "complete_many",
+        "take_many",
         "fail",
         "requeue_front",
         "recover",

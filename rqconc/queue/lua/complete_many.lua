@@ -3,7 +3,7 @@ take each slot's next job, in one step.
 
 The slots of one process (`--slots`, the threading, gevent and asyncio backends) that
 finish jobs while another completion of theirs is on its way to Redis send theirs together
-(rqconc/worker/combined_completions.py): under load, the request, the script's set-up and
+(rqconc/worker/completions.py): under load, the request, the script's set-up and
 its clock are paid once for many jobs instead of once per job (issue 21). Each job is
 completed exactly as complete.lua completes one (include/complete.lua), then, when its slot
 gave a next claim, that slot's next job is taken as complete.lua takes it: so every later
