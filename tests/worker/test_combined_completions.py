@@ -8,6 +8,8 @@ import pytest
 
 from rqconc import JobStatus, Queue
 from rqconc.queue.events import EventStream
+from rqconc.queue.scripts import script
+from tests.support.tcp_proxy import TcpProxy
 from tests.support.worker_process import wait_for
 
 JOBS = 600
@@ -53,3 +55,31 @@ def test_completions_of_slots_finishing_together_share_steps_and_each_job_ends_o
     events = EventStream(redis_server.url).latest(count=10 * JOBS)
     finished = [e for e in events if e["event"] == "finished"]  # once per job
     assert sorted(e["job_id"] for e in finished) == sorted(j.id for j in jobs)
+
+
+@pytest.mark.parametrize(
+    "backend,size,extra", [SLOTTED[0], SLOTTED[2]], ids=["forking-2x4", "threading-8"]
+)
+def test_a_combined_completion_whose_reply_is_lost_runs_no_job_twice_and_loses_none(
+    backend, size, extra, redis_server, start_worker
+):
+    """The step ran, its reply never came: every slot in it sees the loss as its own. Each
+    retries its completion (refused as stale: it landed) and puts back the job its next claim
+    may have leased (it did, and never ran it). So every job runs exactly once."""
+    proxy = TcpProxy(redis_server.port).start()
+    try:
+        q = Queue(connection=redis_server.url)
+        tokens = [f"j{n}" for n in range(JOBS)]
+        jobs = q.enqueue_many([("tests.worker.jobs:record", (redis_server.url, t)) for t in tokens])
+        proxy.cut_reply_to(script("complete_many").sha.encode(), times=3)
+        start_worker(backend, size, proxy.url(), *extra)
+        wait_for(
+            lambda: all(j.status == JobStatus.FINISHED for j in jobs),
+            timeout=120,
+            message="all ran",
+        )
+        assert proxy.cut == 3  # three combined steps lost their replies
+        ran = [v.decode() for v in redis_server.client().lrange("executions", 0, -1)]
+        assert sorted(ran) == sorted(tokens)  # each job once: none twice, none lost
+    finally:
+        proxy.close()
