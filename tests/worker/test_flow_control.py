@@ -9,7 +9,7 @@ import time
 
 from rqconc import Queue
 from rqconc.queue.keys import KeySpace
-from tests.support.waiting import wait_for
+from tests.support.waiting import promised, wait_for
 
 JOB = "tests.worker.limit_jobs:span"
 
@@ -178,9 +178,18 @@ def test_every_fires_each_interval_exactly_once_on_two_supervisors(redis_server,
     prefix = KeySpace().job("cron.every3.")
     ticks = sorted(int(k.decode()[len(prefix) :]) for k in client.keys(prefix + "*"))
     assert ticks[:3] == [ticks[0], ticks[0] + 3, ticks[0] + 6] and ticks[0] % 3 == 0
-    # One job per tick, each run once (a tick's job id is made of the entry and the tick).
-    assert len(runs(client, "runs")) == len(
-        [t for t in ticks if client.hget(prefix + str(t), "status") == b"finished"]
+
+    # One job per tick, each run once (a tick's job id is made of the entry and the tick). A
+    # job records its run before its completion is written: wait for the two to agree (a
+    # tick run twice never would).
+    def finished_ticks():
+        keys = [k.decode() for k in client.keys(prefix + "*")]
+        return [k for k in keys if client.hget(k, "status") == b"finished"]
+
+    wait_for(
+        lambda: len(runs(client, "runs")) == len(finished_ticks()),
+        timeout=10,
+        message="each tick's run recorded once, as its one finished job",
     )
 
 
@@ -226,9 +235,10 @@ def test_fractional_intervals_fire_at_their_rate_once_per_tick(redis_server, sta
         )
         starts = sorted(s["start"] for s in runs(client, key))
         assert len(starts) == len(ran)
-        # Each job started at its tick (planned ahead, due at the tick), not a second later.
+        # Each job started at its tick (planned ahead, due at the tick): within 1 s of its
+        # due time (SPEC 7), stretched only on a starved machine (promised).
         for tick, start in zip(ran, starts):
-            assert tick - 0.05 <= start < tick + 0.75, (tick, start)
+            assert tick - 0.05 <= start < tick + promised(1.0), (tick, start)
 
 
 def test_group_rate_caps_each_group_apart_and_wakes_it_when_its_window_opens(
