@@ -261,7 +261,10 @@ def test_removing_an_entry_deletes_its_jobs_enqueued_ahead(queue, client, keys, 
     scheduler.tick()
     ahead = cron_jobs(client, keys, "every")
     kept = ticks_of(cron_jobs(client, keys, "kept"))
-    assert len(ahead) == len(kept) == int(LOOKAHEAD)
+    # LOOKAHEAD ticks each, one more when the registrations and this tick straddle a second
+    # (that second's tick is then due: a CI run saw 6); the exact count has its own test.
+    assert int(LOOKAHEAD) <= len(ahead) <= int(LOOKAHEAD) + 1
+    assert int(LOOKAHEAD) <= len(kept) <= int(LOOKAHEAD) + 1
     assert queue.remove_cron("every") is True
     assert cron_jobs(client, keys, "every") == []
     assert not set(ahead) & set(queue.scheduled_job_ids)
