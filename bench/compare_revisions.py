@@ -19,16 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import bench.run as runner  # noqa: E402
-from bench.common import ROOT, PrivateRedis, replace_section  # noqa: E402
+from bench.common import ROOT, PrivateRedis, replace_section, revision_tree  # noqa: E402
 from bench.run import ENQ1, ENQB, NOOP, ROWS, Row, run_driver  # noqa: E402
 
 COMPARED = [r for r in ROWS if r.system == "rqconc" and r.group in (NOOP, ENQ1, ENQB)]
@@ -61,26 +59,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--results", action="store_true", help="write bench/RESULTS.md's table")
     args = parser.parse_args()
-    base_tree = Path(tempfile.mkdtemp(prefix="rqconc-base-")) / "tree"
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(base_tree), args.base],
-        check=True,
-    )
     (runner.RESULTS_DIR / "logs").mkdir(parents=True, exist_ok=True)
-    server = PrivateRedis().start()
     rates: Dict[str, Dict[str, List[float]]] = {}
-    try:
-        for row in COMPARED:
-            sides = rates.setdefault(row.group, {"base": [], "head": []})
-            for _ in range(args.runs):
-                sides["base"].append(run_in(base_tree, row, server.url))
-                sides["head"].append(run_in(ROOT, row, server.url))
-                for extra in HEAD_ONLY if row.group == NOOP else []:
-                    limited = rates.setdefault(f"{extra.group} ({extra.mode})", {"head": []})
-                    limited["head"].append(run_in(ROOT, extra, server.url))
-    finally:
-        server.stop()
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base_tree)])
+    with revision_tree(args.base) as base_tree:
+        server = PrivateRedis().start()
+        try:
+            for row in COMPARED:
+                sides = rates.setdefault(row.group, {"base": [], "head": []})
+                for _ in range(args.runs):
+                    sides["base"].append(run_in(base_tree, row, server.url))
+                    sides["head"].append(run_in(ROOT, row, server.url))
+                    for extra in HEAD_ONLY if row.group == NOOP else []:
+                        limited = rates.setdefault(f"{extra.group} ({extra.mode})", {"head": []})
+                        limited["head"].append(run_in(ROOT, extra, server.url))
+        finally:
+            server.stop()
     print(f"rqconc at {args.base} (base) against the working tree (head), {args.runs} runs each")
     rows = []
     for group, sides in rates.items():

@@ -31,7 +31,7 @@ import redis
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import ROOT, PrivateRedis, free_port, redis_binary  # noqa: E402
+from bench.common import ROOT, PrivateRedis, free_port, redis_binary, revision_tree  # noqa: E402
 
 STEP_NAMES = (
     "enqueue single",
@@ -210,26 +210,21 @@ def main() -> None:
         "--callgrind", action="store_true", help="count instructions instead (needs valgrind)"
     )
     args = parser.parse_args()
-    base_tree = Path(tempfile.mkdtemp(prefix="rqconc-base-")) / "tree"
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(base_tree), args.base],
-        check=True,
-    )
-    callgrind = Callgrind() if args.callgrind else None
-    server = None if callgrind else PrivateRedis().start()
-    url = callgrind.url if callgrind else server.url  # type: ignore[union-attr]
-    version = redis.Redis.from_url(url).info("server")["redis_version"]
     rounds: Dict[str, List[Dict[str, Dict[str, float]]]] = {"base": [], "head": []}
-    try:
-        for _ in range(args.rounds):
-            rounds["base"].append(one_round(base_tree, url, args.jobs, callgrind))
-            rounds["head"].append(one_round(ROOT, url, args.jobs, callgrind))
-    finally:
-        if callgrind:
-            callgrind.stop()
-        if server:
-            server.stop()
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base_tree)])
+    with revision_tree(args.base) as base_tree:
+        callgrind = Callgrind() if args.callgrind else None
+        server = None if callgrind else PrivateRedis().start()
+        url = callgrind.url if callgrind else server.url  # type: ignore[union-attr]
+        version = redis.Redis.from_url(url).info("server")["redis_version"]
+        try:
+            for _ in range(args.rounds):
+                rounds["base"].append(one_round(base_tree, url, args.jobs, callgrind))
+                rounds["head"].append(one_round(ROOT, url, args.jobs, callgrind))
+        finally:
+            if callgrind:
+                callgrind.stop()
+            if server:
+                server.stop()
     print(f"Redis {version}, {args.jobs} jobs per step, median of {args.rounds} rounds")
     print(table(args.base, rounds, "kinstr" if callgrind else "cpu_us"))
 

@@ -26,7 +26,6 @@ class CombinedTakes(WorkSource):
 
     def __init__(self, source: WorkSource, limit: int) -> None:
         self.source = source
-        self.limit = limit
         self._takes: Combiner[Tuple[str, float], Optional[WorkItem]] = Combiner(
             self._take_batch, limit, _Interrupted
         )
