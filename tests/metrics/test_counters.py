@@ -1,6 +1,7 @@
 """SPEC 9: the counters and histograms the Lua steps keep are exact across every worker,
 backend and host, and their times are the jobs' own (read through rqconc.metrics.read)."""
 
+import json
 import pytest
 
 from rqconc.connection.clients import connect
@@ -158,6 +159,13 @@ def test_timeline_counts_each_minute_from_one_copy_to_the_next(redis_url):
 
 
 def test_lua_and_python_share_the_bucket_bounds(redis_url):
+    """metrics.lua's metric_bucket puts each time in the bucket read.py reads it from: a
+    bound in its own bucket, just above it in the next one, past the last in 'inf'."""
     client = connect(redis_url)
     source = "local NS, NOW = '', '0'\n" + expand("--#include metrics\n")
-    assert client.eval(source + "\nreturn METRIC_BOUNDS_MS", 0) == list(BOUNDS_MS)
+    times = [0, *BOUNDS_MS, *(bound + 0.5 for bound in BOUNDS_MS)]
+    asked = source + "\nlocal out = {}\nfor i, ms in ipairs(cjson.decode(ARGV[1])) do " \
+        "out[i] = metric_bucket(ms) end\nreturn out"
+    buckets = [b.decode() for b in client.eval(asked, 0, json.dumps(times))]
+    expected = [str(BOUNDS_MS[0]), *map(str, BOUNDS_MS), *map(str, BOUNDS_MS[1:]), "inf"]
+    assert buckets == expected

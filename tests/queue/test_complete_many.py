@@ -145,3 +145,66 @@ def test_a_revoked_next_claim_takes_nothing_and_the_others_still_take(queue, ste
     )
     assert replies[0] == (CompleteReply.RECORDED, -1) and replies[1][1][0] == jobs[2].id
     assert client.hget(keys.claims, "a2") is None and jobs[3].status is JobStatus.QUEUED
+
+
+def test_the_registries_are_written_once_per_key_for_the_whole_step(queue, steps, client, keys):
+    """include/gather.lua: eight slots' claims, leases, started entries and deleted hashes
+    cost one command per key and kind, not one per job, and end as eight single steps
+    would leave them."""
+    jobs = queue.enqueue_many([(ADD, (n, n)) for n in range(16)], result_ttl=0)
+    claims = [f"s{slot}" for slot in range(8)]
+    take_many(steps, claims, ["default"], LEASE_MS, "worker-1")
+    client.config_resetstat()
+    replies = together(
+        steps,
+        [(c, job.id, "default", "0", "json", c + "+") for c, job in zip(claims, jobs)],
+    )
+    assert [taken[0] for _, taken in replies] == [job.id for job in jobs[8:]]
+    calls = {k[len("cmdstat_"):]: v["calls"] for k, v in client.info("commandstats").items()}
+    # active and started:default: one ZREM and one ZADD each; claims: one HDEL, and one HSET
+    # besides the eight takes' HSETs of their job hashes; one DEL for the eight hashes.
+    assert calls["zrem"] == 2 and calls["zadd"] == 2 and calls["hdel"] == 1
+    assert calls["hset"] == 8 + 1 and calls["del"] == 1
+    running = [job.id.encode() for job in jobs[8:]]
+    assert sorted(client.zrange(keys.active, 0, -1)) == sorted(running)
+    assert sorted(client.zrange(keys.started("default"), 0, -1)) == sorted(running)
+    assert client.hgetall(keys.claims) == {(c + "+").encode(): r for c, r in zip(claims, running)}
+    assert not any(client.exists(keys.job(job.id)) for job in jobs[:8])
+    leases = client.zrange(keys.active, 0, -1, withscores=True)
+    assert all(score > client.time()[0] * 1000 for _, score in leases)
+
+
+def test_a_job_sent_twice_in_one_step_is_recorded_once(queue, steps, client, keys):
+    """Its hash is deleted at the end of the step (result_ttl 0): the second copy is refused
+    as stale, as it would be in a step of its own."""
+    jobs = queue.enqueue_many([(ADD, (n, n)) for n in range(3)], result_ttl=0)
+    take_many(steps, ["a1"], ["default"], LEASE_MS, "worker-1")
+    replies = together(
+        steps,
+        [
+            ("a1", jobs[0].id, "default", "0", "json", "a2"),
+            ("a1", jobs[0].id, "default", "0", "json", "b2"),
+        ],
+    )
+    assert replies[0][0] is CompleteReply.RECORDED and replies[1] == (CompleteReply.STALE, None)
+    assert snapshot(client).queue("default").finished == 1
+    assert client.hget(keys.claims, "b2") is None and jobs[2].status is JobStatus.QUEUED
+
+
+def test_a_capped_queue_counts_the_runs_ended_earlier_in_the_same_step(
+    queue, steps, client, keys
+):
+    """Flow control reads started:<queue>: the ends gathered before a take must be sent
+    before it counts them, or a queue at its cap would refuse every slot's next job."""
+    queue.set_limits(concurrency=2)
+    jobs = queue.enqueue_many([(ADD, (n, n)) for n in range(5)], result_ttl=0)
+    take_many(steps, ["a1", "b1"], ["default"], LEASE_MS, "worker-1")
+    replies = together(
+        steps,
+        [
+            ("a1", jobs[0].id, "default", "0", "json", "a2"),
+            ("b1", jobs[1].id, "default", "2", "json", "b2"),
+        ],
+    )
+    assert [taken[0] for _, taken in replies] == [jobs[2].id, jobs[3].id]
+    assert client.zcard(keys.started("default")) == 2 and jobs[4].status is JobStatus.QUEUED

@@ -87,12 +87,7 @@ def test_each_number_kept_as_text_for_redis_equals_its_number(client):
             number = re.search(rf"^local {name} = ([0-9]+)", source, re.M)
             assert number and number.group(1) == text, (path.name, name)
             checked += 1
-        if "METRIC_BOUNDS_TEXT" in source:
-            both = expand(source) + "\nreturn {METRIC_BOUNDS_MS, METRIC_BOUNDS_TEXT}"
-            numbers, texts = client.eval(both.replace("local NS", "local _NS"), 0)
-            assert [str(n) for n in numbers] == [t.decode() for t in texts]
-            checked += 1
-    assert checked >= 3
+    assert checked >= 2
 
 
 def test_the_clock_is_redis_time_in_whole_milliseconds(client):

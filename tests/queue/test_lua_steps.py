@@ -13,7 +13,7 @@ from rqconc.connection.direct import DirectConnection
 from rqconc.queue.defaults import SHARED_WITH_LUA
 from rqconc.queue.job import JobStatus
 from rqconc.queue.scripts import expand as _expand
-from rqconc.queue.scripts import script
+from rqconc.queue.scripts import TAKE_FIELDS, script
 from rqconc.queue.steps import CompleteReply, Steps
 
 LEASE_MS = 15_000
@@ -387,6 +387,16 @@ def test_key_names_built_inside_lua_match_keyspace(client, keys):
         keys.metrics,
         keys.metrics_minute(60),
     ]
+
+
+def test_the_fields_a_take_reads_are_the_fields_python_names():
+    """take.lua writes the fields it reads in its HMGET (no table built per call): after the
+    previous token, scripts.TAKE_FIELDS in order, then enqueued_at for the wait metric."""
+    source = resources.files("rqconc.queue").joinpath("lua/include/take.lua").read_text()
+    call = re.search(r"redis\.call\('HMGET', key, (.*?)\)\n", source, re.S)
+    assert call, "take.lua's read() HMGET not found"
+    fields = re.findall(r"'(\w+)'", call.group(1))
+    assert fields == ["token", *TAKE_FIELDS, "enqueued_at"]
 
 
 # `local NAME = <number>` (a product or sum of integers) in a Lua file.

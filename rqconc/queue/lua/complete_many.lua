@@ -48,22 +48,31 @@ local done_grace, lease_ms, batch = ARGV[3], tonumber(ARGV[4]), ARGV[5]
 local nq, n = tonumber(ARGV[6]), tonumber(ARGV[7])
 local replies, empty = {}, nil  -- empty: what the first take that found nothing answered
 metrics_summed()  -- the runs' counters and histograms: one HINCRBY per field, at the end
--- One EXISTS each, for the whole step: whether any next claim is revoked or any listened
--- queue has flow settings (take.lua), and whether any job here has dependents to release.
+-- One EXISTS for the whole step: whether any next claim is revoked, any listened queue has
+-- flow settings (take.lua) or any job here has dependents to release (a second one tells
+-- which, when one does).
 local next_claims, dependents = {}, {}
 for i = 1, n do
   local a = 8 + 5 * (i - 1)
   if ARGV[a + 4] ~= '' then next_claims[#next_claims + 1] = ARGV[a + 4] end
   dependents[i] = dependents_key(ARGV[a + 1])
 end
-if #next_claims > 0 then takes_clear(next_claims, 6, nq) end
-NO_DEPENDENTS = redis.call('EXISTS', unpack(dependents)) == 0
+local found = takes_clear(next_claims, 6, nq, dependents)
+NO_DEPENDENTS = found == 0 or takes_told(found, dependents, false) == 0
+-- The registries' writes of every job, and the deletes of the hashes of jobs kept for 0 s,
+-- go at the end, once per key (include/gather.lua).
+gathering()
+local seen = {}  -- job ids: a job twice in one step is refused (its hash is deleted last)
 for i = 1, n do
   local a, k = 8 + 5 * (i - 1), 6 + 4 * nq + 4 * (i - 1)
-  local next_claim = ARGV[a + 4]
+  local next_claim, id = ARGV[a + 4], ARGV[a + 1]
   local chained = next_claim ~= '' and empty == nil
-  local code = complete_job(ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], done_grace,
-    KEYS[k], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], chained, nil)
+  local code = -1
+  if not seen[id] then
+    seen[id] = true
+    code = complete_job(ARGV[a], id, ARGV[a + 2], ARGV[a + 3], done_grace, KEYS[k],
+      KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], chained, nil)
+  end
   local reply = {code}
   if code == 1 and next_claim ~= '' then
     if empty ~= nil then
@@ -80,4 +89,5 @@ for i = 1, n do
   replies[i] = reply
 end
 metrics_flush()
+gathered_flush()
 return replies

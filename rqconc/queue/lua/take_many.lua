@@ -36,6 +36,7 @@ local NS, SEQ, EVENTS, WORKER = ARGV[4], KEYS[1], KEYS[4], ARGV[2]
 local lease_ms, batch, nq = tonumber(ARGV[1]), ARGV[3], (#KEYS - 4) / 4  -- batch: as text
 local jobs, last = {}, -1
 takes_clear({unpack(ARGV, 5)}, 5, nq)  -- one EXISTS for every claim and queue, when all clear
+gathering()  -- the registries' writes of every take, once per key at the end (include/gather)
 for i = 5, #ARGV do
   local claim = ARGV[i]
   if TAKES_CLEAR or redis.call('EXISTS', NS .. 'revoked:' .. claim) == 0 then
@@ -47,6 +48,7 @@ for i = 5, #ARGV do
     last = -1
   end
 end
+gathered_flush()
 if #jobs == 0 then return last end
 -- A batch cut short by an empty queue left no job to wake anyone for; one that filled
 -- every claim re-armed the markers in its last take.

@@ -53,9 +53,9 @@ local function complete_job(claim, id, result, serializer, done_grace, key, star
     return -2
   end
 
-  redis.call('HDEL', CLAIMS, claim)
-  redis.call('ZREM', ACTIVE, id)
-  redis.call('ZREM', started, id)
+  registry_write('HDEL', CLAIMS, claim)
+  registry_write('ZREM', ACTIVE, id)
+  registry_write('ZREM', started, id)
   if flow_taken then  -- taken under flow control: a capped queue or group may start its next
     flow_released(id, queue)
   end
@@ -112,7 +112,7 @@ local function complete_job(claim, id, result, serializer, done_grace, key, star
   end
 
   if ttl == 0 then
-    redis.call('DEL', key)
+    job_deleted(key)
   else
     -- Entries are scored by expiry, so trimming the expired ones costs O(log n + trimmed).
     redis.call('ZREMRANGEBYSCORE', finished, '-inf', now)

@@ -37,6 +37,8 @@ local function flow_key(queue) return NS .. 'flow:' .. queue end
 local FLOW_LIB
 
 local function flow_lib()
+  -- Flow control reads started:<queue>: a step that gathers its writes sends them first.
+  if GATHERED then gathered_flush() end
   if FLOW_LIB then return FLOW_LIB end
   local function starts_key(queue) return NS .. 'starts:' .. queue end
   local function group_running_key(queue, group) return NS .. 'grunning:' .. queue .. ':' .. group end

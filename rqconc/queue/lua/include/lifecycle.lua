@@ -15,6 +15,7 @@ so every key stays in one cluster slot. tests/queue/test_lua_steps.py
 (test_key_names_built_inside_lua_match_keyspace) checks that they agree.
 ]]
 --#include metrics
+--#include gather
 
 -- Numbers shared with Python (rqconc/queue/defaults.py; a test compares them).
 local EVENTS_MAXLEN = 10000

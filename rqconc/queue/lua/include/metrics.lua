@@ -22,21 +22,25 @@ failures of {ns}:metrics as they stood when each minute began, in {ns}:metrics:<
 subtracts one minute's copy from the next. Every worker's supervisor asks for the copy when
 it starts and at every tick (once per second; only the first ask of a minute copies).
 ]]
--- Bucket bounds (ms); rqconc/metrics/read.py has the same (a test compares them).
-local METRIC_BOUNDS_MS = {1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000,
-  60000, 300000}
 local function metrics_key() return NS .. 'metrics' end
 local function metrics_minute_key(minute) return NS .. 'metrics:' .. minute end
 
--- The bounds as text, for the field names (see EVENTS_MAXLEN_TEXT in lifecycle: no number
--- formatting per call).
-local METRIC_BOUNDS_TEXT = {'1', '5', '10', '25', '50', '100', '250', '500', '1000', '2500',
-  '5000', '10000', '30000', '60000', '300000'}
-
+-- The histogram bucket of a time (ms): the first bound at or above it, as text (a field
+-- name), 'inf' above the last. Bounds (ms), the same as rqconc/metrics/read.py's (a test
+-- compares them): 1 5 10 25 50 100 250 500 1000 2500 5000 10000 30000 60000 300000.
+-- Comparisons, not a table of the bounds: a table would be built on every call of the step
+-- (about 6,000 instructions for the bounds and their texts; issue 21).
 local function metric_bucket(ms)
-  for i, bound in ipairs(METRIC_BOUNDS_MS) do
-    if ms <= bound then return METRIC_BOUNDS_TEXT[i] end
+  if ms <= 100 then
+    if ms <= 1 then return '1' elseif ms <= 5 then return '5' elseif ms <= 10 then return '10'
+    elseif ms <= 25 then return '25' elseif ms <= 50 then return '50' end
+    return '100'
   end
+  if ms <= 250 then return '250' elseif ms <= 500 then return '500'
+  elseif ms <= 1000 then return '1000' elseif ms <= 2500 then return '2500'
+  elseif ms <= 5000 then return '5000' elseif ms <= 10000 then return '10000'
+  elseif ms <= 30000 then return '30000' elseif ms <= 60000 then return '60000'
+  elseif ms <= 300000 then return '300000' end
   return 'inf'
 end
 

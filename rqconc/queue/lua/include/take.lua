@@ -20,18 +20,15 @@ when every listened queue is empty, how long (ms, >= 0) until the earliest of th
 scheduled jobs is due by Redis' clock (NOW), or -1 when none is scheduled. A delay, not a
 due time: a worker whose own clock is off would wait the wrong time for it (issue 14).
 ]]
--- What a worker needs to run a job: keep in step with scripts.TAKE_FIELDS. (An HMGET of
--- these, not HGETALL: a job hash holds twice as many fields the worker never reads.)
-local TAKE_FIELDS = {'func', 'args', 'kwargs', 'serializer', 'timeout', 'queue', 'attempts',
-  'retry', 'callback_of', 'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc',
-  'chord_results', 'event_detail', 'expires_at'}
+-- What a worker needs to run a job, TAKE_FIELDS: the fields of the HMGET in take_next's
+-- read() after 'token', up to 'enqueued_at', in the order of scripts.TAKE_FIELDS (a test
+-- compares them). An HMGET of these, not HGETALL: a job hash holds twice as many fields
+-- the worker never reads. Written out in the call, not kept in a table: a table would be
+-- built on every call of the step (about 10,000 instructions for these two; issue 21).
+-- Their positions in TAKE_FIELDS:
 local TAKE_FUNC = 1
 local TAKE_QUEUE = 6
 local TAKE_ATTEMPTS = 7
--- The fields read at a take: the previous token, TAKE_FIELDS, then enqueued_at (for the
--- wait-time metric, include/metrics; dropped before the reply).
-local TAKE_READ = {'token', unpack(TAKE_FIELDS)}
-TAKE_READ[#TAKE_READ + 1] = 'enqueued_at'
 local TAKE_EVENT_DETAIL = 15
 local TAKE_EXPIRES_AT = 16
 -- Jobs one take may expire or park (include/flow.lua) before it answers "take again now":
@@ -44,18 +41,33 @@ local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 -- ZRANGEBYSCORE per queue and step, not per job).
 local PROMOTED = false
 
--- True once a step that takes several times (complete_many, take_many) found, with one
--- EXISTS for all its claims and queues, no revoked claim and no flow settings: its takes
--- then skip their own EXISTS (nothing in a step creates either). The listened queues'
--- q:<queue> keys are at KEYS[first], every 4th.
-local TAKES_CLEAR = false
-local function takes_clear(claims_taking, first, nq)
-  local asked = {}
-  for i, claim in ipairs(claims_taking) do asked[i] = NS .. 'revoked:' .. claim end
+-- True once a step found, with one EXISTS for all the claims it takes for and all its
+-- listened queues, no revoked claim and no flow settings: its takes then skip their own
+-- EXISTS (nothing in a step creates either). The listened queues' q:<queue> keys are at
+-- KEYS[first], every 4th. `also`: more keys the step wants to know about in the same call
+-- (the dependents:<id> of the jobs it completes); when the count is not 0, asking `also`
+-- again tells which part it was (takes_told).
+-- FLOWING: true once the step knows that its one take's claim is revoked or a listened
+-- queue has flow settings (take_next then skips straight to the revoked check).
+local TAKES_CLEAR, FLOWING = false, false
+local function takes_clear(claims_taking, first, nq, also)
+  local asked = {unpack(also or {})}
+  for _, claim in ipairs(claims_taking) do asked[#asked + 1] = NS .. 'revoked:' .. claim end
   for i = 1, nq do
     asked[#asked + 1] = flow_key(string.sub(KEYS[first + 4 * (i - 1)], #NS + 3))
   end
-  TAKES_CLEAR = redis.call('EXISTS', unpack(asked)) == 0
+  local found = redis.call('EXISTS', unpack(asked))
+  TAKES_CLEAR = found == 0
+  return found
+end
+
+-- After takes_clear counted `found` > 0 keys with `also`: how many of `also` exist (one
+-- EXISTS), so the takes know whether the rest was clear. Returns that count.
+local function takes_told(found, also, one_take)
+  local among = redis.call('EXISTS', unpack(also))
+  TAKES_CLEAR = among == found
+  FLOWING = one_take and among < found
+  return among
 end
 
 local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
@@ -63,12 +75,16 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   -- The claim's child was ended (its claims requeued) while this take was on its way; and
   -- which listened queues have flow settings (include/flow.lua). One EXISTS asks both: a
   -- plain queue pays no call of its own for flow control (SPEC 13).
-  local flows, flowing = {}, false
+  local flows, flowing = {}, FLOWING
   if not TAKES_CLEAR then
     local revoked = NS .. 'revoked:' .. claim
-    local asked = {revoked}
-    for i = 1, nq do asked[i + 1] = flow_key(string.sub(KEYS[first + 4 * (i - 1)], #NS + 3)) end
-    flowing = redis.call('EXISTS', unpack(asked)) > 0
+    if not flowing then
+      local asked = {revoked}
+      for i = 1, nq do
+        asked[i + 1] = flow_key(string.sub(KEYS[first + 4 * (i - 1)], #NS + 3))
+      end
+      flowing = redis.call('EXISTS', unpack(asked)) > 0
+    end
     if flowing and redis.call('EXISTS', revoked) == 1 then return -1 end
   end
 
@@ -90,9 +106,13 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     end
   end
 
-  -- The popped job's fields and previous token, or nil when its hash is gone.
+  -- The popped job's previous token, TAKE_FIELDS, then enqueued_at (for the wait-time
+  -- metric, include/metrics; dropped before the reply); nil when its hash is gone.
   local function read(key)
-    local values = redis.call('HMGET', key, unpack(TAKE_READ))
+    local values = redis.call('HMGET', key, 'token', 'func', 'args', 'kwargs', 'serializer',
+      'timeout', 'queue', 'attempts', 'retry', 'callback_of', 'callback_kind',
+      'parent_serializer', 'parent_result', 'parent_exc', 'chord_results', 'event_detail',
+      'expires_at', 'enqueued_at')
     for i = 1, #values - 1 do
       if values[i] then return values end
     end
@@ -104,13 +124,13 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   local function lease(id, key, values, started)
     local expires_at = values[TAKE_EXPIRES_AT + 1]
     if values[1] then  -- never leave two claims pointing at one job
-      redis.call('HDEL', claims, values[1])
+      registry_write('HDEL', claims, values[1])
     end
     redis.call('HSET', key, 'status', 'started', 'started_at', NOW, 'worker', WORKER,
       'token', claim)
-    redis.call('HSET', claims, claim, id)
-    redis.call('ZADD', active, now + lease_ms, id)
-    redis.call('ZADD', started, NOW, id)
+    registry_write('HSET', claims, claim, id)
+    registry_write('ZADD', active, now + lease_ms, id)
+    registry_write('ZADD', started, NOW, id)
     know_detail(id, values[TAKE_EVENT_DETAIL + 1], values[TAKE_FUNC + 1] or '',
       values[TAKE_ATTEMPTS + 1])
     emit('started', id, values[TAKE_QUEUE + 1])
