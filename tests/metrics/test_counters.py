@@ -2,6 +2,7 @@
 backend and host, and their times are the jobs' own (read through rqconc.metrics.read)."""
 
 import json
+
 import pytest
 
 from rqconc.connection.clients import connect
@@ -164,8 +165,10 @@ def test_lua_and_python_share_the_bucket_bounds(redis_url):
     client = connect(redis_url)
     source = "local NS, NOW = '', '0'\n" + expand("--#include metrics\n")
     times = [0, *BOUNDS_MS, *(bound + 0.5 for bound in BOUNDS_MS)]
-    asked = source + "\nlocal out = {}\nfor i, ms in ipairs(cjson.decode(ARGV[1])) do " \
+    asked = (
+        source + "\nlocal out = {}\nfor i, ms in ipairs(cjson.decode(ARGV[1])) do "
         "out[i] = metric_bucket(ms) end\nreturn out"
+    )
     buckets = [b.decode() for b in client.eval(asked, 0, json.dumps(times))]
     expected = [str(BOUNDS_MS[0]), *map(str, BOUNDS_MS), *map(str, BOUNDS_MS[1:]), "inf"]
     assert buckets == expected

@@ -160,7 +160,7 @@ def test_the_registries_are_written_once_per_key_for_the_whole_step(queue, steps
         [(c, job.id, "default", "0", "json", c + "+") for c, job in zip(claims, jobs)],
     )
     assert [taken[0] for _, taken in replies] == [job.id for job in jobs[8:]]
-    calls = {k[len("cmdstat_"):]: v["calls"] for k, v in client.info("commandstats").items()}
+    calls = {k[len("cmdstat_") :]: v["calls"] for k, v in client.info("commandstats").items()}
     # active and started:default: one ZREM and one ZADD each; claims: one HDEL, and one HSET
     # besides the eight takes' HSETs of their job hashes; one DEL for the eight hashes.
     assert calls["zrem"] == 2 and calls["zadd"] == 2 and calls["hdel"] == 1
@@ -191,9 +191,7 @@ def test_a_job_sent_twice_in_one_step_is_recorded_once(queue, steps, client, key
     assert client.hget(keys.claims, "b2") is None and jobs[2].status is JobStatus.QUEUED
 
 
-def test_a_capped_queue_counts_the_runs_ended_earlier_in_the_same_step(
-    queue, steps, client, keys
-):
+def test_a_capped_queue_counts_the_runs_ended_earlier_in_the_same_step(queue, steps, client, keys):
     """Flow control reads started:<queue>: the ends gathered before a take must be sent
     before it counts them, or a queue at its cap would refuse every slot's next job."""
     queue.set_limits(concurrency=2)

@@ -12,8 +12,8 @@ import rqconc
 from rqconc.connection.direct import DirectConnection
 from rqconc.queue.defaults import SHARED_WITH_LUA
 from rqconc.queue.job import JobStatus
-from rqconc.queue.scripts import expand as _expand
 from rqconc.queue.scripts import TAKE_FIELDS, script
+from rqconc.queue.scripts import expand as _expand
 from rqconc.queue.steps import CompleteReply, Steps
 
 LEASE_MS = 15_000

@@ -32,7 +32,7 @@ local NO_DEPENDENTS = false
 
 local function complete_job(claim, id, result, serializer, done_grace, key, started, finished,
     done, chained, stage)
-  local now = tonumber(NOW)
+  local now = now_ms()
   local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl', 'flow_id',
     'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index',
     'event_detail', 'started_at', 'func', 'flow_taken', 'unique_key', 'unique_for')

@@ -71,7 +71,7 @@ local function takes_told(found, also, one_take)
 end
 
 local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
-  local now = tonumber(NOW)
+  local now = now_ms()
   -- The claim's child was ended (its claims requeued) while this take was on its way; and
   -- which listened queues have flow settings (include/flow.lua). One EXISTS asks both: a
   -- plain queue pays no call of its own for flow control (SPEC 13).
