@@ -14,7 +14,7 @@ import os
 from datetime import datetime, timedelta, timezone
 from enum import IntEnum
 from functools import partial
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from rqconc.queue.callbacks import followup_fields
 from rqconc.queue.defaults import (
@@ -29,6 +29,7 @@ from rqconc.queue.defaults import (
 from rqconc.queue.dependency import parents_of
 from rqconc.queue.flow_options import FLOW_OPTION_NAMES, flow_fields
 from rqconc.queue.retry import Retry
+from rqconc.queue.scripts import LEAN_SPOILERS
 from rqconc.queue.serialization import check_utf8, get_serializer
 
 Func = Union[str, Callable[..., Any]]
@@ -289,3 +290,17 @@ def id_check(
     ):
         return "plain"
     return ""
+
+
+def lean_marks(
+    common: Dict[str, Any], jobs: Sequence[Tuple[str, Dict[str, Any]]]
+) -> Tuple[Dict[str, Any], List[bool]]:
+    """`lean` ("1") for every job stored without any of scripts.LEAN_SPOILERS: in the common
+    fields when every job of the batch is lean (one pair for all), else in each lean job's
+    own fields (the returned flags say which)."""
+    if not LEAN_SPOILERS.isdisjoint(common):
+        return common, [False] * len(jobs)
+    leans = [LEAN_SPOILERS.isdisjoint(fields) for _, fields in jobs]
+    if all(leans):
+        return {**common, "lean": "1"}, [False] * len(jobs)
+    return common, leans

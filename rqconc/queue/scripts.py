@@ -34,7 +34,8 @@ def text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-# The job fields a take returns, in the order of TAKE_FIELDS in lua/include/take.lua.
+# The job fields a take returns, in the order of TAKE_FIELDS in lua/include/take.lua: the
+# fields every job may have, then those only callbacks, chords and jobs with a ttl have.
 TAKE_FIELDS = (
     "func",
     "args",
@@ -44,14 +45,38 @@ TAKE_FIELDS = (
     "queue",
     "attempts",
     "retry",
+    "event_detail",  # read for the take's own `started` event (detail_of, lifecycle.lua)
     "callback_of",
     "callback_kind",
     "parent_serializer",
     "parent_result",
     "parent_exc",
     "chord_results",  # a chord callback's: its group's results (lua/include/lifecycle.lua)
-    "event_detail",  # read for the take's own `started` event (detail_of, lifecycle.lua)
     "expires_at",  # a job with a ttl: the take expires it past then (lua/include/flow.lua)
+)
+
+# A job enqueued without any of these fields is stored `lean` ("1", steps.enqueue): the hot
+# steps then do not ask for the fields only such jobs have (lua/include/take.lua's and
+# complete.lua's second HMGET; a test holds these to them). No step adds one of them to an
+# existing job, except a flow stage's links, and complete.lua drops `lean` then. A job
+# without the mark (stored by an older producer, or by any other step) is read in full.
+LEAN_SPOILERS = frozenset(
+    (
+        "callback_of",
+        "callback_kind",
+        "parent_serializer",
+        "parent_result",
+        "parent_exc",
+        "chord_results",
+        "chord_of",
+        "expires_at",
+        "flow_id",
+        "on_success_jobs",
+        "group_id",
+        "group_index",
+        "unique_key",
+        "unique_for",
+    )
 )
 
 

@@ -15,7 +15,7 @@ import redis
 from rqconc.connection.cluster import server_time
 from rqconc.connection.replicas import ReplicaWait, replicated
 from rqconc.queue.keys import KeySpace
-from rqconc.queue.options import id_check
+from rqconc.queue.options import id_check, lean_marks
 from rqconc.queue.scripts import (
     AwaitReply,
     CancelReply,
@@ -73,7 +73,7 @@ class Steps:
         ids were just generated at random, so they need no check that they are free. `mark`:
         leave the short-lived `enqueued:<first id>` mark a resend of this request finds."""
         k = self.keys
-        common = common or {}
+        common, leans = lean_marks(common or {}, jobs)
         keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events]
         args: List[Any] = [
             queue,
@@ -88,11 +88,13 @@ class Steps:
         for pair in common.items():
             args += pair
         job_prefix = k.job_prefix
-        for job_id, fields in jobs:
+        for (job_id, fields), lean in zip(jobs, leans):
             keys.append(job_prefix + job_id)
-            args += (job_id, len(fields))
+            args += (job_id, len(fields) + lean)
             for pair in fields.items():
                 args += pair
+            if lean:
+                args += ("lean", "1")
         if mark:
             keys.append(k.enqueued(jobs[0][0]))
         code, detail = script("enqueue")(self.client, keys, args)

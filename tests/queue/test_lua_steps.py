@@ -12,7 +12,7 @@ import rqconc
 from rqconc.connection.direct import DirectConnection
 from rqconc.queue.defaults import SHARED_WITH_LUA
 from rqconc.queue.job import JobStatus
-from rqconc.queue.scripts import TAKE_FIELDS, script
+from rqconc.queue.scripts import LEAN_SPOILERS, TAKE_FIELDS, script
 from rqconc.queue.scripts import expand as _expand
 from rqconc.queue.steps import CompleteReply, Steps
 
@@ -390,13 +390,42 @@ def test_key_names_built_inside_lua_match_keyspace(client, keys):
 
 
 def test_the_fields_a_take_reads_are_the_fields_python_names():
-    """take.lua writes the fields it reads in its HMGET (no table built per call): after the
-    previous token, scripts.TAKE_FIELDS in order, then enqueued_at for the wait metric."""
-    source = resources.files("rqconc.queue").joinpath("lua/include/take.lua").read_text()
-    call = re.search(r"redis\.call\('HMGET', key, (.*?)\)\n", source, re.S)
-    assert call, "take.lua's read() HMGET not found"
-    fields = re.findall(r"'(\w+)'", call.group(1))
-    assert fields == ["token", *TAKE_FIELDS, "enqueued_at"]
+    """take.lua writes the fields it reads in its HMGETs (no table built per call): after the
+    previous token, scripts.TAKE_FIELDS in order (enqueued_at, for the wait metric, and the
+    `lean` mark between the two calls); the second HMGET, and complete.lua's, only ask for
+    fields a lean job cannot have (scripts.LEAN_SPOILERS)."""
+    lua = resources.files("rqconc.queue").joinpath("lua/include")
+    calls = re.findall(r"'HMGET', key, ([^)]*)\)", lua.joinpath("take.lua").read_text())
+    first, rare = (re.findall(r"'(\w+)'", call) for call in calls)
+    assert first == ["token", *TAKE_FIELDS[:9], "enqueued_at", "lean"]
+    assert rare == list(TAKE_FIELDS[9:])
+    complete = re.findall(r"'HMGET', key, ([^)]*)\)", lua.joinpath("complete.lua").read_text())
+    assert "'lean'" in complete[0]
+    assert set(rare) | set(re.findall(r"'(\w+)'", complete[1])) <= LEAN_SPOILERS
+
+
+def test_only_a_job_without_the_fields_of_callbacks_flows_groups_is_stored_lean(
+    steps, client, keys
+):
+    plain = {"func": "tests.queue.tasks:add", "args": "[1,2]"}
+    steps.enqueue("default", [("a", plain), ("b", {**plain, "expires_at": "9" * 13})])
+    assert client.hget(keys.job("a"), "lean") == b"1"
+    assert client.hget(keys.job("b"), "lean") is None
+    steps.enqueue("default", [("c", plain), ("d", plain)], common={"on_success_jobs": "[]"})
+    assert client.hmget(keys.job("c"), "lean") == client.hmget(keys.job("d"), "lean") == [None]
+
+
+def test_a_job_without_the_lean_mark_is_read_in_full(queue, steps, client, keys):
+    """A job stored by an older producer has no mark: its take still reads the fields only
+    jobs that are not lean have (here a ttl long past), and a marked job would not."""
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    client.hdel(keys.job(job.id), "lean")
+    client.hset(keys.job(job.id), "expires_at", "1")
+    assert steps.take("c1", ["default"], LEASE_MS, "w") == -1  # expired, not run
+    assert client.hget(keys.job(job.id), "status") == b"canceled"
+    marked = queue.enqueue("tests.queue.tasks:add", 3, 4)
+    client.hset(keys.job(marked.id), "expires_at", "1")  # no step writes it on a lean job
+    assert steps.take("c2", ["default"], LEASE_MS, "w")[0] == marked.id
 
 
 # `local NAME = <number>` (a product or sum of integers) in a Lua file.

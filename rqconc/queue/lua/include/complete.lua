@@ -33,15 +33,22 @@ local NO_DEPENDENTS = false
 local function complete_job(claim, id, result, serializer, done_grace, key, started, finished,
     done, chained, stage)
   local now = now_ms()
-  local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl', 'flow_id',
-    'on_success_jobs', 'cancel_requested', 'waiters', 'group_id', 'group_index',
-    'event_detail', 'started_at', 'func', 'flow_taken', 'unique_key', 'unique_for')
-  local token, queue, attempts, result_ttl, flow_id, followups, cancel_requested, waiters,
-    group_id, group_index, event_detail, started_at, func, flow_taken, unique_key,
-    unique_for = unpack(job, 1, 16)
+  local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl',
+    'cancel_requested', 'waiters', 'event_detail', 'started_at', 'func', 'flow_taken', 'lean')
+  local token, queue, attempts, result_ttl, cancel_requested, waiters, event_detail,
+    started_at, func, flow_taken, lean = unpack(job, 1, 11)
   -- The token is the fence: it is the claim of the run that holds the lease, or nothing.
   if token ~= claim then
     return -1
+  end
+  -- The fields of flows, callbacks, groups and unique jobs: only a job not stored `lean`
+  -- can have them (scripts.LEAN_SPOILERS; each field asked for costs Redis ~2,000
+  -- instructions, found or not).
+  local flow_id, followups, group_id, group_index, unique_key, unique_for
+  if lean ~= '1' then
+    flow_id, followups, group_id, group_index, unique_key, unique_for = unpack(redis.call(
+      'HMGET', key, 'flow_id', 'on_success_jobs', 'group_id', 'group_index', 'unique_key',
+      'unique_for'), 1, 6)
   end
   know_detail(id, event_detail, func or '', attempts)
   local ttl = whole_number(result_ttl, -1, MAX_TTL, DEFAULT_RESULT_TTL)
@@ -91,6 +98,7 @@ local function complete_job(claim, id, result, serializer, done_grace, key, star
     redis.call('HSET', next_key, unpack(stage[3]))
     redis.call('HSET', next_key, 'flow_id', flow, 'prev_id', id)
     redis.call('HSET', key, 'flow_id', flow, 'next_id', next_id)
+    redis.call('HDEL', key, 'lean')  -- it has a flow's fields now (scripts.LEAN_SPOILERS)
     push_queued(next_id, next_key, false)
     metric_count('enqueued', next_queue)
   end

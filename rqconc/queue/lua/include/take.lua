@@ -20,16 +20,15 @@ when every listened queue is empty, how long (ms, >= 0) until the earliest of th
 scheduled jobs is due by Redis' clock (NOW), or -1 when none is scheduled. A delay, not a
 due time: a worker whose own clock is off would wait the wrong time for it (issue 14).
 ]]
--- What a worker needs to run a job, TAKE_FIELDS: the fields of the HMGET in take_next's
--- read() after 'token', up to 'enqueued_at', in the order of scripts.TAKE_FIELDS (a test
--- compares them). An HMGET of these, not HGETALL: a job hash holds twice as many fields
--- the worker never reads. Written out in the call, not kept in a table: a table would be
--- built on every call of the step (about 10,000 instructions for these two; issue 21).
--- Their positions in TAKE_FIELDS:
+-- What a worker needs to run a job, TAKE_FIELDS, in the order of scripts.TAKE_FIELDS (a test
+-- compares them): the fields of read()'s first HMGET between 'token' and 'enqueued_at',
+-- then those of its second. An HMGET of these, not HGETALL: a job hash holds twice as many
+-- fields the worker never reads. Written out in the calls, not kept in a table: a table
+-- would be built on every call of the step (issue 21). Their positions in TAKE_FIELDS:
 local TAKE_FUNC = 1
 local TAKE_QUEUE = 6
 local TAKE_ATTEMPTS = 7
-local TAKE_EVENT_DETAIL = 15
+local TAKE_EVENT_DETAIL = 9
 local TAKE_EXPIRES_AT = 16
 -- Jobs one take may expire or park (include/flow.lua) before it answers "take again now":
 -- bounds the time one take holds Redis.
@@ -106,22 +105,28 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     end
   end
 
-  -- The popped job's previous token, TAKE_FIELDS, then enqueued_at (for the wait-time
-  -- metric, include/metrics; dropped before the reply); nil when its hash is gone.
+  -- The popped job's previous token and TAKE_FIELDS, and its enqueued_at (for the
+  -- wait-time metric, include/metrics); nil when its hash is gone. The fields only callbacks,
+  -- chords and jobs with a ttl have are read by a second HMGET, and only for a job that is
+  -- not `lean` (steps.py marks the jobs enqueued without any of them): each field an HMGET
+  -- asks for costs Redis about 2,000 instructions, found or not (issue 21).
   local function read(key)
     local values = redis.call('HMGET', key, 'token', 'func', 'args', 'kwargs', 'serializer',
-      'timeout', 'queue', 'attempts', 'retry', 'callback_of', 'callback_kind',
-      'parent_serializer', 'parent_result', 'parent_exc', 'chord_results', 'event_detail',
-      'expires_at', 'enqueued_at')
-    for i = 1, #values - 1 do
-      if values[i] then return values end
+      'timeout', 'queue', 'attempts', 'retry', 'event_detail', 'enqueued_at', 'lean')
+    local enqueued_at = values[11]
+    local rare = values[12] ~= '1' and redis.call('HMGET', key, 'callback_of',
+      'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc', 'chord_results',
+      'expires_at')
+    for i = 1, 7 do values[10 + i] = rare and rare[i] or false end
+    for i = 1, 17 do
+      if values[i] then return values, enqueued_at end
     end
     -- Every field missing: deleted meanwhile, or a corrupt hash without any of them.
-    if redis.call('EXISTS', key) == 1 then return values end
+    if redis.call('EXISTS', key) == 1 then return values, enqueued_at end
     return nil
   end
 
-  local function lease(id, key, values, started)
+  local function lease(id, key, values, enqueued_at, started)
     local expires_at = values[TAKE_EXPIRES_AT + 1]
     if values[1] then  -- never leave two claims pointing at one job
       registry_write('HDEL', claims, values[1])
@@ -134,7 +139,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     know_detail(id, values[TAKE_EVENT_DETAIL + 1], values[TAKE_FUNC + 1] or '',
       values[TAKE_ATTEMPTS + 1])
     emit('started', id, values[TAKE_QUEUE + 1])
-    metric_started(values[TAKE_QUEUE + 1], table.remove(values))  -- enqueued_at
+    metric_started(values[TAKE_QUEUE + 1], enqueued_at)
     values[1] = id
     values[TAKE_EXPIRES_AT + 1] = false
     return values, expires_at
@@ -177,7 +182,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
       if #popped == 0 then break end
       -- An id whose hash is gone (deleted meanwhile) is dropped and the next one tried.
       local key = job_key(popped[1])
-      local values = read(key)
+      local values, enqueued_at = read(key)
       if values then
         local admitted, wait = true, -1
         if flow or values[TAKE_EXPIRES_AT + 1] then
@@ -186,7 +191,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
         end
         if admitted then
           local expires_at
-          taken, expires_at = lease(popped[1], key, values, started)
+          taken, expires_at = lease(popped[1], key, values, enqueued_at, started)
           if flow or expires_at then
             flow_lib().flow_started(flow, popped[1], key, expires_at, claim, started, now)
           end
