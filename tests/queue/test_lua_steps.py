@@ -319,6 +319,25 @@ def test_a_take_or_chained_take_under_a_revoked_claim_leaves_the_job_waiting(
     assert 0 < client.pttl(keys.revoked("claim-gone")) <= 600_000  # removes itself
 
 
+def test_a_chained_completion_asks_once_and_still_releases_dependents_and_takes(
+    queue, steps, client, keys
+):
+    """complete.lua asks one EXISTS for the job's dependents, the next claim's revocation and
+    flow settings; when it finds some, a second tells which: here the dependents, so the
+    child is released and, the claim being clear, taken in the same step."""
+    parent = queue.enqueue("tests.queue.tasks:add", 1, 1)
+    child = queue.enqueue("tests.queue.tasks:add", 2, 2, depends_on=parent)
+    job_id, _ = take(steps, "claim-1")
+    client.config_resetstat()
+    recorded, taken = steps.complete(
+        "claim-1", job_id, "default", "2", "json", "w", next_take=("claim-2", ["default"], 5000)
+    )
+    assert recorded is CompleteReply.RECORDED and taken[0] == child.id
+    assert client.hget(keys.claims, "claim-2") == child.id.encode()
+    # the combined EXISTS, which tells, and settle_dependents' own; none by the take
+    assert client.info("commandstats")["cmdstat_exists"]["calls"] == 3
+
+
 # ---- an idle child's wait and take in one round trip ----
 
 
