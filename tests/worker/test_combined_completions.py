@@ -57,9 +57,7 @@ def test_completions_of_slots_finishing_together_share_steps_and_each_job_ends_o
     assert sorted(e["job_id"] for e in finished) == sorted(j.id for j in jobs)
 
 
-@pytest.mark.parametrize(
-    "backend,size,extra", [SLOTTED[0], SLOTTED[2]], ids=["forking-2x4", "threading-8"]
-)
+@pytest.mark.parametrize("backend,size,extra", SLOTTED, ids=[s[0] for s in SLOTTED])
 def test_a_combined_completion_whose_reply_is_lost_runs_no_job_twice_and_loses_none(
     backend, size, extra, redis_server, start_worker
 ):
