@@ -49,7 +49,9 @@ if ARGV[12] then  -- a next stage: its id, queue, fields, then its three keys
 end
 local chained = ARGV[8] ~= ''
 if chained then  -- one EXISTS: dependents to release, the next claim revoked, flow settings
-  ask_before_completing({ARGV[2]}, {ARGV[8]}, 10, nq)
+  local also = {dependents_key(ARGV[2])}
+  local found = takes_clear({ARGV[8]}, 10, nq, also)
+  NO_DEPENDENTS = found == 0 or takes_told(found, also, true) == 0
 end
 local code = complete_job(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], KEYS[3], KEYS[4],
   KEYS[5], KEYS[6], chained, stage)

@@ -51,13 +51,14 @@ metrics_summed()  -- the runs' counters and histograms: one HINCRBY per field, a
 -- One EXISTS for the whole step: whether any next claim is revoked, any listened queue has
 -- flow settings (take.lua) or any job here has dependents to release (a second one tells
 -- which, when one does).
-local ids, next_claims = {}, {}
+local next_claims, dependents = {}, {}
 for i = 1, n do
   local a = 8 + 5 * (i - 1)
   if ARGV[a + 4] ~= '' then next_claims[#next_claims + 1] = ARGV[a + 4] end
-  ids[i] = ARGV[a + 1]
+  dependents[i] = dependents_key(ARGV[a + 1])
 end
-ask_before_completing(ids, next_claims, 6, nq)
+local found = takes_clear(next_claims, 6, nq, dependents)
+NO_DEPENDENTS = found == 0 or takes_told(found, dependents, false) == 0
 -- The registries' writes of every job, and the deletes of the hashes of jobs kept for 0 s,
 -- go at the end, once per key (include/gather.lua).
 gathering()

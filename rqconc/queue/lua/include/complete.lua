@@ -26,20 +26,9 @@ Every job pays for this, so it reads the job once (one HMGET) and skips what a p
 does not have: no dependents, callbacks, flow stage, group, waiter or kept result.
 ]]
 -- True when the including step asked once, for all the jobs it completes, and none has
--- dependents waiting: each then skips settle_dependents' own EXISTS. Only an enqueue
--- registers dependents, never a step that completes jobs.
+-- dependents waiting (complete_many): each then skips settle_dependents' own EXISTS. Only
+-- an enqueue registers dependents, never a step that completes jobs.
 local NO_DEPENDENTS = false
-
--- One EXISTS before completing the jobs `ids` and taking for `claims_taking` (the listened
--- queues' keys at KEYS[first], nq of them): whether any job has dependents, any claim is
--- revoked or any queue has flow settings; a second one, only when something exists, tells
--- the dependents from the rest (takes_clear, takes_told in include/take.lua).
-local function ask_before_completing(ids, claims_taking, first, nq)
-  local dependents = {}
-  for i, id in ipairs(ids) do dependents[i] = dependents_key(id) end
-  local found = takes_clear(claims_taking, first, nq, dependents)
-  NO_DEPENDENTS = found == 0 or takes_told(found, dependents, #claims_taking == 1) == 0
-end
 
 local function complete_job(claim, id, result, serializer, done_grace, key, started, finished,
     done, chained, stage)
