@@ -3,6 +3,7 @@ import os
 import pytest
 
 from tests.support.redis_server import RedisServer, bundled_redis_binary, system_redis_binary
+from tests.support.waiting import wait_for
 from tests.support.worker_process import WorkerProcesses
 
 # Never fall back on a shared Redis (127.0.0.1:6379) by accident.
@@ -46,7 +47,18 @@ def redis_server(redis_binary):
 @pytest.fixture
 def redis_url(redis_versions_server):
     """URL of a flushed shared server, once per Redis version."""
-    redis_versions_server.client().flushall()
+    client = redis_versions_server.client()
+    # An earlier test's worker, killed, may still have a marker wait blocked here with its
+    # take pipelined behind it: that take would lease this test's first job to a claim nobody
+    # renews. Start only once Redis has let go of every such wait (start_worker's close has
+    # already waited for those processes to end).
+    wait_for(
+        lambda: client.info("clients")["blocked_clients"] == 0,
+        timeout=15,
+        message="the blocked clients of an earlier test to go",
+    )
+    client.flushall()
+    client.close()
     return redis_versions_server.url
 
 

@@ -68,14 +68,19 @@ def test_a_worker_retries_a_throttled_call_and_fails_a_denied_one_for_good(
     throttled = q.enqueue(TASK, str(tmp_path / "a"), "ClientError", "Throttling", 400)
     timed_out = q.enqueue(TASK, str(tmp_path / "b"), "ReadTimeoutError")
     denied = q.enqueue(TASK, str(tmp_path / "c"), "ClientError", "AccessDenied", 403)
-    # botocore imported once per child before any job: a CI run saw attempts == 3, which a
-    # first run failing before it wrote its marker explains (two threading children importing
-    # botocore for their first jobs at once, on a loaded machine; not reproduced since).
-    start_worker(backend, 2, redis_url, "-q", "aws", "--preload", "botocore.exceptions")
+    # CI runs saw attempts == 3 here, with one lost lease: the forking run just before had left
+    # a dying child blocked on this queue's marker, whose pipelined take leased the first job
+    # (start_worker's close now waits for every process; tests/worker/test_worker_harness.py).
+    worker = start_worker(backend, 2, redis_url, "-q", "aws", "--preload", "botocore.exceptions")
     # The default policy's first re-run waits 1 to 2 s (backoff 2 s, jittered).
     assert throttled.get(timeout=60) == "ok" and timed_out.get(timeout=60) == "ok"
     for job in (throttled, timed_out):  # on a mismatch: how the extra attempt ended
-        assert job.attempts == 2, (job.attempts, job.lost, job.exc_info and job.exc_info[:2])
+        assert job.attempts == 2, (
+            job.attempts,
+            job.lost,
+            job.exc_info and job.exc_info[:2],
+            worker.output()[-6000:],
+        )
     wait_for(lambda: denied.refresh() or denied.status is JobStatus.FAILED, timeout=30)
     assert denied.attempts == 1
     assert denied.exc_info[0] == "botocore.exceptions.ClientError"

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Union
 
 import psutil
 
-from tests.support.waiting import wait_for  # noqa: F401 - re-exported for the tests
+from tests.support.waiting import wait_for  # also re-exported for the tests
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = ["forking", "multiprocessing", "threading", "gevent", "asyncio"]
@@ -91,6 +91,7 @@ class WorkerProcess:
         self.process = subprocess.Popen(
             argv, cwd=ROOT, stdout=self._log, stderr=self._log, start_new_session=new_session
         )
+        self.new_session = new_session
         self.pid = self.process.pid
 
     def output(self) -> str:
@@ -119,7 +120,13 @@ class WorkerProcess:
             ) from None
 
     def close(self) -> None:
-        """SIGKILL the worker and everything below it, if still running."""
+        """SIGKILL the worker and everything below it, and return once all of it is gone.
+
+        SIGKILL only starts a process' end: a child killed here may live on for a moment,
+        and its socket with it. A request it left blocked in Redis (a marker wait with its
+        take pipelined behind) would then still lease a job that the next test enqueues on
+        the same shared server, to a claim nobody renews (a CI run saw that job come back
+        15 s later as lost). So close waits until none of them holds a socket any more."""
         if self.process.poll() is None:
             try:
                 descendants = psutil.Process(self.pid).children(recursive=True)
@@ -129,7 +136,28 @@ class WorkerProcess:
                 _kill(child.pid)
             self.process.kill()
             self.process.wait(5)
+            gone = [child.pid for child in descendants]
+            if self.new_session:  # children forked after the list above share its group
+                gone += self._kill_group()
+            wait_for(
+                lambda: not any(pid_alive(pid) for pid in gone),
+                timeout=15,
+                message=f"the processes of worker {self.pid} to end",
+            )
         self._log.close()
+
+    def _kill_group(self) -> List[int]:
+        """SIGKILL what is left of the worker's own process group; their pids."""
+        left = []
+        for proc in psutil.process_iter():
+            try:
+                if os.getpgid(proc.pid) == self.pid:
+                    left.append(proc.pid)
+            except (ProcessLookupError, psutil.Error):
+                pass
+        for pid in left:
+            _kill(pid)
+        return left
 
 
 def fake_source_worker(
