@@ -4,12 +4,13 @@ runs at once: complete_many, take_many).
 Every job's run is written into three registries when it starts and again when it ends:
 claims (claim -> job id), active (lease expiry) and started:<queue>; a job kept for 0 s also
 has its hash deleted. One at a time, that is seven commands per job; a command costs Redis
-a few thousand instructions besides its members (a ZADD of one member about 10,000, of eight
-members together about 4,500 per member: issue 21, callgrind). A step that handles many jobs calls `gathering` first:
-`registry_write` then notes each write instead of sending it, and `gathered_flush` sends,
-per key, one removing and one adding command for all of them (plus one DEL of the hashes):
-about 10,000 instructions less per job for eight slots (bench/step_cost.py).
-Without it, `registry_write` writes at once, so the one-job steps share the code.
+a few thousand instructions besides its members (a ZADD of one member about 10,000, of
+eight members together about 4,500 per member: issue 21, callgrind). A step that handles
+many jobs calls `gathering` first: `registry_write` then notes each write instead of
+sending it, and `gathered_flush` sends, per key, one removing and one adding command for
+all of them (plus one DEL of the hashes): about 10,000 instructions less per job for
+eight slots (bench/step_cost.py). Without it, `registry_write` writes at once, so the
+one-job steps share the code.
 
 What a gathered write relies on (tests/queue/test_complete_many.py drives the cases):
 - Within one step, every removal concerns a run that began before the step (the claim and
@@ -25,7 +26,9 @@ What a gathered write relies on (tests/queue/test_complete_many.py drives the ca
   complete_many refuses a job that appears twice in one step, which the still present hash
   would otherwise let complete twice.
 ]]
-local GATHERED = nil  -- nil: write at once; else key -> {removed, added}, keys in order
+-- nil: write at once. Else key -> {removed members, added pairs, whether a hash}, the keys
+-- in order at 1..n, and `deleted`: the job hashes to DEL.
+local GATHERED = nil
 
 local function gathering() GATHERED = {deleted = {}} end
 
