@@ -3,7 +3,7 @@
 Builds the wheel, installs it into a fresh virtualenv in a temporary directory outside the
 source tree (so nothing is imported from the checkout), runs `rqconc --help`, and runs one
 real job through a forking worker against a private redis-server. An editable install cannot
-catch a wheel that lacks its .lua files (rqconc/queue/lua/); this step does.
+catch a wheel that lacks its .lua files (rqconc/store/lua/); this step does.
 
 Usage: python .ci/wheel_smoke.py   (stdlib only; the interpreter needs pip and venv)
 """

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import PrivateRedis  # noqa: E402
 from rqconc import Queue  # noqa: E402
 from rqconc.connection.direct import DirectConnection  # noqa: E402
-from rqconc.queue.steps import Steps  # noqa: E402
+from rqconc.store.steps.core import Steps  # noqa: E402
 
 
 def timed(call: Callable[[], object], calls: int) -> Tuple[float, float]:

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.common import ROOT, PrivateRedis, free_port  # noqa: E402
 from rqconc import Queue  # noqa: E402
 from rqconc.engine.source import SupervisorInfo  # noqa: E402
-from rqconc.queue.keys import KeySpace  # noqa: E402
+from rqconc.store.keys import KeySpace  # noqa: E402
 from rqconc.worker.registry import WorkerRegistry  # noqa: E402
 
 QUEUE = "bench"

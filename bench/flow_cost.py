@@ -33,7 +33,7 @@ import json, sys, time
 import psutil
 import redis
 from rqconc import Queue
-from rqconc.queue.steps import Steps
+from rqconc.store.steps.core import Steps
 
 url, jobs, limited = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 server = psutil.Process(int(sys.argv[4]))

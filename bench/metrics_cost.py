@@ -49,8 +49,8 @@ def fill(tree: Path, url: str, n: int) -> None:
 STEPS_LOOP = """
 import sys, psutil, redis
 from rqconc import Queue
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import Steps
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import Steps
 url, n, pid = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 client = redis.Redis.from_url(url)
 client.flushall()

@@ -47,8 +47,8 @@ STEP_NAMES = (
 STEPS = """
 import glob, json, os, subprocess, sys, redis
 from rqconc import Queue
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import Steps
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import Steps
 url, n, callgrind = sys.argv[1], int(sys.argv[2]), sys.argv[3]  # callgrind: its pid, or ""
 client = redis.Redis.from_url(url)
 steps = Steps(client, KeySpace())
@@ -118,7 +118,7 @@ measure("complete + take", fused)
 # Eight slots of one process finishing together: one complete_many step where the tree has
 # it (the slots' completions combined, rqconc/worker/completions.py), else eight fused steps.
 try:
-    from rqconc.queue.steps_batch import complete_many
+    from rqconc.store.steps.batch import complete_many
 except ImportError:
     complete_many = None
 fill(0)

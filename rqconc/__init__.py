@@ -15,7 +15,7 @@ _EXPORTS = {
     "Supervisor": "rqconc.worker.supervisor",
     "Queue": "rqconc.queue.queue",
     "Job": "rqconc.queue.job",
-    "JobStatus": "rqconc.queue.status",
+    "JobStatus": "rqconc.store.status",
     "Priority": "rqconc.queue.queue",
     "Retry": "rqconc.queue.retry",
     "WorkSource": "rqconc.engine.source",
@@ -61,9 +61,9 @@ if TYPE_CHECKING:
     from rqconc.queue.queue import Priority as Priority
     from rqconc.queue.queue import Queue as Queue
     from rqconc.queue.retry import Retry as Retry
-    from rqconc.queue.status import JobStatus as JobStatus
     from rqconc.queue.task import Task as Task
     from rqconc.queue.task import task as task
+    from rqconc.store.status import JobStatus as JobStatus
     from rqconc.worker.supervisor import Supervisor as Supervisor
 
 

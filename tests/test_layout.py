@@ -124,13 +124,29 @@ def test_the_engine_imports_nothing_of_rqconc_outside_itself():
 
 
 def test_connection_imports_no_queue_worker_or_cli_code():
-    crossings = _crossings("rqconc.connection", ["rqconc.queue", "rqconc.worker", "rqconc.cli"])
+    crossings = _crossings(
+        "rqconc.connection", ["rqconc.store", "rqconc.queue", "rqconc.worker", "rqconc.cli"]
+    )
     assert not crossings, _listed(crossings)
 
 
 def test_the_queue_layer_never_imports_worker_or_cli_code():
     crossings = _crossings("rqconc.queue", ["rqconc.worker", "rqconc.cli"])
     assert not crossings, _listed(crossings)
+
+
+def test_the_store_imports_only_connection_and_errors():
+    # The data model sits below the client API: keys, Lua and the one caller know nothing
+    # of Queue, Job, the worker or the tools on top.
+    allowed = ("rqconc.store", "rqconc.connection", "rqconc.errors")
+    outside = [
+        str(imp)
+        for imp in IMPORTS
+        if _inside(imp.module, "rqconc.store")
+        and _inside(imp.target, "rqconc")
+        and not any(_inside(imp.target, a) for a in allowed)
+    ]
+    assert not outside, _listed(outside)
 
 
 def _circles(graph: Dict[str, Set[str]]) -> List[List[str]]:
@@ -273,6 +289,12 @@ def test_no_class_has_over_25_methods():
 
 def test_the_rules_see_every_layer():
     # Guards the test itself: a wrong root would make every rule above pass vacuously.
-    for package in ("rqconc.engine", "rqconc.connection", "rqconc.queue", "rqconc.worker"):
+    for package in (
+        "rqconc.engine",
+        "rqconc.connection",
+        "rqconc.store",
+        "rqconc.queue",
+        "rqconc.worker",
+    ):
         assert package in MODULES
     assert any(_inside(imp.target, "rqconc.engine") for imp in IMPORTS)

@@ -20,8 +20,8 @@ from redis.crc import key_slot
 from rqconc.cli.common import NAMESPACE_ENV, client_for, table, url_option
 from rqconc.connection import cluster as cluster_connection
 from rqconc.connection.clients import translated_errors
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import text
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import text
 
 DEFAULT_NAMESPACE = KeySpace().namespace
 # The keys that mark a namespace as in use: (KeySpace attribute, the glob finding them).

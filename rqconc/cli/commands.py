@@ -13,9 +13,9 @@ from rqconc.cli.dashboard import dashboard
 from rqconc.cli.enqueue import enqueue
 from rqconc.cli.events import events
 from rqconc.cli.failed import failed, requeue
-from rqconc.cli.flow import limits, pause
 from rqconc.cli.info import info
 from rqconc.cli.job import job
+from rqconc.cli.limits import limits, pause
 from rqconc.cli.ping import ping
 from rqconc.cli.server import server
 

@@ -10,7 +10,7 @@ import redis
 
 from rqconc.connection.clients import connect, resolve_url
 from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from rqconc.worker.namespaces import split_namespaces
 
 F = TypeVar("F", bound=Callable[..., Any])

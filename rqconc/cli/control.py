@@ -8,7 +8,7 @@ from typing import Optional
 import click
 
 from rqconc.cli.common import client_for, namespace_option, replica_options, url_option
-from rqconc.cli.flow import resume_queue
+from rqconc.cli.limits import resume_queue
 from rqconc.queue import control
 
 

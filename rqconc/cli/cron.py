@@ -30,8 +30,8 @@ from rqconc.connection.clients import translated_errors
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.cron import CronEntry, entries, latest_tick, next_tick, remove
 from rqconc.queue.intervals import Tick
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
+from rqconc.store.keys import KeySpace
 from rqconc.worker.scheduler import leader
 
 LIST_FIELDS = ("id", "expr", "func", "queue", "next_run", "last_tick")

@@ -23,7 +23,7 @@ from rqconc.dashboard.settings import (
     check_exposure,
     parse_auth,
 )
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 
 APP_FACTORY = "rqconc.dashboard.app:app_from_environment"
 WEB_PACKAGES = ("starlette", "uvicorn", "prometheus_client")

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import click
 
 from rqconc.cli.common import client_for, namespace_option, replica_options, url_option
-from rqconc.cli.flow import flow_enqueue_options, take_flow_options
+from rqconc.cli.limits import flow_enqueue_options, take_flow_options
 from rqconc.queue.options import OPTION_NAMES
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry

@@ -8,7 +8,7 @@ import click
 
 from rqconc.cli.common import client_for, namespace_option, url_option
 from rqconc.connection.clients import describe, translated_errors
-from rqconc.queue.steps import text
+from rqconc.store.steps.core import text
 from rqconc.worker.registry import heartbeat_age
 
 

@@ -1,7 +1,7 @@
 """Redis Cluster: `redis+cluster://` URLs, the cluster client, and the direct socket path to
 the master that serves one namespace (SPEC section 8).
 
-Every key of a namespace carries the hash tag `{namespace}` (rqconc/queue/keys.py), so a
+Every key of a namespace carries the hash tag `{namespace}` (rqconc/store/keys.py), so a
 namespace lives in one slot and so on one master: each Lua step, pipeline and blocking take
 of a namespace goes to that master alone. A worker child's direct connection
 (`ClusterDirectConnection`) talks to it through its socket, as on a single Redis; when the

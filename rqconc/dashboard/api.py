@@ -22,8 +22,8 @@ from rqconc.dashboard.rates import queue_rates, timeline
 from rqconc.dashboard.security import check_csrf
 from rqconc.queue import control
 from rqconc.queue.job import Job
-from rqconc.queue.keys import check_queue_name
 from rqconc.queue.queue import Queue
+from rqconc.store.keys import check_queue_name
 
 
 def _where(request: Request) -> Tuple[redis.Redis, str]:

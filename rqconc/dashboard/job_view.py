@@ -11,7 +11,7 @@ from rqconc import errors
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.events import JOINED, entry_events
 from rqconc.queue.job import Job
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 
 # The stream is capped (about 10,000 entries) and its ids are Redis-clock milliseconds: a
 # job's events come after it was created, so the page reads from then on, at most this many

@@ -17,8 +17,8 @@ from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import queue_counts
 from rqconc.queue.events import EventStream, entry_events
 from rqconc.queue.job import Job
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import text
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import text
 from rqconc.worker.clock import redis_time
 from rqconc.worker.registry import list_workers
 

@@ -14,8 +14,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
 from rqconc.queue.counts import queue_counts
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import text
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import text
 from rqconc.worker.clock import redis_time
 from rqconc.worker.registry import list_workers
 

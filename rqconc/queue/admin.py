@@ -16,10 +16,10 @@ import redis
 
 from rqconc.connection.clients import translated_errors
 from rqconc.connection.replicas import ReplicaWait
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.outcome import missing_job
-from rqconc.queue.steps import PromoteReply, Steps, text
-from rqconc.queue.steps_flow import FlowSteps
+from rqconc.queue.job_outcome import missing_job
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import PromoteReply, Steps, text
+from rqconc.store.steps.limits import FlowSteps
 
 # Ids read and deleted per step: bounds how long one step holds Redis.
 DELETE_BATCH = 500

@@ -10,7 +10,7 @@ import math
 from typing import Optional
 
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 
 
 def suspend(

@@ -13,8 +13,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import redis
 
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
-from rqconc.queue.keys import FlowKeys, KeySpace
-from rqconc.queue.steps import now_ms, text
+from rqconc.store.keys import FlowKeys, KeySpace
+from rqconc.store.steps.core import now_ms, text
 
 # The statuses counted per queue, in the order `rqconc info` shows them.
 COUNTS = ("queued", "started", "scheduled", "deferred", "failed", "finished")

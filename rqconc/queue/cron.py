@@ -35,9 +35,9 @@ from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue import intervals
 from rqconc.queue.intervals import Tick
 from rqconc.queue.job import description_of
-from rqconc.queue.keys import KeySpace, check_queue_name
-from rqconc.queue.scripts import CronAdvanceReply, CronPutReply
-from rqconc.queue.steps import Steps, text
+from rqconc.store.keys import KeySpace, check_queue_name
+from rqconc.store.scripts import CronAdvanceReply, CronPutReply
+from rqconc.store.steps.core import Steps, text
 
 log = logging.getLogger("rqconc.queue.cron")
 

@@ -16,8 +16,8 @@ from rqconc import errors
 from rqconc.connection.clients import translated_errors
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.job import Job
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import Steps, now_ms, text
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import Steps, now_ms, text
 
 
 class DeadLetters:

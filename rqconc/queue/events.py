@@ -26,8 +26,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import redis
 
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import text
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import text
 
 Event = Dict[str, Any]
 BLOCK_MS = 1000

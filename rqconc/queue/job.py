@@ -21,25 +21,25 @@ from rqconc.connection.clients import ConnectionLike, connect, translated_errors
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue import admin
 from rqconc.queue.counts import parked_position
-from rqconc.queue.defaults import (
+from rqconc.queue.job_outcome import missing_job, outcome_now, wait_for_outcome
+from rqconc.queue.job_reporting import Reporting
+from rqconc.queue.retry import Retry
+from rqconc.queue.serialization import get_serializer
+from rqconc.store.defaults import (
     DEFAULT_FAILURE_TTL,
     DEFAULT_PRIORITY,
     DEFAULT_RESULT_TTL,
     DEFAULT_TIMEOUT,
 )
-from rqconc.queue.job_reporting import Reporting
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.outcome import missing_job, outcome_now, wait_for_outcome
-from rqconc.queue.retry import Retry
-from rqconc.queue.serialization import get_serializer
-from rqconc.queue.status import JobStatus
-from rqconc.queue.steps import CancelReply, Steps, text
+from rqconc.store.keys import KeySpace
+from rqconc.store.status import JobStatus
+from rqconc.store.steps.core import CancelReply, Steps, text
 
 # A flow that loops on itself must not make Job.flow() walk forever.
 MAX_STAGES = 10_000
 
 
-# A field the hash does not store has its default (rqconc/queue/defaults.py). Absent too:
+# A field the hash does not store has its default (rqconc/store/defaults.py). Absent too:
 # empty args "[]" / kwargs "{}", serializer "json", attempts and lost 0, no retry (the
 # default policy), meta, description (derived from the call), depends_on and on_* fields.
 

@@ -10,9 +10,9 @@ from typing import Any, Dict, Optional, Tuple
 import redis
 
 from rqconc.connection.clients import translated_errors
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.scripts import ProgressReply, text
-from rqconc.queue.steps_reporting import ReportSteps
+from rqconc.store.keys import KeySpace
+from rqconc.store.scripts import ProgressReply, text
+from rqconc.store.steps.reporting import ReportSteps
 
 
 def check_progress(fraction: Any, message: Any) -> None:

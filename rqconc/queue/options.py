@@ -3,7 +3,7 @@ validated, and the hash fields they become.
 
 `Queue.enqueue*`, cron entries (`q.cron`), flow stages (`Next`) and `rqconc enqueue` all
 read their options through here, so a new option or rule is written in one place. A job's
-hash stores only the fields that differ from their defaults (rqconc/queue/defaults.py).
+hash stores only the fields that differ from their defaults (rqconc/store/defaults.py).
 """
 
 from __future__ import annotations
@@ -14,10 +14,14 @@ import os
 from datetime import datetime, timedelta, timezone
 from enum import IntEnum
 from functools import partial
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Tuple, Union
 
 from rqconc.queue.callbacks import followup_fields
-from rqconc.queue.defaults import (
+from rqconc.queue.dependency import parents_of
+from rqconc.queue.limit_options import FLOW_OPTION_NAMES, flow_fields
+from rqconc.queue.retry import Retry
+from rqconc.queue.serialization import check_utf8, get_serializer
+from rqconc.store.defaults import (
     DEFAULT_FAILURE_TTL,
     DEFAULT_PRIORITY,
     DEFAULT_RESULT_TTL,
@@ -26,11 +30,6 @@ from rqconc.queue.defaults import (
     MAX_PRIORITY,
     MAX_TTL,
 )
-from rqconc.queue.dependency import parents_of
-from rqconc.queue.flow_options import FLOW_OPTION_NAMES, flow_fields
-from rqconc.queue.retry import Retry
-from rqconc.queue.scripts import LEAN_SPOILERS
-from rqconc.queue.serialization import check_utf8, get_serializer
 
 Func = Union[str, Callable[..., Any]]
 Call = Tuple[Func, Tuple[Any, ...], Dict[str, Any]]
@@ -269,38 +268,3 @@ __all__ = [
     "take_options",
     "with_defaults",
 ]
-
-
-def id_check(
-    jobs: Sequence[Tuple[str, Dict[str, Any]]],
-    due_ms: Optional[int],
-    common: Dict[str, Any],
-    fresh_ids: bool,
-) -> str:
-    """How the enqueue step checks ids: "1" that each is free, "" not at all (fresh random
-    ids), "plain" not at all and one immediate job with no parent (the step's fast path)."""
-    if not fresh_ids:
-        return "1"
-    if (
-        due_ms is None
-        and len(jobs) == 1
-        and "depends_on" not in common
-        and "depends_on" not in jobs[0][1]
-        and "event_detail" not in common  # the fast path's event is the basic one
-    ):
-        return "plain"
-    return ""
-
-
-def lean_marks(
-    common: Dict[str, Any], jobs: Sequence[Tuple[str, Dict[str, Any]]]
-) -> Tuple[Dict[str, Any], List[bool]]:
-    """`lean` ("1") for every job stored without any of scripts.LEAN_SPOILERS: in the common
-    fields when every job of the batch is lean (one pair for all), else in each lean job's
-    own fields (the returned flags say which)."""
-    if not LEAN_SPOILERS.isdisjoint(common):
-        return common, [False] * len(jobs)
-    leans = [LEAN_SPOILERS.isdisjoint(fields) for _, fields in jobs]
-    if all(leans):
-        return {**common, "lean": "1"}, [False] * len(jobs)
-    return common, leans

@@ -24,12 +24,11 @@ from rqconc.queue import admin
 from rqconc.queue.counts import waiting_count
 from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.eager import EagerRunner, eager_mode
-from rqconc.queue.eager_group import EagerGroup
-from rqconc.queue.flow import FlowControl
-from rqconc.queue.flow_options import with_expiry
-from rqconc.queue.group_handle import Group, new_group_id, prepare_group
+from rqconc.queue.eager.group import EagerGroup
+from rqconc.queue.group_result import Group, new_group_id, prepare_group
 from rqconc.queue.job import Job, describe_call
-from rqconc.queue.keys import KeySpace, check_queue_name
+from rqconc.queue.limit_options import with_expiry
+from rqconc.queue.limits import FlowControl
 from rqconc.queue.options import (
     Call,
     Func,
@@ -50,8 +49,9 @@ from rqconc.queue.retry import Retry
 from rqconc.queue.scheduling import Scheduling
 from rqconc.queue.serialization import check_utf8, dump_arguments, function_name, get_serializer
 from rqconc.queue.signature import Signature
-from rqconc.queue.steps import EnqueueReply, Steps, now_ms, text
-from rqconc.queue.steps_flow import FlowSteps
+from rqconc.store.keys import KeySpace, check_queue_name
+from rqconc.store.steps.core import EnqueueReply, Steps, now_ms, text
+from rqconc.store.steps.limits import FlowSteps
 
 
 def _refusal(reason: EnqueueReply, job_id: str) -> ValueError:
@@ -173,7 +173,7 @@ class Queue(FlowControl, Scheduling):
         """Store a group of jobs (Signatures or (func, args[, kwargs]) tuples), and a chord's
         callback (run with their results once all finished), in one step; what
         `rqconc.group(...).enqueue(queue)` calls (rqconc/queue/groups.py). An eager queue runs
-        them inline (rqconc/queue/eager.py)."""
+        them inline (rqconc/queue/eager/__init__.py)."""
         for call in calls:
             check_call(self.keys.namespace, "a job of the group", call)
         if chord is not None:

@@ -11,9 +11,9 @@ import redis
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue import cron, intervals
 from rqconc.queue.cron import CronEntry
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.options import Call, Func, refuse, take_options
 from rqconc.queue.serialization import function_name
+from rqconc.store.keys import KeySpace
 
 
 class Scheduling:

@@ -22,12 +22,12 @@ from typing import Any, Callable, Dict, Generic, Optional, TypeVar, Union, overl
 
 from rqconc.connection.clients import ConnectionLike
 from rqconc.queue.job import Job
-from rqconc.queue.keys import KeySpace, check_queue_name
 from rqconc.queue.options import OPTION_NAMES, common_fields
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import function_name
 from rqconc.queue.signature import Signature
+from rqconc.store.keys import KeySpace, check_queue_name
 
 if sys.version_info >= (3, 10):
     from typing import ParamSpec

@@ -24,8 +24,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from rqconc.connection.direct import ReplyLost
 from rqconc.engine.combiner import Combiner
-from rqconc.queue.steps import CompleteReply
-from rqconc.queue.steps_batch import Completion, complete_many
+from rqconc.store.steps.batch import Completion, complete_many
+from rqconc.store.steps.core import CompleteReply
 from rqconc.worker.connections import Connections
 
 # (next claim, queues in take order, lease ms), as Steps.complete's next_take.

@@ -18,8 +18,8 @@ import redis
 from rqconc.connection import cluster, sentinel
 from rqconc.connection.clients import ConnectionLike, connect, describe
 from rqconc.connection.replicas import ReplicaWait
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import Steps
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import Steps
 
 log = logging.getLogger("rqconc.worker")
 

@@ -19,8 +19,8 @@ import redis
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import SupervisorInfo
-from rqconc.queue.steps import text
-from rqconc.queue.steps_metrics import mark_metrics_minute
+from rqconc.store.steps.core import text
+from rqconc.store.steps.metrics import mark_metrics_minute
 from rqconc.worker.clock import redis_time_ms
 from rqconc.worker.connections import Connections
 from rqconc.worker.listened import Listened

@@ -14,8 +14,8 @@ from typing import Any, List, Sequence, Tuple
 import redis
 
 from rqconc.connection.direct import DirectConnection
-from rqconc.queue.keys import KeySpace, check_queue_name
-from rqconc.queue.steps import text
+from rqconc.store.keys import KeySpace, check_queue_name
+from rqconc.store.steps.core import text
 
 EVERY = "*"  # in place of queue names: every queue of the namespace
 REFRESH = 1.0  # seconds between two reads of the known queues (per child)

@@ -15,8 +15,8 @@ from typing import Any, Dict, List, Optional, Sequence
 import redis
 
 from rqconc.engine.source import SupervisorInfo
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps import text
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import text
 from rqconc.worker.clock import redis_time, redis_time_ms
 
 DEFAULT_TTL = 420  # seconds without a heartbeat after which a worker counts as gone

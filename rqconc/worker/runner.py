@@ -17,6 +17,7 @@ from rqconc.queue.callbacks import callback_arguments
 from rqconc.queue.calling import call_job_function
 from rqconc.queue.flows import Next
 from rqconc.queue.job import Job
+from rqconc.queue.next_stage import prepare_next_stage
 from rqconc.queue.retry import failure_names
 from rqconc.queue.serialization import (
     get_serializer,
@@ -25,7 +26,7 @@ from rqconc.queue.serialization import (
     split_function_name,
     type_name,
 )
-from rqconc.queue.steps import text
+from rqconc.store.steps.core import text
 from rqconc.worker.connections import Connections
 
 
@@ -135,8 +136,8 @@ class JobRunner:
         try:
             next_stage = None
             if isinstance(result, Next):
-                next_stage = result.prepare(
-                    self.connections.client, self.connections.keys.namespace
+                next_stage = prepare_next_stage(
+                    result, self.connections.client, self.connections.keys.namespace
                 )
                 result = result.result
             return Outcome(

@@ -34,9 +34,9 @@ import redis
 
 from rqconc.queue.cron import LOOKAHEAD, CronEntry, due_ticks, plan_tick  # noqa: F401 (tests)
 from rqconc.queue.intervals import Tick
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.scripts import CronLeaseReply
-from rqconc.queue.steps import Steps, text
+from rqconc.store.keys import KeySpace
+from rqconc.store.scripts import CronLeaseReply
+from rqconc.store.steps.core import Steps, text
 from rqconc.worker.clock import redis_time
 
 log = logging.getLogger("rqconc.worker.scheduler")

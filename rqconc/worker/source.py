@@ -24,7 +24,7 @@ import redis
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from rqconc.worker import webhooks
 from rqconc.worker.connections import Connections, url_of
 from rqconc.worker.duties import Duties

@@ -19,8 +19,8 @@ from rqconc.connection.direct import ReplyLost
 from rqconc.engine.source import NextClaim, WorkItem
 from rqconc.queue import current
 from rqconc.queue.serialization import mro_names, type_name
-from rqconc.queue.steps import Steps, text
-from rqconc.queue.steps_batch import take_many, wait_then_take_many
+from rqconc.store.steps.batch import take_many, wait_then_take_many
+from rqconc.store.steps.core import Steps, text
 from rqconc.worker import logs
 from rqconc.worker.connections import ChildState, Connections
 from rqconc.worker.hooks import Hooks
@@ -100,7 +100,7 @@ class Taker:
         return self._guarded([claim], timeout, lambda steps: self._take(steps, claim, timeout))
 
     def take_many(self, claims: Sequence[str], timeout: float) -> List[WorkItem]:
-        """Up to one job per claim in one step (steps_batch.take_many), each leased under
+        """Up to one job per claim in one step (store/steps/batch.take_many), each leased under
         its own claim; for a child whose several slots are idle at once."""
         found = self._guarded(claims, timeout, lambda s: self._take_many(s, claims, timeout))
         return found or []

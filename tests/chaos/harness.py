@@ -25,7 +25,7 @@ from typing import Dict, List, Optional
 import redis
 
 from rqconc import Queue, Retry
-from rqconc.queue import scripts
+from rqconc.store import scripts
 from tests.chaos.records import EventTail, FaultRecord, Violations, wait_until
 from tests.chaos.workers import LEASE_SECONDS, QUEUE, ChaosWorker, alive
 from tests.support.clock import install_clock

@@ -7,8 +7,8 @@ import time
 
 import redis
 
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
+from rqconc.store.keys import KeySpace
 from rqconc.worker.scheduler import Scheduler
 from tests.cli.test_commands import assert_one_line_error, rqconc, rqconc_all
 from tests.queue import tasks

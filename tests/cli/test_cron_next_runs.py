@@ -5,7 +5,7 @@ import json
 import time
 
 from rqconc import Queue
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.cli.test_commands import rqconc
 from tests.queue import tasks
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from rqconc.demo import FAILURE_TTL, LEGEND, progress_line
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.support.worker_process import ROOT
 
 

@@ -7,7 +7,7 @@ import signal
 
 from rqconc import Queue
 from rqconc.connection import embedded
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.cli.test_commands import rqconc
 from tests.support.waiting import wait_for
 

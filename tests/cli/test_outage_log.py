@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from rqconc.worker.connections import Connections
 from tests.support.redis_server import RedisServer
 from tests.support.waiting import wait_for

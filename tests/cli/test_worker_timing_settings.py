@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from rqconc import JobStatus, Queue
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.cli.test_commands import ENTRY
 from tests.support.waiting import wait_for
 from tests.support.worker_process import ROOT

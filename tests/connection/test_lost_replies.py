@@ -6,7 +6,7 @@ import pytest
 import redis
 
 from rqconc import Queue
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import wait_for
 

@@ -16,7 +16,7 @@ import pytest
 
 from rqconc import Queue, errors
 from rqconc.queue.events import entry_events
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.support.redis_server import RedisServer
 from tests.support.waiting import wait_for
 

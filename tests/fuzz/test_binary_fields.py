@@ -13,7 +13,7 @@ receives with the job.
 import pytest
 
 from rqconc import Queue
-from rqconc.queue.scripts import TAKE_FIELDS
+from rqconc.store.scripts import TAKE_FIELDS
 from tests.fuzz.test_corrupt_jobs import GOOD_FUNC, _ended, _inject
 from tests.support.waiting import wait_for
 

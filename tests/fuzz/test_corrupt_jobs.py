@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rqconc import Queue
-from rqconc.queue.keys import queue_score
+from rqconc.store.keys import queue_score
 from tests.fuzz.conftest import PROPERTY_TIMEOUT
 from tests.support.waiting import wait_for
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rqconc import Job, Queue
-from rqconc.queue.keys import check_queue_name
+from rqconc.store.keys import check_queue_name
 from tests.fuzz.conftest import PROPERTY_TIMEOUT
 
 pytestmark = [

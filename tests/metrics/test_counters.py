@@ -7,11 +7,11 @@ import pytest
 
 from rqconc.connection.clients import connect
 from rqconc.metrics.read import BOUNDS_MS, Histogram, snapshot, timeline
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry
-from rqconc.queue.scripts import expand
-from rqconc.queue.steps_metrics import mark_metrics_minute
+from rqconc.store.keys import KeySpace
+from rqconc.store.scripts import expand
+from rqconc.store.steps.metrics import mark_metrics_minute
 from rqconc.worker.registry import list_workers
 from tests.support.waiting import wait_for
 

@@ -1,9 +1,9 @@
 import pytest
 import redis
 
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
-from rqconc.queue.steps import Steps
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import Steps
 from rqconc.worker.source import RedisSource
 
 ALLOW = ["tests.queue.tasks"]

@@ -4,7 +4,7 @@ q.fetch_jobs(), against a real Redis and, where a worker matters, a real worker.
 import pytest
 
 from rqconc import Dependency, JobFailed, JobStatus, NoSuchJob, Queue
-from rqconc.queue.scripts import script
+from rqconc.store.scripts import script
 from tests.support.waiting import wait_for
 
 ADD = "tests.queue.tasks:add"

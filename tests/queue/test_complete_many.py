@@ -1,12 +1,12 @@
-"""lua/complete_many.lua through rqconc.queue.steps_batch, against a real Redis: the
+"""lua/complete_many.lua through rqconc.store.steps.batch, against a real Redis: the
 completions of several slots of one process in one step, each recorded and fenced as
 complete.lua records one, each slot's next job taken under that slot's own claim."""
 
 from rqconc.metrics.read import snapshot
 from rqconc.queue.events import entry_events
 from rqconc.queue.job import JobStatus
-from rqconc.queue.steps import CompleteReply
-from rqconc.queue.steps_batch import complete_many, take_many
+from rqconc.store.steps.batch import complete_many, take_many
+from rqconc.store.steps.core import CompleteReply
 
 LEASE_MS = 15_000
 ADD = "tests.queue.tasks:add"

@@ -3,10 +3,10 @@ and the queue's score layout keeps strict priority over the counter's whole rang
 
 import pytest
 
-from rqconc.queue.keys import SCORE_BAND, queue_score
 from rqconc.queue.queue import Priority
 from rqconc.queue.retry import Retry, default_policy, policy_of
-from rqconc.queue.steps import CompleteReply
+from rqconc.store.keys import SCORE_BAND, queue_score
+from rqconc.store.steps.core import CompleteReply
 from tests.queue.helpers import take_and_run
 
 FUNC = "tests.queue.tasks:add"

@@ -14,8 +14,8 @@ import pytest
 from rqconc.errors import NoSuchJob
 from rqconc.queue.cron import LOOKAHEAD, STALE_GRACE_MS, entries, remove, tick_job_id
 from rqconc.queue.job import Job, JobStatus
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
+from rqconc.store.keys import KeySpace
 from rqconc.worker.scheduler import LEASE_MS, Scheduler, leader
 from rqconc.worker.source import RedisSource
 from tests.queue import tasks

@@ -12,9 +12,9 @@ from rqconc.connection.direct import DirectConnection
 from rqconc.errors import ConnectionError as RQConnectionError
 from rqconc.errors import NoSuchJob
 from rqconc.queue.job import Job, JobStatus
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Priority, Queue
 from rqconc.queue.retry import Retry
+from rqconc.store.keys import KeySpace
 from tests.queue import tasks
 from tests.queue.helpers import CountingConnection, counting_client
 from tests.support.redis_server import free_port

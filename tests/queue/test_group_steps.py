@@ -8,7 +8,7 @@ import pytest
 import rqconc
 from rqconc import JobFailed
 from rqconc.queue.job import JobStatus
-from rqconc.queue.steps import CompleteReply, FailReply
+from rqconc.store.steps.core import CompleteReply, FailReply
 
 TASK = "tests.queue.tasks:add"
 

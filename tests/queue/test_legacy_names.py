@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from rqconc import JobStatus, Queue
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.support.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]

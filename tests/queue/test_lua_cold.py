@@ -1,4 +1,4 @@
-"""A step's rarely run functions are made only when one runs (rqconc/queue/lua_cold)."""
+"""A step's rarely run functions are made only when one runs (rqconc/store/build/cold)."""
 
 import hashlib
 import re
@@ -8,9 +8,9 @@ import pytest
 import redis
 
 from rqconc import Queue
-from rqconc.queue.lua_cold import BUILDER_MARK, COLD_MARK, coldify
-from rqconc.queue.scripts import CompleteReply, read, script
-from rqconc.queue.steps import Steps
+from rqconc.store.build.cold import BUILDER_MARK, COLD_MARK, coldify
+from rqconc.store.scripts import CompleteReply, read, script
+from rqconc.store.steps.core import Steps
 
 SOURCE = f"""local NS = ARGV[1]
 local function hot(x) return NS .. x end
@@ -49,20 +49,20 @@ def test_cold_functions_answer_as_before_and_are_made_only_when_one_runs(client,
 
 
 def include_sources():
-    folder = resources.files("rqconc.queue").joinpath("lua").joinpath("include")
+    folder = resources.files("rqconc.store").joinpath("lua").joinpath("include")
     return {p.name: p.read_text() for p in folder.iterdir() if p.name.endswith(".lua")}
 
 
 def test_the_includes_only_call_their_cold_functions():
     """A cold function passed as a value would be nil where it is passed (it lives in the
-    builder's table): each use must be a call, which lua_cold rewrites."""
+    builder's table): each use must be a call, which build/cold.py rewrites."""
     marked = []
     for source in include_sources().values():
         marked += re.findall(rf"^{COLD_MARK}\nlocal function (\w+)\(", source, re.M)
     assert "settle_found_dependents" in marked and "spawn_followups" in marked
     every_step = [
         read(p.name)
-        for p in resources.files("rqconc.queue").joinpath("lua").iterdir()
+        for p in resources.files("rqconc.store").joinpath("lua").iterdir()
         if p.name.endswith(".lua")
     ] + list(include_sources().values())
     for cold in marked:

@@ -1,10 +1,10 @@
-"""Scripts are loaded without the include functions they never call (rqconc/queue/lua_prune)."""
+"""Scripts are loaded without the include functions they never call (rqconc/store/build/prune)."""
 
 import re
 from importlib import resources
 
-from rqconc.queue.lua_prune import prune
-from rqconc.queue.scripts import expand, read, script
+from rqconc.store.build.prune import prune
+from rqconc.store.scripts import expand, read, script
 
 SOURCE = """local NS = ARGV[1]
 -- unused_helper is named in this comment only
@@ -31,7 +31,7 @@ def functions(source):
 
 
 def cold_functions(source):
-    """The functions lua_cold moved into the builder of a step's cold functions."""
+    """The functions build/cold.py moved into the builder of a step's cold functions."""
     return re.findall(r"^  C\.(\w+) = function\(", source, re.M)
 
 
@@ -44,7 +44,7 @@ def test_prune_drops_functions_nothing_calls_and_those_only_they_call(client):
 def test_every_step_loads_pruned_and_the_hot_steps_define_fewer_closures(client):
     names = [
         p.name[: -len(".lua")]
-        for p in resources.files("rqconc.queue").joinpath("lua").iterdir()
+        for p in resources.files("rqconc.store").joinpath("lua").iterdir()
         if p.name.endswith(".lua")
     ]
     assert "take" in names and "complete" in names
@@ -76,7 +76,7 @@ def test_a_definition_of_another_shape_is_kept():
 def test_each_number_kept_as_text_for_redis_equals_its_number(client):
     """A number Redis receives is written as text in the scripts (a Lua number argument is
     formatted with snprintf on every call): each `NAME_TEXT` must say what `NAME` does."""
-    lua_dir = resources.files("rqconc.queue").joinpath("lua")
+    lua_dir = resources.files("rqconc.store").joinpath("lua")
     files = [*lua_dir.iterdir(), *lua_dir.joinpath("include").iterdir()]
     checked = 0
     for path in files:

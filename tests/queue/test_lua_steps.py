@@ -10,11 +10,11 @@ from importlib import resources
 
 import rqconc
 from rqconc.connection.direct import DirectConnection
-from rqconc.queue.defaults import SHARED_WITH_LUA
 from rqconc.queue.job import JobStatus
-from rqconc.queue.scripts import LEAN_SPOILERS, TAKE_FIELDS, script
-from rqconc.queue.scripts import expand as _expand
-from rqconc.queue.steps import CompleteReply, Steps
+from rqconc.store.defaults import SHARED_WITH_LUA
+from rqconc.store.scripts import LEAN_SPOILERS, TAKE_FIELDS, script
+from rqconc.store.scripts import expand as _expand
+from rqconc.store.steps.core import CompleteReply, Steps
 
 LEASE_MS = 15_000
 
@@ -413,7 +413,7 @@ def test_the_fields_a_take_reads_are_the_fields_python_names():
     previous token, scripts.TAKE_FIELDS in order (enqueued_at, for the wait metric, and the
     `lean` mark between the two calls); the second HMGET, and complete.lua's, only ask for
     fields a lean job cannot have (scripts.LEAN_SPOILERS)."""
-    lua = resources.files("rqconc.queue").joinpath("lua/include")
+    lua = resources.files("rqconc.store").joinpath("lua/include")
     calls = re.findall(r"'HMGET', key, ([^)]*)\)", lua.joinpath("take.lua").read_text())
     first, rare = (re.findall(r"'(\w+)'", call) for call in calls)
     assert first == ["token", *TAKE_FIELDS[:9], "enqueued_at", "lean"]
@@ -453,9 +453,9 @@ _LUA_NUMBER = re.compile(r"^local ([A-Z][A-Z0-9_]*) = ([0-9][0-9 *+]*?)\s*(?:--.
 
 def test_numbers_lua_and_python_share_agree():
     """Every default the Lua steps hard-code (a job's missing field, the stream cap, the TTL
-    bound) equals rqconc/queue/defaults.py's: a drift would make Python and Lua read one
+    bound) equals rqconc/store/defaults.py's: a drift would make Python and Lua read one
     job differently."""
-    lua_dir = resources.files("rqconc.queue").joinpath("lua")
+    lua_dir = resources.files("rqconc.store").joinpath("lua")
     files = [*lua_dir.iterdir(), *lua_dir.joinpath("include").iterdir()]
     found = {}
     for path in files:
@@ -483,11 +483,11 @@ def test_only_the_steps_module_runs_lua_and_the_queue_imports_no_worker_or_cli()
                 imported.update(f"{node.module}.{a.name}" for a in node.names)
             elif isinstance(node, ast.Import):
                 imported.update(a.name for a in node.names)
-        # steps.py and the step modules beside it (steps_*.py) are the Lua callers.
-        if not module.startswith("rqconc.queue.steps") and module != "rqconc.queue.scripts":
-            assert "rqconc.queue.scripts.script" not in imported, module
-            assert "rqconc.queue.scripts.Script" not in imported, module
+        # The modules of rqconc/store/steps/ are the Lua callers.
+        if not module.startswith("rqconc.store.steps.") and module != "rqconc.store.scripts":
+            assert "rqconc.store.scripts.script" not in imported, module
+            assert "rqconc.store.scripts.Script" not in imported, module
             if not module.startswith("rqconc.connection"):  # which implements EVALSHA
                 assert "evalsha" not in path.read_text().lower(), module
-        if module.startswith("rqconc.queue"):
+        if module.startswith(("rqconc.queue", "rqconc.store")):
             assert not any(i.startswith(("rqconc.worker", "rqconc.cli")) for i in imported), module

@@ -57,7 +57,7 @@ def test_enqueue_cron_callbacks_and_next_accept_dotted_names(redis_url, make_sou
     job = q.enqueue(SEND, "+100", "hi", on_success="tests.queue.tasks.note_success")
     entry = q.cron("* * * * *", SEND, "+100", "tick")
     assert entry.func == entry.id == "tests.queue.parity_tasks:send_sms"
-    _, fields = Next("dotted", SEND, "+200", "next").prepare(q.connection, "rqconc")
+    _, fields = Next("dotted", SEND, "+200", "next").prepare(q)
     assert fields["func"] == "tests.queue.parity_tasks:send_sms"
     take_and_run(make_source(["dotted"], allow=["tests"]))
     assert job.get(timeout=5) == "sent 'hi' to +100"

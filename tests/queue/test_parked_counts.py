@@ -9,8 +9,8 @@ import pytest
 
 from rqconc import JobFailed, Queue
 from rqconc.queue.counts import queue_counts
-from rqconc.queue.keys import FlowKeys
-from rqconc.queue.steps import Steps
+from rqconc.store.keys import FlowKeys
+from rqconc.store.steps.core import Steps
 from tests.cli.test_commands import rqconc
 
 JOB = "tests.worker.limit_jobs:span"

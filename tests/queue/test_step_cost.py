@@ -3,8 +3,8 @@ by the server itself (INFO commandstats), so a change that adds one shows here."
 
 from rqconc import Queue
 from rqconc.queue.events import EventStream
-from rqconc.queue.scripts import script
-from rqconc.queue.steps import Steps
+from rqconc.store.scripts import script
+from rqconc.store.steps.core import Steps
 
 JOBS = 50
 LEASE_MS = 30_000

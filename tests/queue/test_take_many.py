@@ -1,4 +1,4 @@
-"""lua/take_many.lua through rqconc.queue.steps_batch, against a real Redis: several jobs in
+"""lua/take_many.lua through rqconc.store.steps.batch, against a real Redis: several jobs in
 one step, each leased and fenced under its own claim, exactly as a plain take leases one."""
 
 import threading
@@ -7,8 +7,8 @@ import time
 from rqconc import Queue
 from rqconc.connection.direct import DirectConnection
 from rqconc.queue.job import JobStatus
-from rqconc.queue.steps import CompleteReply, Steps
-from rqconc.queue.steps_batch import take_many, wait_then_take_many
+from rqconc.store.steps.batch import take_many, wait_then_take_many
+from rqconc.store.steps.core import CompleteReply, Steps
 
 LEASE_MS = 15_000
 ADD = "tests.queue.tasks:add"

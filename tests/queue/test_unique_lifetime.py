@@ -6,8 +6,8 @@ left alone. Then a new enqueue with the key makes a new job."""
 import pytest
 
 from rqconc import Queue
-from rqconc.queue.keys import unique_key
-from rqconc.queue.steps import FailReply, Steps
+from rqconc.store.keys import unique_key
+from rqconc.store.steps.core import FailReply, Steps
 from tests.support.waiting import wait_for
 
 JOB = "tests.worker.limit_jobs:span"

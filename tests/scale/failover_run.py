@@ -21,7 +21,7 @@ import redis
 
 from rqconc import ConnectionError, Queue
 from rqconc.connection.clients import connect
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.support.redis_server import RedisServer
 from tests.support.sentinel import SentinelDeployment
 from tests.support.waiting import wait_for

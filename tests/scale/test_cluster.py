@@ -12,7 +12,7 @@ from redis.crc import key_slot
 from bench.cluster_scale import counter, one_run
 from rqconc import Queue
 from rqconc.connection.clients import connect
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from rqconc.worker.supervisor import Supervisor
 from tests.cli.test_commands import assert_one_line_error, ok, rqconc
 from tests.support.waiting import wait_for

@@ -13,7 +13,7 @@ from redis.crc import key_slot
 
 from rqconc import ConnectionError as RQConcConnectionError
 from rqconc import Job, JobStatus, Queue
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.cli.test_commands import ok
 from tests.support.cluster import RedisClusterProcesses
 from tests.support.waiting import wait_for

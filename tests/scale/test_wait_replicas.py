@@ -7,7 +7,7 @@ import time
 import pytest
 
 from rqconc import ConnectionError, Queue, Supervisor
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.cli.test_commands import assert_one_line_error, rqconc
 from tests.support.redis_server import RedisServer
 from tests.support.waiting import wait_for

@@ -2,8 +2,6 @@
 
 from typing import Any, Dict, Tuple
 
-import redis
-
 from rqconc import Next, Queue
 
 
@@ -11,9 +9,9 @@ class RacingNext(Next):
     """A next stage whose id another producer creates right after the worker checked it
     is free: the window between the stage's return and its completion step."""
 
-    def prepare(self, client: redis.Redis, namespace: str) -> Tuple[str, Dict[str, Any]]:
-        staged = super().prepare(client, namespace)
-        other = Queue("default", connection=client, namespace=namespace)
+    def prepare(self, queue: Queue) -> Tuple[str, Dict[str, Any]]:
+        staged = super().prepare(queue)
+        other = Queue("default", connection=queue.connection, namespace=queue.keys.namespace)
         other.enqueue("tests.worker.jobs:add", 40, 2, job_id=staged[0], result_ttl=-1)
         return staged
 

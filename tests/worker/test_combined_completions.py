@@ -8,7 +8,7 @@ import pytest
 
 from rqconc import JobStatus, Queue
 from rqconc.queue.events import EventStream
-from rqconc.queue.scripts import script
+from rqconc.store.scripts import script
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.worker_process import wait_for
 

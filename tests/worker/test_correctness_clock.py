@@ -12,7 +12,7 @@ import pytest
 
 from rqconc import JobStatus, Queue
 from rqconc.queue.cron import LOOKAHEAD
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from rqconc.worker.registry import heartbeat_age, list_workers
 from tests.support.clock import clock_env, install_clock
 from tests.support.worker_process import BACKENDS, wait_for

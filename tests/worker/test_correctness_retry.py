@@ -3,7 +3,7 @@
 import pytest
 
 from rqconc import JobFailed, Queue, Retry
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.support.worker_process import BACKENDS
 
 CORRUPT = [

@@ -8,8 +8,8 @@ import signal
 import time
 
 from rqconc.connection.clients import connect
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
+from rqconc.store.keys import KeySpace
 from rqconc.worker.scheduler import LOOKAHEAD, leader
 from tests.support.waiting import wait_for
 

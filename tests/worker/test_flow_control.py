@@ -8,7 +8,7 @@ import signal
 import time
 
 from rqconc import Queue
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from tests.support.waiting import promised, wait_for
 
 JOB = "tests.worker.limit_jobs:span"

@@ -8,7 +8,7 @@ import pytest
 
 from rqconc import Job, JobStatus, Queue, Supervisor
 from rqconc.queue import control
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 from rqconc.worker.namespaces import CHAIN_LIMIT
 from rqconc.worker.registry import list_workers
 from rqconc.worker.scheduler import leader

@@ -9,8 +9,8 @@ import time
 from rqconc import Retry
 from rqconc.connection.clients import connect
 from rqconc.queue.job import JobStatus
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.queue import Queue
+from rqconc.store.keys import KeySpace
 from tests.support.waiting import wait_for
 from tests.support.worker_process import BACKENDS
 

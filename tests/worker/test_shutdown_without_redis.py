@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rqconc import JobStatus, Queue
-from rqconc.queue.scripts import script
+from rqconc.store.scripts import script
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import promised
 from tests.support.worker_process import BACKENDS, wait_for

@@ -17,11 +17,11 @@ so every key stays in one cluster slot. tests/queue/test_lua_steps.py
 --#include metrics
 --#include gather
 
--- Numbers shared with Python (rqconc/queue/defaults.py; a test compares them).
+-- Numbers shared with Python (rqconc/store/defaults.py; a test compares them).
 local EVENTS_MAXLEN = 10000
 -- Numbers that Redis receives as arguments are sent as text: a Lua number given to
 -- redis.call is formatted with snprintf on each call (Redis 6.2 and 7.0; ~2,500 instructions,
--- bench/step_cost.py), a string is passed as it is. tests/queue/test_lua_prune.py checks
+-- bench/step_cost.py), a string is passed as it is. tests/queue/test_build/prune.py checks
 -- that each *_TEXT equals its number.
 local EVENTS_MAXLEN_TEXT = '10000'
 local DEFAULT_PRIORITY = 1
@@ -218,7 +218,7 @@ local function release(id, key)
   end
 end
 
-local DEFAULT_FAILURE_TTL = 31536000  -- a year (rqconc/queue/defaults.py)
+local DEFAULT_FAILURE_TTL = 31536000  -- a year (rqconc/store/defaults.py)
 
 -- Failures within one millisecond (or from a worker whose clock lags) must still requeue in
 -- the order they happened: a dead letter's score never goes below the latest one's.
@@ -388,7 +388,7 @@ local function settle_found_dependents(parent_id, parent_ok)
 end
 
 -- Every job that ends passes here, and most have no dependents and end well: one EXISTS,
--- and the cold functions are not made (lua_cold.py).
+-- and the cold functions are not made (build/cold.py).
 local function settle_dependents(parent_id, parent_ok)
   if parent_ok and redis.call('EXISTS', dependents_key(parent_id)) == 0 then return end
   settle_found_dependents(parent_id, parent_ok)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import redis
 
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.scripts import script
+from rqconc.store.keys import KeySpace
+from rqconc.store.scripts import script
 
 
 def mark_metrics_minute(client: redis.Redis, keys: KeySpace) -> bool:

@@ -10,9 +10,9 @@ import time
 import pytest
 
 from rqconc import Queue
-from rqconc.queue.keys import FlowKeys, KeySpace
-from rqconc.queue.scripts import expand
-from rqconc.queue.steps import Steps
+from rqconc.store.keys import FlowKeys, KeySpace
+from rqconc.store.scripts import expand
+from rqconc.store.steps.core import Steps
 from tests.support.waiting import wait_for
 
 JOB = "tests.worker.limit_jobs:span"

@@ -17,8 +17,8 @@ import redis
 from rqconc.connection.clients import translated_errors
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.job import Job
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.steps_flow import FlowSteps
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.limits import FlowSteps
 
 # A rate's unit -> its window (ms).
 RATE_UNITS = {

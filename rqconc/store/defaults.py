@@ -1,4 +1,4 @@
-"""Numbers the Python side and the Lua steps (rqconc/queue/lua/) must agree on.
+"""Numbers the Python side and the Lua steps (rqconc/store/lua/) must agree on.
 
 A job's hash stores only the fields that differ from their defaults, so every reader —
 Python here, the Lua steps there — fills a missing field with the same value. Lua cannot

@@ -16,9 +16,9 @@ import redis
 
 from rqconc import errors
 from rqconc.connection.clients import connection_kwargs
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.status import JobStatus
-from rqconc.queue.steps import AwaitReply, Steps, text
+from rqconc.store.keys import KeySpace
+from rqconc.store.status import JobStatus
+from rqconc.store.steps.core import AwaitReply, Steps, text
 
 # The longest single BLMOVE when the client has no socket timeout: a wait is a sequence of
 # blocking calls (never a sleep-and-poll loop), each shorter than the client's socket timeout.

@@ -16,8 +16,8 @@ from typing import Any, List, Sequence, Tuple, Union
 
 import redis
 
-from rqconc.queue.scripts import script, taken, text
-from rqconc.queue.steps import DONE_GRACE_SECONDS, PROMOTE_BATCH, CompleteReply, Steps
+from rqconc.store.scripts import script, taken, text
+from rqconc.store.steps.core import DONE_GRACE_SECONDS, PROMOTE_BATCH, CompleteReply, Steps
 
 # (claim, (job id, fields)) per job taken; or, when none was, the delay (ms) until the
 # earliest scheduled job is due (-1: none scheduled).

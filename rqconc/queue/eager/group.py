@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from rqconc import errors
-from rqconc.queue.eager_job import EagerJob
-from rqconc.queue.status import JobStatus
+from rqconc.queue.eager.job import EagerJob
+from rqconc.store.status import JobStatus
 
 
 class EagerGroup:

@@ -10,8 +10,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import redis
 
 from rqconc.connection.replicas import ReplicaWait, replicated
-from rqconc.queue.keys import FlowKeys, KeySpace, unique_key
-from rqconc.queue.scripts import script, text
+from rqconc.store.keys import FlowKeys, KeySpace, unique_key
+from rqconc.store.scripts import script, text
 
 # Parked jobs popped and deleted per step: bounds how long one step holds Redis.
 DROP_BATCH = 500

@@ -2,7 +2,7 @@
 
 Redis runs a script's whole body on every call, and Redis 6.2 (the minimum) keeps nothing
 between calls: each `local function` of the includes is a closure made on every call, with
-every upvalue it names looked up then (lua_prune.py drops those a script never calls). The
+every upvalue it names looked up then (build/prune.py drops those a script never calls). The
 functions that a plain job never reaches (groups and chords, dependents, follow-ups,
 cancellation, dead letters) still cost the hot steps several microseconds that way
 (bench/step_cost.py --callgrind). So the includes mark them:
@@ -16,7 +16,7 @@ on its first call in a step and hands back the table of them; each use of a cold
 
 Rules for the includes (tests/queue/test_lua_cold.py checks them on every script):
 - a cold function is only called (`name(`), never passed as a value;
-- its definition has the shape lua_prune.py reads: `local function NAME(` at column 0, on
+- its definition has the shape build/prune.py reads: `local function NAME(` at column 0, on
   one line or up to the next line that is exactly `end`;
 - the builder is placed after the script's last `--#include` (scripts.expand marks that
   line), so a cold function may use any function or constant of the includes.
@@ -39,7 +39,7 @@ def _cold_spans(lines: List[str]) -> Dict[str, Tuple[int, int]]:
         if line.strip() != COLD_MARK:
             continue
         match = _DEFINITION.match(lines[i + 1])
-        if not match:  # its function was pruned (lua_prune.py runs first)
+        if not match:  # its function was pruned (build/prune.py runs first)
             continue
         first = last = i + 1
         if not lines[first].rstrip().endswith(" end"):
@@ -66,7 +66,7 @@ def coldify(source: str) -> str:
         bodies += ["  " + header] + ["  " + line for line in lines[first + 1 : last + 1]]
         moved[first : last + 1] = [True] * (last + 1 - first)
     builder = [
-        "-- The cold functions (rqconc/queue/lua_cold.py), made on the first call of one.",
+        "-- The cold functions (rqconc/store/build/cold.py), made on the first call of one.",
         "cold = function()",
         "  if COLD then return COLD end",
         "  local C = {}",

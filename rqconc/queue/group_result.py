@@ -15,13 +15,13 @@ import redis
 
 from rqconc import errors
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
-from rqconc.queue.defaults import DEFAULT_RESULT_TTL
 from rqconc.queue.job import Job
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.options import refuse, take_options
 from rqconc.queue.signature import Signature, signature_of
-from rqconc.queue.status import JobStatus
-from rqconc.queue.steps import text
+from rqconc.store.defaults import DEFAULT_RESULT_TTL
+from rqconc.store.keys import KeySpace
+from rqconc.store.status import JobStatus
+from rqconc.store.steps.core import text
 
 Prepare = Callable[[Sequence[Any], Dict[str, Any]], List[Tuple[str, int, Dict[str, str]]]]
 Member = Tuple[str, int, Dict[str, str]]

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from rqconc import Queue
 from rqconc.cli.app import cli
-from rqconc.queue.keys import KeySpace
+from rqconc.store.keys import KeySpace
 
 ECHO = "tests.queue.tasks:echo"
 

@@ -15,21 +15,21 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections import OrderedDict
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from rqconc.queue import current
-from rqconc.queue.eager_group import EagerGroup
-from rqconc.queue.eager_job import EagerJob
-from rqconc.queue.eager_run import Attempt, attempt, call_of, followup_arguments
+from rqconc.queue.eager.group import EagerGroup
+from rqconc.queue.eager.job import EagerJob
+from rqconc.queue.eager.run import Attempt, attempt, call_of, followup_arguments
+from rqconc.queue.flows import Next
 from rqconc.queue.job import Job
-from rqconc.queue.keys import KeySpace
 from rqconc.queue.options import Call, refuse, take_options
 from rqconc.queue.retry import policy_of
 from rqconc.queue.signature import signature_of
-from rqconc.queue.status import JobStatus
-from rqconc.queue.steps import now_ms
+from rqconc.store.keys import KeySpace
+from rqconc.store.status import JobStatus
+from rqconc.store.steps.core import now_ms
 
 Prepared = Tuple[str, int, Dict[str, str]]
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("", "0", "false", "no", "off")
@@ -71,12 +71,6 @@ def forget_jobs() -> None:
 
 def find_job(job_id: str, namespace: str = "rqconc") -> Optional[EagerJob]:
     return _JOBS.get((namespace, job_id))
-
-
-def _next_type() -> Optional[type]:
-    # Looked up, not imported (flows.py imports the Queue that imports this module): a job
-    # that returns rqconc.Next has imported rqconc.queue.flows already.
-    return getattr(sys.modules.get("rqconc.queue.flows"), "Next", None)
 
 
 class EagerRunner:
@@ -125,7 +119,7 @@ class EagerRunner:
         while refused is None:
             fields["status"], fields["started_at"] = JobStatus.STARTED.value, str(now_ms())
             with current.running(job):  # rqconc.get_current_job() inside, as on a worker
-                outcome = attempt(func, [*leading, *args], kwargs, job.serializer, _next_type())
+                outcome = attempt(func, [*leading, *args], kwargs, job.serializer, Next)
             fields["attempts"] = str(int(fields.get("attempts", "0")) + 1)
             if outcome.exc is None or not outcome.exc_mro:
                 break

@@ -1,6 +1,6 @@
-"""The Lua files of rqconc/queue/lua/, loaded once per process, and the replies they give.
+"""The Lua files of rqconc/store/lua/, loaded once per process, and the replies they give.
 
-Only rqconc/queue/steps.py calls them (a test holds this): it knows each script's keys and
+Only rqconc/store/steps/core.py calls them (a test holds this): it knows each script's keys and
 arguments. The reply enums name the return codes of each script's header; they are
 `IntEnum`s, so a reply compares equal to the code in the header.
 """
@@ -16,8 +16,8 @@ from typing import Any, Dict, Sequence
 
 import redis
 
-from rqconc.queue.lua_cold import BUILDER_MARK, coldify
-from rqconc.queue.lua_prune import prune
+from rqconc.store.build.cold import BUILDER_MARK, coldify
+from rqconc.store.build.prune import prune
 
 # `--#include NAME` in a script is replaced by lua/include/NAME.lua: Redis scripts cannot
 # call one another, and the steps that end a job must release its dependents identically.
@@ -196,12 +196,12 @@ class Script:
 
 
 def read(relative: str) -> str:
-    """The text of a file under rqconc/queue/lua/."""
-    return resources.files("rqconc.queue").joinpath("lua").joinpath(relative).read_text()
+    """The text of a file under rqconc/store/lua/."""
+    return resources.files("rqconc.store").joinpath("lua").joinpath(relative).read_text()
 
 
 def expand_script(source: str) -> str:
-    """A step's source expanded, with lua_cold's builder mark after its last include."""
+    """A step's source expanded, with build/cold.py's builder mark after its last include."""
     found = list(_INCLUDE.finditer(source))
     if not found:
         return source

@@ -1,4 +1,4 @@
-"""The one caller of the Lua steps (rqconc/queue/lua/*.lua, loaded by scripts.py).
+"""The one caller of the Lua steps (rqconc/store/lua/*.lua, loaded by scripts.py).
 
 `Steps` wraps each script with the keys it needs, built by `KeySpace`, so the rest of the
 code never lists KEYS by hand, and turns its reply into the enum of scripts.py. No other
@@ -14,9 +14,9 @@ import redis
 
 from rqconc.connection.cluster import server_time
 from rqconc.connection.replicas import ReplicaWait, replicated
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.options import id_check, lean_marks
-from rqconc.queue.scripts import (
+from rqconc.store.fields import id_check, lean_marks
+from rqconc.store.keys import KeySpace
+from rqconc.store.scripts import (
     AwaitReply,
     CancelReply,
     CompleteReply,

@@ -8,8 +8,8 @@ from typing import Optional
 
 import redis
 
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.scripts import ProgressReply, script
+from rqconc.store.keys import KeySpace
+from rqconc.store.scripts import ProgressReply, script
 
 
 class ReportSteps:

@@ -13,8 +13,8 @@ from typing import Any, Dict, List, Optional, Tuple
 from rqconc import errors
 from rqconc.queue.job import Job
 from rqconc.queue.job_reporting import check_progress
-from rqconc.queue.keys import KeySpace
-from rqconc.queue.status import JobStatus
+from rqconc.store.keys import KeySpace
+from rqconc.store.status import JobStatus
 
 
 class EagerJob(Job):
