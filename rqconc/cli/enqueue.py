@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import click
 
 from rqconc.cli.common import client_for, namespace_option, replica_options, url_option
-from rqconc.cli.limits import flow_enqueue_options, take_flow_options
+from rqconc.cli.limits import limit_enqueue_options, take_limit_options
 from rqconc.queue.options import OPTION_NAMES
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry
@@ -129,7 +129,7 @@ def later_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     metavar="JSON",
     help="A JSON object of keyword arguments for the function.",
 )
-@flow_enqueue_options
+@limit_enqueue_options
 @replica_options
 @url_option
 @namespace_option()
@@ -154,7 +154,7 @@ def enqueue(
     args = parse_json_args(json_args)
     kwargs = parse_json_object(kwargs_json, "--kwargs") or {}
     when = parse_at(at)
-    flow = take_flow_options(given)
+    flow = take_limit_options(given)
     options = {**job_options(**given), **flow}
     try:
         queue = Queue(

@@ -1,5 +1,5 @@
-"""Flow control from the command line (SPEC 11): `rqconc limits QUEUE`, `rqconc pause QUEUE`
-(`rqconc resume QUEUE` lives beside `rqconc resume`, in control.py), and the flow options
+"""Limits from the command line (SPEC 11): `rqconc limits QUEUE`, `rqconc pause QUEUE`
+(`rqconc resume QUEUE` lives beside `rqconc resume`, in control.py), and the limit options
 of `rqconc enqueue`."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT
 from rqconc.queue.queue import Queue
 
 F = TypeVar("F", bound=Callable[..., Any])
-FLOW_CLI_OPTIONS = ("group", "ttl", "unique_key", "unique_for", "debounce")
+LIMIT_CLI_OPTIONS = ("group", "ttl", "unique_key", "unique_for", "debounce")
 
 
-def flow_enqueue_options(func: F) -> F:
+def limit_enqueue_options(func: F) -> F:
     """`rqconc enqueue`'s --group, --ttl, --unique-key, --unique-for, --debounce."""
     seconds = click.FloatRange(min=0, min_open=True)
     for decorator in reversed(
@@ -55,9 +55,9 @@ def flow_enqueue_options(func: F) -> F:
     return func
 
 
-def take_flow_options(given: Dict[str, Any]) -> Dict[str, Any]:
-    """The flow options given to `rqconc enqueue`, taken out of `given`."""
-    taken = {name: given.pop(name, None) for name in FLOW_CLI_OPTIONS}
+def take_limit_options(given: Dict[str, Any]) -> Dict[str, Any]:
+    """The limit options given to `rqconc enqueue`, taken out of `given`."""
+    taken = {name: given.pop(name, None) for name in LIMIT_CLI_OPTIONS}
     return {name: value for name, value in taken.items() if value is not None}
 
 

@@ -1,4 +1,4 @@
-"""The enqueue options of flow control (SPEC 11): `group`, `ttl`, `unique_key`,
+"""The enqueue options of limits (SPEC 11): `group`, `ttl`, `unique_key`,
 `unique_for`, `debounce`, validated and turned into hash fields (options.py asks here)."""
 
 from __future__ import annotations
