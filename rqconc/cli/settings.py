@@ -12,6 +12,7 @@ is the one place that layers them. A setting's name is its option's long name (`
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any, Dict, Optional, Tuple
 import click
 from click.core import ParameterSource
 
+from rqconc.connection import embedded
 from rqconc.connection.clients import redact
 
 if sys.version_info >= (3, 11):
@@ -32,6 +34,7 @@ ALIASES = {"redis_url": "url"}
 NOT_SETTINGS = ("config", "print_config")
 SOURCES_KEY = "rqconc.setting_sources"
 PYPROJECT = "pyproject.toml [tool.rqconc]"
+EMBEDDED_SOURCE = "default: the embedded server, started on first use"
 
 
 def setting_name(param: click.Parameter) -> str:
@@ -147,6 +150,17 @@ def _shown(name: str, value: Any) -> str:
     return json.dumps(value, default=str)
 
 
+def _effective_url(value: Any, source: str) -> Tuple[str, str]:
+    """The URL the worker will connect to and its layer: with no rqconc layer setting --url,
+    connect() falls back to REDIS_URL, then to the embedded server (clients.resolve_url),
+    whose URL is known without starting it."""
+    if value is not None:
+        return value, source
+    if os.environ.get("REDIS_URL"):
+        return os.environ["REDIS_URL"], "environment REDIS_URL"
+    return embedded.url(), EMBEDDED_SOURCE
+
+
 def describe(ctx: click.Context) -> str:
     """`--print-config`: each setting, its value and where it came from; passwords in URLs
     redacted. Lines read as TOML for a `[tool.rqconc]` table (unset ones commented out)."""
@@ -154,6 +168,8 @@ def describe(ctx: click.Context) -> str:
     for name, param in settable(ctx.command).items():
         value = ctx.params.get(param.name or "")
         source = _source(ctx, param)
+        if name == "url":
+            value, source = _effective_url(value, source)
         if value is None:
             lines.append(f"# {name}: not set ({source})")
         else:

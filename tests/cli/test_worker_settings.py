@@ -96,6 +96,29 @@ def test_print_config_shows_each_layer_in_its_precedence(tmp_path):
     assert run.stderr == ""
 
 
+def test_print_config_shows_the_url_that_will_be_used_and_where_it_came_from(tmp_path):
+    """The URL a worker connects to, redacted, with its layer: REDIS_URL sits below every
+    rqconc layer (flag, RQCONC_URL, config file, pyproject) and above the embedded server."""
+    url = f"redis://:{PASSWORD}@redis.example:6390/2"
+    layers = [
+        ([], clean_env(REDIS_URL=url), "environment REDIS_URL"),
+        ([], clean_env(RQCONC_URL=url, REDIS_URL="redis://other:1/0"), "environment RQCONC_URL"),
+        (["--url", url], clean_env(REDIS_URL="redis://other:1/0"), "flag"),
+    ]
+    for args, env, source in layers:
+        run = rqconc(tmp_path, "worker", "--print-config", *args, env=env)
+        assert run.returncode == 0, run.stderr
+        value, shown_source = printed(run.stdout)["url"]
+        assert value.startswith('"redis://') and value.endswith('***@redis.example:6390/2"')
+        assert shown_source == source
+        assert PASSWORD not in run.stdout + run.stderr and "s3cr" not in run.stdout
+    home = tmp_path / "home"
+    run = rqconc(tmp_path, "worker", "--print-config", env=clean_env(RQCONC_HOME=str(home)))
+    value, source = printed(run.stdout)["url"]
+    assert value.startswith('"unix://') and str(home) in value, value
+    assert source == "default: the embedded server, started on first use"
+    assert not (home / "redis.sock").exists() and "# url:" not in run.stdout
+
 def test_print_config_of_main_py_takes_backend_and_size_as_arguments(tmp_path):
     write(tmp_path / "settings.py", "SIZE = 3\nQUEUES = 'x'\n")
     run = subprocess.run(
