@@ -58,7 +58,7 @@ def families(snap: MetricsSnapshot) -> Iterator[Any]:
     }
     run = HistogramMetricFamily(
         "rqconc_job_run_seconds",
-        "Run time of finished jobs, start to end.",
+        "Run time of every run that ended, finished or failed, start to end.",
         labels=["namespace", "queue"],
     )
     wait = HistogramMetricFamily(

@@ -24,7 +24,14 @@ from rqconc.worker.registry import list_workers
 # ms (Redis' clock), so a 0.4 ms run counts in the 1 ms bucket.
 BOUNDS_MS: Tuple[int, ...] = (1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000)
 BOUNDS_MS += (30000, 60000, 300000)
-COUNTERS = ("enqueued", "failed", "retried")  # finished: the run histogram's count
+# Field name -> QueueMetrics attribute. Finished has no field: the run histogram counts every
+# run that ended, and run_failed the ones of them that failed (lua/include/metrics.lua).
+COUNTERS = {
+    "enqueued": "enqueued",
+    "failed": "failed",
+    "retried": "retried",
+    "run_failed": "failed_runs",
+}
 
 
 @dataclass
@@ -66,17 +73,23 @@ class Histogram:
 
 @dataclass
 class QueueMetrics:
-    """One queue: its counters since the namespace began, its histograms, and its jobs now
-    by status (queued, started, scheduled, deferred, failed, finished)."""
+    """One queue: its counters since the namespace began, its histograms (run: every run
+    that ended, finished or failed; wait: every start), and its jobs now by status (queued,
+    started, scheduled, deferred, failed, finished)."""
 
     name: str
     enqueued: int = 0
-    finished: int = 0
-    failed: int = 0
+    failed: int = 0  # jobs failed for good
     retried: int = 0
+    failed_runs: int = 0  # runs that ended in failure: retried, failed for good, canceled
     run: Histogram = field(default_factory=Histogram)
     wait: Histogram = field(default_factory=Histogram)
     jobs: Dict[str, int] = field(default_factory=dict)
+
+    @property
+    def finished(self) -> int:
+        """Runs that finished: every run that ended, less those that failed."""
+        return max(0, self.run.count - self.failed_runs)
 
 
 @dataclass
@@ -98,8 +111,8 @@ class MetricsSnapshot:
 
 @dataclass
 class MinutePoint:
-    """One minute of the last hour: runs that finished or failed for good in it, and the
-    run-time quantiles (seconds; None when nothing finished)."""
+    """One minute of the last hour: runs that finished and jobs that failed for good in it,
+    and the run-time quantiles of every run that ended in it (seconds; None without any)."""
 
     minute: int  # its start, Unix seconds
     finished: int
@@ -131,14 +144,13 @@ def _fold(raw: Dict[Any, Any], queues: Dict[str, QueueMetrics]) -> None:
             if index is not None and queue_name:
                 queue = queues.setdefault(queue_name, QueueMetrics(queue_name))
                 getattr(queue, name).counts[index] += number
-                if name == "run":  # every finished run is observed: no counter of its own
-                    queue.finished += number
         elif name in ("run_ms", "wait_ms") and rest:
             queue = queues.setdefault(rest, QueueMetrics(rest))
             getattr(queue, name[:-3]).sum_seconds += number / 1000
         elif name in COUNTERS and rest:
             queue = queues.setdefault(rest, QueueMetrics(rest))
-            setattr(queue, name, getattr(queue, name) + number)
+            attribute = COUNTERS[name]
+            setattr(queue, attribute, getattr(queue, attribute) + number)
 
 
 def snapshot(connection: ConnectionLike, namespace: str = "rqconc") -> MetricsSnapshot:
@@ -200,9 +212,10 @@ def timeline(
     ]
 
 
-def _minute_counts(raw: Dict[Any, Any], queue: Optional[str]) -> Tuple[List[int], int]:
-    """The run-bucket counts and failures of `queue` (or of all) in totals or a copy."""
-    runs, failed = [0] * (len(BOUNDS_MS) + 1), 0
+def _minute_counts(raw: Dict[Any, Any], queue: Optional[str]) -> Tuple[List[int], int, int]:
+    """The run-bucket counts, failed runs and failures of `queue` (or of all) in totals or a
+    copy."""
+    runs, failed_runs, failed = [0] * (len(BOUNDS_MS) + 1), 0, 0
     for key, value in raw.items():
         name, _, rest = text(key).partition(":")
         try:
@@ -216,18 +229,19 @@ def _minute_counts(raw: Dict[Any, Any], queue: Optional[str]) -> Tuple[List[int]
                 runs[index] += number
         elif name == "failed" and (queue is None or rest == queue):
             failed += number
-    return runs, failed
+        elif name == "run_failed" and (queue is None or rest == queue):
+            failed_runs += number
+    return runs, failed_runs, failed
 
 
 def _point(
     minute: int, begin: Dict[Any, Any], end: Dict[Any, Any], queue: Optional[str]
 ) -> MinutePoint:
-    (runs_begin, failed_begin), (runs_end, failed_end) = (
-        _minute_counts(begin, queue),
-        _minute_counts(end, queue),
-    )
+    runs_begin, failed_runs_begin, failed_begin = _minute_counts(begin, queue)
+    runs_end, failed_runs_end, failed_end = _minute_counts(end, queue)
     run = Histogram()
     # Totals only grow; a reset of {ns}:metrics in between would make a difference negative.
     run.counts = [max(0, e - b) for b, e in zip(runs_begin, runs_end)]
+    finished = max(0, run.count - max(0, failed_runs_end - failed_runs_begin))
     failed = max(0, failed_end - failed_begin)
-    return MinutePoint(minute, run.count, failed, run.quantile(0.5), run.quantile(0.95))
+    return MinutePoint(minute, finished, failed, run.quantile(0.5), run.quantile(0.95))

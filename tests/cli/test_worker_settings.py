@@ -119,6 +119,7 @@ def test_print_config_shows_the_url_that_will_be_used_and_where_it_came_from(tmp
     assert source == "default: the embedded server, started on first use"
     assert not (home / "redis.sock").exists() and "# url:" not in run.stdout
 
+
 def test_print_config_of_main_py_takes_backend_and_size_as_arguments(tmp_path):
     write(tmp_path / "settings.py", "SIZE = 3\nQUEUES = 'x'\n")
     run = subprocess.run(

@@ -60,7 +60,8 @@ def test_counters_are_exact_across_two_workers_of_different_backends(
 
     m = snapshot(redis_url).queue("m")
     assert (m.enqueued, m.finished, m.failed, m.retried) == (40, 35, 5, 4)
-    assert m.run.count == 35  # finished runs
+    assert m.run.count == 44  # every run that ended: 35 finished, 5 failed, 4 retried
+    assert m.failed_runs == 9
     assert m.wait.count == 44  # every start: 31 + 5 + 4 twice
     # A dead letter requeued enters its queue again: counted as enqueued once more.
     assert q.failed.requeue(failing[0].id)
@@ -128,11 +129,13 @@ def redis_minute(client):
 def test_the_minute_mark_copies_run_buckets_and_failures_once_a_minute(redis_url):
     client, keys = connect(redis_url), KeySpace()
     minute = redis_minute(client)
-    client.hset(keys.metrics, mapping={"run:10:t": 3, "failed:t": 1, "wait:10:t": 3})
+    totals = {"run:10:t": 3, "run_failed:t": 2, "failed:t": 1, "wait:10:t": 3, "run_ms:t": 9}
+    client.hset(keys.metrics, mapping=totals)
     assert mark_metrics_minute(client, keys) is True
     assert mark_metrics_minute(client, keys) is False  # this minute has its copy
     copy = client.hgetall(keys.metrics_minute(minute))
-    assert copy.pop(b"at") and copy == {b"run:10:t": b"3", b"failed:t": b"1"}
+    assert copy.pop(b"at")
+    assert copy == {b"run:10:t": b"3", b"run_failed:t": b"2", b"failed:t": b"1"}
     assert 3600 < client.ttl(keys.metrics_minute(minute)) <= 3720
 
 
@@ -142,17 +145,18 @@ def test_timeline_counts_each_minute_from_one_copy_to_the_next(redis_url):
     copies = {
         m - 180: {"run:10:t": 2, "failed:t": 0},
         # m - 120: no copy, no worker ran when it began
-        m - 60: {"run:10:t": 5, "run:1000:t": 0, "failed:t": 1},
-        m: {"run:10:t": 9, "run:1000:t": 1, "failed:t": 1, "run:10:other": 7},
+        m - 60: {"run:10:t": 5, "run:1000:t": 0, "failed:t": 1, "run_failed:t": 1},
+        m: {"run:10:t": 9, "run:1000:t": 1, "failed:t": 1, "run:10:other": 7, "run_failed:t": 2},
     }
     for minute, fields in copies.items():
         client.hset(keys.metrics_minute(minute), mapping=dict(fields, at=minute * 1000))
-    client.hset(keys.metrics, mapping={"run:10:t": 12, "run:1000:t": 1, "failed:t": 3})
+    totals = {"run:10:t": 12, "run:1000:t": 1, "failed:t": 3, "run_failed:t": 2}
+    client.hset(keys.metrics, mapping=totals)
     points = timeline(redis_url, queue="t", minutes=5)
     assert [p.minute for p in points] == [m - 240, m - 180, m - 120, m - 60, m]
-    # m - 180 runs until the next copy (m - 60): 3 runs; m - 60: 4 runs, one of them 1 s;
-    # the current minute: up to the totals now.
-    assert [p.finished for p in points] == [0, 3, 0, 5, 3]
+    # m - 180 runs until the next copy (m - 60): 3 runs ended, 1 failed; m - 60: 5 runs, one
+    # of them 1 s, 1 failed; the current minute: up to the totals now, 3 runs, none failed.
+    assert [p.finished for p in points] == [0, 2, 0, 4, 3]
     assert [p.failed for p in points] == [0, 1, 0, 0, 2]
     assert points[3].run_p95 > 0.25 and points[4].run_p95 <= 0.01
     # Every queue: other's 7 runs are gone from the totals (a reset): nothing, not negative.

@@ -11,6 +11,7 @@ from rqconc.connection.clients import connect
 from rqconc.metrics.exposition import render
 from rqconc.queue.queue import Queue
 from rqconc.worker.registry import list_workers
+from tests.dashboard.processes import Dashboard
 from tests.support.waiting import wait_for
 
 NAP = "tests.metrics.metrics_jobs:nap"
@@ -73,8 +74,9 @@ def test_metrics_text_parses_with_the_spec_s_names_labels_and_values(redis_serve
         if sample.endswith("_bucket")
     )
     counts = [v for _, v in buckets]
-    assert counts == sorted(counts) and buckets[-1] == (float("inf"), 3)  # cumulative
-    assert value(families, "rqconc_job_run_seconds", "rqconc_job_run_seconds_count", **ns) == 3
+    # cumulative; every run that ended: 3 finished and 1 failed
+    assert counts == sorted(counts) and buckets[-1] == (float("inf"), 4)
+    assert value(families, "rqconc_job_run_seconds", "rqconc_job_run_seconds_count", **ns) == 4
     assert value(families, "rqconc_job_run_seconds", "rqconc_job_run_seconds_sum", **ns) >= 0.03
     wait_count = "rqconc_job_wait_seconds_count"
     assert value(families, "rqconc_job_wait_seconds", wait_count, **ns) == 4  # started runs
@@ -84,6 +86,35 @@ def test_metrics_text_parses_with_the_spec_s_names_labels_and_values(redis_serve
     children = {"namespace": "rqconc", "worker": "w1"}
     assert value(families, "rqconc_children", "rqconc_children", state="idle", **children) == 2
     assert value(families, "rqconc_children", "rqconc_children", state="busy", **children) == 0
+
+
+def test_the_run_histogram_counts_failed_runs_as_well_as_finished_ones(
+    redis_server, start_worker, tmp_path
+):
+    """5 finishing and 2 failing jobs: 7 runs ended, 5 finished, 2 failed, in the /metrics of
+    a real dashboard, as wait time counts all 7 starts."""
+    url = redis_server.url
+    q = Queue("r", connection=url)
+    jobs = [q.enqueue(NAP, 0.01) for _ in range(5)]
+    jobs += [q.enqueue(BOOM, f"no {i}", retry=None) for i in range(2)]
+    start_worker("threading", 2, url, "-q", "r", "--burst").wait_exit(60)
+    assert [job.status for job in jobs] == ["finished"] * 5 + ["failed"] * 2
+    board = Dashboard(url, tmp_path).wait_ready()
+    try:
+        status, body = board.request("/metrics")
+    finally:
+        board.close()
+    assert status == 200
+    families = parsed(body.decode())
+    ns = {"namespace": "rqconc", "queue": "r"}
+    run, wait = "rqconc_job_run_seconds", "rqconc_job_wait_seconds"
+    assert value(families, run, run + "_count", **ns) == 7
+    assert value(families, run, run + "_bucket", le="+Inf", **ns) == 7
+    assert value(families, wait, wait + "_count", **ns) == 7
+    assert value(families, run, run + "_sum", **ns) >= 0.05  # the five 10 ms naps at least
+    for name, expected in (("finished", 5), ("failed", 2), ("retried", 0)):
+        family = f"rqconc_jobs_{name}"
+        assert value(families, family, family + "_total", **ns) == expected
 
 
 def run_cli(*args):

@@ -51,6 +51,7 @@ bump(key, 'attempts')
 redis.call('HSET', key, 'exc_type', ARGV[3], 'exc_message', ARGV[4], 'traceback', ARGV[5],
   'ended_at', NOW)
 local queue = redis.call('HGET', key, 'queue')
+metric_run_failed(queue, metric_elapsed(redis.call('HGET', key, 'started_at')))
 
 if redis.call('HGET', key, 'cancel_requested') then  -- asked to stop: no retry
   redis.call('SREM', KEYS[10], id)

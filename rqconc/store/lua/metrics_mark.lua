@@ -1,4 +1,4 @@
---[[ metrics_mark: copy the finished-run buckets and failures of {ns}:metrics as they stand
+--[[ metrics_mark: copy the run buckets, failed runs and failures of {ns}:metrics as they stand
 now into this minute's {ns}:metrics:<minute>, unless this minute has its copy already.
 
 The per-minute timeline (rqconc/metrics/read.py timeline(): finished, failed, run-time
@@ -30,7 +30,8 @@ local totals = redis.call('HGETALL', KEYS[1])
 local copied = {'at', NOW}  -- never empty: a minute without any total still has its copy
 for i = 1, #totals, 2 do
   local name = totals[i]
-  if string.sub(name, 1, 4) == 'run:' or string.sub(name, 1, 7) == 'failed:' then
+  if string.sub(name, 1, 4) == 'run:' or string.sub(name, 1, 7) == 'failed:'
+      or string.sub(name, 1, 11) == 'run_failed:' then
     copied[#copied + 1] = name
     copied[#copied + 1] = totals[i + 1]
     if #copied >= 2 * HSET_BATCH then

@@ -11,13 +11,15 @@ of a namespace's totals are one hash, {ns}:metrics, fields named metric first, q
   run:<le>:<queue>  wait:<le>:<queue>   histogram buckets, NOT cumulative: the runs whose
                     time (ms) is at most <le> and above the previous bound ('inf': the rest)
   run_ms:<queue>  wait_ms:<queue>       the sums of the observed times (ms)
-Run time is start to end of a run that finished, so the finished counter is the run
-histogram's count (one command less for every job); wait time is entering the queue to
-start. Every job pays these in take and complete: two HINCRBYs for the buckets, and one for
-each sum whose time is 1 ms or more (each call about 12,000 Redis instructions with the call
-around it; bench/step_cost.py --callgrind).
-The last hour, per minute, costs jobs nothing: metrics_mark.lua keeps the run buckets and
-failures of {ns}:metrics as they stood when each minute began, in {ns}:metrics:<minute>
+  run_failed:<queue>                    the runs of the run histogram that failed
+Run time is start to end of every run that ended, finished or failed (as wait time, entering
+the queue to start, is observed at every start). The finished counter is the run histogram's
+count less run_failed: a finishing job, the hot path, pays no counter of its own; a failed
+run pays that one HINCRBY more. Every job pays these in take and complete (or fail): two
+HINCRBYs for the buckets, and one for each sum whose time is 1 ms or more (each call about
+12,000 Redis instructions with the call around it; bench/step_cost.py --callgrind).
+The last hour, per minute, costs jobs nothing: metrics_mark.lua keeps the run buckets, failed
+runs and failures of {ns}:metrics as they stood when each minute began, in {ns}:metrics:<minute>
 (Unix seconds, a multiple of 60; an hour's life), and rqconc/metrics/read.py's timeline()
 subtracts one minute's copy from the next. Every worker's supervisor asks for the copy when
 it starts and at every tick (once per second; only the first ask of a minute copies).
@@ -105,6 +107,14 @@ end
 -- observed (which counts it as finished).
 local function metric_finished(queue, ms)
   metric_observed('run', ms, queue)
+end
+
+-- A run ended in failure (fail.lua: retried, failed for good or canceled) after `ms`: its
+-- run time observed, and counted as failed so the finished count leaves it out.
+--#cold
+local function metric_run_failed(queue, ms)
+  metric_observed('run', ms, queue)
+  metric_count('run_failed', queue)
 end
 
 -- A job failed for good (a dead letter, a poison pill).
