@@ -1,7 +1,8 @@
-"""`rqconc dashboard [--host H] [--port P] [--url URL] [--namespace NS] [--auth USER:PASSWORD]`:
-serve the web dashboard (SPEC section 9) until Ctrl+C.
+"""`rqconc dashboard [--host H] [--port P] [--url URL] [--namespace NS] [--auth USER:PASSWORD]
+[--allowed-host NAME ...]`: serve the web dashboard (SPEC section 9) until Ctrl+C.
 
-It refuses to listen beyond loopback without credentials (exit 2). The web packages are an
+It refuses to listen beyond loopback without credentials (exit 2), and answers only requests
+whose Host is its own address or an allowed name (dashboard/hosts.py). The web packages are an
 extra (`pip install 'rqconc[dashboard]'`): uvicorn, imported only here when the command runs,
 builds the app itself from its import string, so no other command ever loads them.
 """
@@ -10,13 +11,15 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from typing import Optional
+from typing import Optional, Sequence
 
 import click
 
 from rqconc.cli.common import client_for, namespace_option, url_option
 from rqconc.connection.clients import check_settings, redact, resolve_url, translated_errors
+from rqconc.dashboard.hosts import check_allowed_host
 from rqconc.dashboard.settings import (
+    ALLOWED_HOSTS_VARIABLE,
     AUTH_VARIABLE,
     SETTINGS_VARIABLE,
     DashboardSettings,
@@ -30,12 +33,13 @@ WEB_PACKAGES = ("starlette", "uvicorn", "prometheus_client")
 
 
 def _settings(
-    host: str, url: Optional[str], namespace: str, auth: Optional[str]
+    host: str, url: Optional[str], namespace: str, auth: Optional[str], allowed: Sequence[str]
 ) -> DashboardSettings:
     try:
         KeySpace(namespace)
         credentials = parse_auth(auth)
         check_exposure(host, credentials)
+        allowed_hosts = tuple(check_allowed_host(name) for name in allowed)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     missing = [name for name in WEB_PACKAGES if importlib.util.find_spec(name) is None]
@@ -43,7 +47,7 @@ def _settings(
         raise click.ClickException(
             f"the dashboard needs {' and '.join(missing)}: pip install 'rqconc[dashboard]'"
         )
-    return DashboardSettings(resolve_url(url), namespace, credentials)
+    return DashboardSettings(resolve_url(url), namespace, credentials, host, allowed_hosts)
 
 
 @click.command()
@@ -57,12 +61,27 @@ def _settings(
     metavar="USER:PASSWORD",
     help=f"HTTP Basic credentials for every path (${AUTH_VARIABLE}); needed off loopback.",
 )
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    envvar=ALLOWED_HOSTS_VARIABLE,
+    metavar="NAME",
+    help="Also answer requests for this Host name (NAME or NAME:PORT; '*': any), as when "
+    f"reached through a proxy or DNS name; repeatable (${ALLOWED_HOSTS_VARIABLE}: "
+    "space-separated). Other names are refused (400) against DNS rebinding.",
+)
 @url_option
 def dashboard(
-    host: str, port: int, namespace: str, auth: Optional[str], url: Optional[str]
+    host: str,
+    port: int,
+    namespace: str,
+    auth: Optional[str],
+    allowed_hosts: Sequence[str],
+    url: Optional[str],
 ) -> None:
     """Serve the web dashboard: queues, workers, jobs, failed, scheduled, live events."""
-    settings = _settings(host, url, namespace, auth)
+    settings = _settings(host, url, namespace, auth, allowed_hosts)
     client = client_for(settings.url)
     with translated_errors(client):
         check_settings(client)

@@ -22,6 +22,7 @@ from starlette.staticfiles import StaticFiles
 
 from rqconc.connection.clients import connect
 from rqconc.dashboard import api
+from rqconc.dashboard.hosts import HostPolicy
 from rqconc.dashboard.security import Guard, new_csrf_token
 from rqconc.dashboard.settings import DashboardSettings
 from rqconc.metrics.exposition import CONTENT_TYPE
@@ -88,9 +89,10 @@ def create_app(settings: DashboardSettings, client: Optional[redis.Redis] = None
     benchmark do)."""
     handlers: Dict[Any, Callable[[Request, Exception], Any]] = {HTTPException: _http_error}
     handlers.update({kind: api.redis_unreachable for kind in api.ERROR_TYPES})
+    hosts = HostPolicy(settings.host, settings.allowed_hosts)
     app = Starlette(
         routes=_routes(),
-        middleware=[Middleware(Guard, auth=settings.auth)],
+        middleware=[Middleware(Guard, auth=settings.auth, hosts=hosts)],
         exception_handlers=handlers,
     )
     app.state.client = client or connect(settings.url)

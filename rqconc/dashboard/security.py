@@ -1,5 +1,6 @@
-"""The dashboard's locks: HTTP Basic on every path when credentials are set, a CSRF token on
-every state-changing request, and headers that keep the browser from running anything the
+"""The dashboard's locks: only the Host names it is reached by (hosts.py: DNS rebinding), HTTP
+Basic on every path when credentials are set, a CSRF token on every state-changing request,
+and headers that keep the browser from running anything the
 page did not ship (a Content-Security-Policy without inline scripts: even a job argument that
 somehow became markup could not run).
 
@@ -22,6 +23,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rqconc.dashboard.hosts import HostPolicy
 
 CSRF_HEADER = "x-csrf-token"
 SAFETY_HEADERS = [
@@ -72,9 +75,12 @@ def _matches(given: Optional[Tuple[str, str]], wanted: Tuple[str, str]) -> bool:
 class Guard:
     """ASGI middleware in front of every route (static files and /metrics included)."""
 
-    def __init__(self, app: ASGIApp, auth: Optional[Tuple[str, str]]) -> None:
+    def __init__(
+        self, app: ASGIApp, auth: Optional[Tuple[str, str]], hosts: HostPolicy = HostPolicy()
+    ) -> None:
         self.app = app
         self.auth = auth
+        self.hosts = hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,7 +93,12 @@ class Guard:
                 message["headers"] = list(message["headers"]) + SAFETY_HEADERS
             await send(message)
 
-        if self.auth is not None and not _matches(_credentials(Headers(scope=scope)), self.auth):
+        headers = Headers(scope=scope)
+        host = headers.get("host")
+        if not self.hosts.accepts(host, scope.get("server")):
+            await _wrong_host(host)(scope, receive, with_headers)
+            return
+        if self.auth is not None and not _matches(_credentials(headers), self.auth):
             refusal = PlainTextResponse(
                 "credentials needed",
                 status_code=401,
@@ -96,3 +107,12 @@ class Guard:
             await refusal(scope, receive, with_headers)
             return
         await self.app(scope, receive, with_headers)
+
+
+def _wrong_host(host: Optional[str]) -> PlainTextResponse:
+    shown = repr(host[:100]) if host else "(none)"
+    return PlainTextResponse(
+        f"refused: Host {shown} is not an address of this dashboard "
+        "(start it with --allowed-host NAME to serve it under another name)\n",
+        status_code=400,
+    )

@@ -15,6 +15,7 @@ from typing import Optional, Tuple
 
 SETTINGS_VARIABLE = "RQCONC_DASHBOARD_SETTINGS"
 AUTH_VARIABLE = "RQCONC_DASHBOARD_AUTH"
+ALLOWED_HOSTS_VARIABLE = "RQCONC_DASHBOARD_ALLOWED_HOSTS"
 LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost")
 
 
@@ -23,6 +24,8 @@ class DashboardSettings:
     url: Optional[str] = None
     namespace: str = "rqconc"
     auth: Optional[Tuple[str, str]] = None  # (user, password) for HTTP Basic
+    host: str = "127.0.0.1"  # the address it listens on (--host)
+    allowed_hosts: Tuple[str, ...] = ()  # more Host names it answers (--allowed-host; hosts.py)
 
     def to_environment(self) -> str:
         return json.dumps(asdict(self))
@@ -31,7 +34,13 @@ class DashboardSettings:
     def from_environment(cls) -> DashboardSettings:
         raw = json.loads(os.environ.get(SETTINGS_VARIABLE) or "{}")
         auth = raw.get("auth")
-        return cls(raw.get("url"), raw.get("namespace") or "rqconc", tuple(auth) if auth else None)
+        return cls(
+            raw.get("url"),
+            raw.get("namespace") or "rqconc",
+            tuple(auth) if auth else None,
+            raw.get("host") or "127.0.0.1",
+            tuple(raw.get("allowed_hosts") or ()),
+        )
 
 
 def parse_auth(value: Optional[str]) -> Optional[Tuple[str, str]]:

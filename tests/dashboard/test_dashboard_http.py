@@ -122,3 +122,68 @@ def test_a_missing_job_and_bad_parameters_answer_one_line_errors(board):
     assert board.request("/api/jobs/nope") == missing
     assert board.request("/api/failed?queue=a%20b")[0] == 400
     assert board.request("/api/events?after=x")[0] == 400
+
+
+REBOUND = "rebound.example"  # a DNS-rebinding page's own name, pointed at 127.0.0.1
+
+
+def _suspended(redis_server):
+    return bool(redis_server.client().exists("{rqconc}:suspended"))
+
+
+def test_a_request_for_another_host_name_is_refused_and_changes_nothing(
+    board, redis_server, start_worker, tmp_path
+):
+    """DNS rebinding: the browser reaches 127.0.0.1 but sends the attacker's name as Host."""
+    q, job = _failed_job(redis_server, start_worker, tmp_path)
+    token = _csrf(board)
+    forged = [f"{REBOUND}:{board.port}", REBOUND, f"127.0.0.1:{board.port + 1}", "localhost"]
+    reads = PAGES + READS + [f"/api/jobs/{job.id}", "/static/app.js"]
+    for host in forged:
+        for path in reads:
+            status, answer = board.request(path, headers={"Host": host})
+            assert status == 400, (host, path, status)
+            assert answer.count(b"\n") == 1 and b"--allowed-host" in answer, answer
+            assert token.encode() not in answer and job.id.encode() not in answer
+        for path, body in ACTIONS + [(f"/api/jobs/{job.id}/cancel", {})]:
+            headers = {"Host": host, "X-CSRF-Token": token}
+            assert board.request(path, "POST", body, headers)[0] == 400, (host, path)
+    assert job.id in q.failed and job.status == "failed" and not _suspended(redis_server)
+    for host in (f"127.0.0.1:{board.port}", f"LOCALHOST:{board.port}", f"[::1]:{board.port}"):
+        assert board.request("/api/overview", headers={"Host": host})[0] == 200, host
+        headers = {"Host": host, "X-CSRF-Token": token}
+        assert board.request("/api/suspend", "POST", {}, headers)[0] == 200, host
+        assert board.request("/api/resume", "POST", {}, headers)[0] == 200, host
+
+
+def test_allowed_host_names_are_answered_and_others_still_refused(dashboard, redis_server):
+    board = dashboard("--allowed-host", "dash.example", "--allowed-host", "Proxy.Example:8443")
+    token = _csrf(board)
+    for host in ("dash.example", "dash.example:9999", "proxy.example:8443"):
+        assert board.request("/api/overview", headers={"Host": host})[0] == 200, host
+    for host in ("proxy.example", "proxy.example:8080", f"{REBOUND}:{board.port}"):
+        assert board.request("/api/overview", headers={"Host": host})[0] == 400, host
+    headers = {"Host": "dash.example", "X-CSRF-Token": token}
+    assert board.request("/api/suspend", "POST", {}, headers)[0] == 200
+    assert _suspended(redis_server)
+    from_env = dashboard(env={"RQCONC_DASHBOARD_ALLOWED_HOSTS": "a.example b.example"})
+    for host, status in (("a.example", 200), ("b.example", 200), (REBOUND, 400)):
+        assert from_env.request("/", headers={"Host": host})[0] == status, host
+    anything = dashboard("--allowed-host", "*")
+    assert anything.request("/", headers={"Host": REBOUND})[0] == 200
+
+
+def test_a_wildcard_address_answers_the_address_a_request_arrived_on_only(dashboard):
+    auth = ("a", "b")
+    board = dashboard("--host", "0.0.0.0", "--auth", "a:b", auth=auth)
+    assert board.request("/", headers={"Host": f"127.0.0.1:{board.port}"}, auth=auth)[0] == 200
+    assert board.request("/", headers={"Host": f"{REBOUND}:{board.port}"}, auth=auth)[0] == 400
+
+
+def test_a_malformed_allowed_host_is_one_line_and_exit_2(redis_server):
+    argv = [sys.executable, "-m", "rqconc", "dashboard", "--url", redis_server.url]
+    done = subprocess.run(
+        [*argv, "--allowed-host", "a.example/path"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert done.returncode == 2 and "--allowed-host 'a.example/path'" in done.stderr
+    assert "Traceback" not in done.stderr
