@@ -69,8 +69,10 @@ def job(request: Request) -> JSONResponse:
 
 
 def failed(request: Request) -> JSONResponse:
+    """The dead letters of `?queue=Q`, or of every queue without it (or with it empty)."""
     client, namespace = _where(request)
-    queue = _queue_name(request.query_params.get("queue", "default"))
+    given = request.query_params.get("queue")
+    queue = _queue_name(given) if given else None
     return JSONResponse(reads.failed_page(client, namespace, queue, _offset(request)))
 
 

@@ -7,7 +7,7 @@ Every function returns JSON-ready data (times as Unix seconds); the page shows i
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import redis
 
@@ -69,25 +69,61 @@ def _jobs(client: redis.Redis, namespace: str, ids: List[str]) -> List[Job]:
     return [job for job in Job.fetch_many(ids, client, namespace) if job is not None]
 
 
-def failed_page(client: redis.Redis, namespace: str, queue: str, offset: int = 0) -> Dict[str, Any]:
-    """One page of a queue's dead letters, latest failure first, with their tracebacks.
-    Letters whose failure_ttl ran out (still listed until maintenance trims them) are left
-    out, and the total does not count them."""
+def failed_page(
+    client: redis.Redis, namespace: str, queue: Optional[str], offset: int = 0
+) -> Dict[str, Any]:
+    """One page of dead letters, latest failure first, with their tracebacks: of `queue`, or
+    of every queue together when it is None (each queue's first offset + PAGE letters merged,
+    so the cost grows with the page's depth and the number of queues, never with the number
+    of letters). Letters whose failure_ttl ran out (still listed until maintenance trims
+    them) are left out, and the totals do not count them. `queues`: the live letters of each
+    queue that has some."""
     keys = KeySpace(namespace)
-    failed, expiry = keys.failed(queue), keys.failed_expiry(queue)
     with translated_errors(client):
+        names = [queue] if queue else sorted(text(n) for n in client.smembers(keys.queues))
         now_ms = int(redis_time(client) * 1000)
+        start = offset if queue else 0
         pipe = client.pipeline(transaction=False)
-        pipe.zrevrange(failed, offset, offset + PAGE - 1)
-        pipe.zcard(failed)
-        pipe.zcount(expiry, "-inf", now_ms)
-        ids, listed, expired = pipe.execute()
-        ids = [text(i) for i in ids]
-        ends = client.zmscore(expiry, ids) if ids else []
-        live = [i for i, end in zip(ids, ends) if end is None or end > now_ms]
-        jobs = _jobs(client, namespace, live)
-    rows = [dict(_row(job), traceback=job.field("traceback") or "") for job in jobs]
-    return {"queue": queue, "offset": offset, "total": max(0, listed - expired), "jobs": rows}
+        for name in names:
+            pipe.zrevrange(keys.failed(name), start, offset + PAGE - 1, withscores=True)
+            pipe.zcard(keys.failed(name))
+            pipe.zcount(keys.failed_expiry(name), "-inf", now_ms)
+        replies = pipe.execute()
+        letters, totals = [], {}
+        for i, name in enumerate(names):
+            listed, expired = replies[3 * i + 1], replies[3 * i + 2]
+            totals[name] = max(0, listed - expired)
+            letters += [(score, text(m), name) for m, score in replies[3 * i]]
+        letters.sort(key=lambda letter: letter[0], reverse=True)
+        shown = _unexpired(client, keys, letters[offset - start :][:PAGE], now_ms)
+        jobs = _jobs(client, namespace, [job_id for job_id, _ in shown])
+    of = dict(shown)
+    rows = [
+        dict(_row(job), queue=of[job.id], traceback=job.field("traceback") or "") for job in jobs
+    ]
+    found = {name: n for name, n in totals.items() if n}
+    return {
+        "queue": queue,
+        "offset": offset,
+        "total": sum(totals.values()),
+        "queues": found,
+        "jobs": rows,
+    }
+
+
+def _unexpired(
+    client: redis.Redis, keys: KeySpace, letters: List[Tuple[float, str, str]], now_ms: int
+) -> List[Tuple[str, str]]:
+    """(job id, queue) of the letters whose failure_ttl has not run out, in their order."""
+    pipe = client.pipeline(transaction=False)
+    for _, job_id, name in letters:
+        pipe.zscore(keys.failed_expiry(name), job_id)
+    ends = pipe.execute() if letters else []
+    return [
+        (job_id, name)
+        for (_, job_id, name), end in zip(letters, ends)
+        if end is None or end > now_ms
+    ]
 
 
 def scheduled_page(client: redis.Redis, namespace: str, queue: str) -> Dict[str, Any]:

@@ -142,3 +142,28 @@ def test_job_text_that_looks_like_markup_is_shown_as_text_and_never_runs(
         injected = "#page script, #page img, #page td svg, #page pre *"
         assert not browser.find_elements(By.CSS_SELECTOR, injected), path
         assert console_errors(browser) == [], path
+
+
+def test_the_failed_link_shows_dead_letters_of_a_queue_that_is_not_default(
+    browser, board, redis_server, start_worker, tmp_path
+):
+    q = Queue("mail", connection=redis_server.url)
+    start_worker("threading", 1, redis_server.url, "-q", "mail")
+    job = q.enqueue("tests.dashboard.jobs:fail_once", str(tmp_path / "ran-once"))
+    wait_for(lambda: job.id in q.failed, 30, message="the job among mail's dead letters")
+    browser.get(board.base + "/")
+    wait_page(browser, "#queues")
+    browser.find_element(By.CSS_SELECTOR, '[data-nav="failed"]').click()
+    row = wait_page(browser, f'tr[data-job-id="{job.id}"][data-queue="mail"]')
+    assert "first run fails on purpose" in row.text
+    chosen = _text(browser, "#queue option:checked")
+    assert chosen == "every queue", chosen
+    assert "mail (1)" in _text(browser, "#queue")
+    _settled(
+        lambda: browser.find_element(
+            By.CSS_SELECTOR, f'tr[data-job-id="{job.id}"] button.requeue'
+        ).click()
+    )
+    wait_for(lambda: job.status == "finished", 30, message="the requeued job finished")
+    assert job.id not in q.failed
+    assert console_errors(browser) == []

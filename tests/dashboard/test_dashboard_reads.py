@@ -113,3 +113,28 @@ def test_requeue_all_and_purge_act_on_one_queues_dead_letters(board, redis_serve
     body = {"queue": "other", "all": True}
     assert board.request("/api/failed/requeue", "POST", body, token) == (200, b'{"requeued":1}')
     wait_for(lambda: kept.id in other.failed and kept.attempts == 1, 30, message="run again")
+
+
+def test_the_failed_list_without_a_queue_holds_every_queues_dead_letters(
+    board, redis_server, start_worker
+):
+    """An operator whose failures are not in `default` sees them on the first click."""
+    mail, reports = (Queue(n, connection=redis_server.url) for n in ("mail", "reports"))
+    Queue("default", connection=redis_server.url).enqueue("tests.dashboard.jobs:add", 1, 2)
+    start_worker("threading", 1, redis_server.url, "-q", "default,mail,reports", "--burst")
+    letters = []
+    for i, q in enumerate([mail, reports, mail]):  # one by one: their failure times differ
+        letters.append(q.enqueue("tests.dashboard.jobs:fail_with", f"no {i}"))
+        wait_for(lambda: letters[-1].status == "failed", 30, message=f"dead letter {i}")
+    for path in ("/api/failed", "/api/failed?queue="):
+        page = board.get_json(path)
+        assert page["total"] == 3 and page["queues"] == {"mail": 2, "reports": 1}, page
+        assert [j["id"] for j in page["jobs"]] == [j.id for j in reversed(letters)]
+        assert [j["queue"] for j in page["jobs"]] == ["mail", "reports", "mail"]
+    assert [j["id"] for j in board.get_json("/api/failed?offset=1")["jobs"]] == [
+        letters[1].id,
+        letters[0].id,
+    ]
+    one = board.get_json("/api/failed?queue=reports")
+    assert one["total"] == 1 and [j["id"] for j in one["jobs"]] == [letters[1].id]
+    assert board.get_json("/api/failed?queue=default")["jobs"] == []

@@ -279,39 +279,51 @@ async function jobPage(main) {
     el("h2", { text: "Events" }), table(EVENT_HEADERS, job.events.map((e) => eventRow(e, false))));
 }
 
-async function queueChooser(current) {
+// `every`: the label of a first option for every queue at once (value ""); `counts`: a
+// number to show after each queue's name.
+async function queueChooser(current, every = null, counts = {}) {
   const data = await getJSON("/api/overview");
   renderSuspension(data.suspended);
   const names = data.queues.map((q) => q.name);
-  if (!names.includes(current)) names.push(current);
-  const select = el("select", { id: "queue", onchange: (e) => { location.search = "?queue=" + encodeURIComponent(e.target.value); } },
-    names.map((n) => el("option", { value: n, selected: n === current ? "selected" : null, text: n })));
+  if (current && !names.includes(current)) names.push(current);
+  const options = (every === null ? [] : [["", every]]).concat(
+    names.map((n) => [n, counts[n] ? `${n} (${counts[n]})` : n]));
+  const select = el("select", { id: "queue", onchange: (e) => { location.search = e.target.value ? "?queue=" + encodeURIComponent(e.target.value) : ""; } },
+    options.map(([value, label]) => el("option", { value, selected: value === current ? "selected" : null, text: label })));
   return el("label", {}, "queue ", select);
 }
 
-function currentQueue() {
-  return new URLSearchParams(location.search).get("queue") || "default";
+function currentQueue(fallback = "default") {
+  return new URLSearchParams(location.search).get("queue") || fallback;
 }
 
-async function failedPage(main) {
-  const queue = currentQueue();
-  const offset = Number(new URLSearchParams(location.search).get("offset") || 0);
-  const [chooser, data] = await Promise.all([queueChooser(queue),
-    getJSON(`/api/failed?queue=${encodeURIComponent(queue)}&offset=${offset}`)]);
-  const rows = data.jobs.map((j) => el("tr", { id: j.id, "data-job-id": j.id },
-    el("td", {}, jobLink(j.id)), el("td", {}, el("code", { text: j.function })), el("td", { class: "num", text: j.attempts }),
+function failedRow(j) {
+  return el("tr", { id: j.id, "data-job-id": j.id, "data-queue": j.queue },
+    el("td", {}, jobLink(j.id)), el("td", {}, el("a", { href: "/failed?queue=" + encodeURIComponent(j.queue), text: j.queue })),
+    el("td", {}, el("code", { text: j.function })), el("td", { class: "num", text: j.attempts }),
     el("td", {}, el("strong", { text: j.exc_type || "" }), ": ", j.exc_message || "",
       el("details", {}, el("summary", { text: "traceback" }), el("pre", { class: "traceback", text: j.traceback }))),
-    el("td", {}, el("button", { class: "requeue", onclick: action("/api/failed/requeue", { queue, job_id: j.id }), text: "Requeue" }))));
+    el("td", {}, el("button", { class: "requeue", onclick: action("/api/failed/requeue", { queue: j.queue, job_id: j.id }), text: "Requeue" })));
+}
+
+// Without ?queue= the page shows every queue's dead letters, latest first: an operator
+// whose failures are in another queue than "default" sees them at the first click.
+async function failedPage(main) {
+  const queue = currentQueue("");
+  const offset = Number(new URLSearchParams(location.search).get("offset") || 0);
+  const data = await getJSON(`/api/failed?queue=${encodeURIComponent(queue)}&offset=${offset}`);
+  const chooser = await queueChooser(queue, "every queue", data.queues);
   const more = data.total > offset + data.jobs.length
     ? el("a", { href: `/failed?queue=${encodeURIComponent(queue)}&offset=${offset + data.jobs.length}`, text: "older →" }) : null;
+  // Requeue all and Purge act on one queue: chosen first, never every queue in one click.
+  const bulk = queue ? [
+    el("button", { id: "requeue-all", onclick: action("/api/failed/requeue", { queue, all: true }, `Requeue every dead letter of ${queue}?`), disabled: !data.total, text: "Requeue all" }),
+    el("button", { class: "danger", id: "purge", onclick: action("/api/failed/purge", { queue }, `Delete every dead letter of ${queue}?`), disabled: !data.total, text: "Purge" })] : [];
   fill(main, 
     el("h1", { text: "Failed jobs" }),
-    el("div", { class: "toolbar" }, chooser, el("span", { class: "muted", id: "failed-total", text: `${data.total} dead letters` }),
-      el("button", { id: "requeue-all", onclick: action("/api/failed/requeue", { queue, all: true }, `Requeue every dead letter of ${queue}?`), disabled: !data.total, text: "Requeue all" }),
-      el("button", { class: "danger", id: "purge", onclick: action("/api/failed/purge", { queue }, `Delete every dead letter of ${queue}?`), disabled: !data.total, text: "Purge" })),
-    data.jobs.length ? table(["job", "function", { label: "attempts", num: true }, "error", ""], rows, { id: "failed" })
-      : el("p", { class: "muted", text: "No dead letters in this queue." }), more);
+    el("div", { class: "toolbar" }, chooser, el("span", { class: "muted", id: "failed-total", text: `${data.total} dead letters` }), bulk),
+    data.jobs.length ? table(["job", "queue", "function", { label: "attempts", num: true }, "error", ""], data.jobs.map(failedRow), { id: "failed" })
+      : el("p", { class: "muted", text: queue ? "No dead letters in this queue." : "No dead letters in any queue." }), more);
 }
 
 async function scheduledPage(main) {
