@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Sequence, Tuple
 
 from rqconc.engine import titles
+from rqconc.engine.event_loops import Interrupted
 from rqconc.engine.slots import SlotTable
 from rqconc.engine.source import WorkItem, WorkSource
 
@@ -152,7 +153,10 @@ def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]
         # item may follow a short one at any moment.
         _show(ctx, item.item_id)
         last = max_jobs is not None and max_jobs > 0 and done + 1 >= max_jobs
-        following = source.perform(item, None if last else next_claim)
+        try:
+            following = source.perform(item, None if last else next_claim)
+        except Interrupted:  # ended mid-item: the supervisor took the slot and settles it
+            return done, False
         done += 1
         if following is None:
             break

@@ -9,7 +9,13 @@ its own (`LoopThread`), where K coroutines at once are K tasks.
 
 Ending a child that runs a coroutine cancels the coroutine's task (`cancel`): the item sees
 `CancelledError` at its next `await`, as it would for `asyncio.wait_for`. A process is simply
-killed; a thread or greenlet cannot be, but its coroutine can.
+killed; a thread or greenlet cannot be, but its coroutine can. The child then gets
+`Interrupted`, which is no outcome of the item: the supervisor that ended the child settles
+its item (puts it back after a cold shutdown, fails it after a timeout, cancels it).
+
+Under gevent every greenlet shares its thread's "running loop": while one child's loop waits
+for I/O, any other child sees that loop as running. The greenlet children therefore share
+one loop, in a greenlet of its own (`LoopThread`, patched), as the asyncio backend's do.
 """
 
 from __future__ import annotations
@@ -25,9 +31,15 @@ from typing import Any, Callable, Coroutine, List, Optional
 _local = threading.local()
 
 
-class Interrupted(Exception):
+class Interrupted(BaseException):
     """The coroutine's task was cancelled because its child was ended (a timeout, a cancel,
-    a cold shutdown): whatever the child records afterwards is refused by its fencing."""
+    a cold shutdown). Not an Exception: no failure of the item, which the supervisor that
+    ended the child settles; the child records nothing and ends (child.py). Recorded as a
+    failure, it raced the supervisor's give-back of a cold shutdown, and mostly won: the
+    job failed for good instead of going back (issue 31)."""
+
+    def __init__(self) -> None:
+        super().__init__("the job's task was cancelled: its child was ended")
 
 
 class ChildLoop:
@@ -54,9 +66,9 @@ class ChildLoop:
         self._task = task
         try:
             return loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            if self._cancelled:
-                raise Interrupted("the job's task was cancelled: its child was ended") from None
+        except (Exception, asyncio.CancelledError):
+            if self._cancelled:  # however the item reacted to its cancel
+                raise Interrupted() from None
             raise
         finally:
             self._task = None
@@ -96,6 +108,8 @@ class SharedLoop:
         loop = self._loop = self._loop or self._shared()
 
         def finished(task: asyncio.Task) -> None:  # in the loop's thread
+            if self._task is task:
+                self._task = None
             ended.append(task)
             signal.release()
 
@@ -105,16 +119,15 @@ class SharedLoop:
             task.add_done_callback(finished)
 
         loop.call_soon_threadsafe(start)
-        try:
-            signal.acquire()
-            task = ended[0]
-            if task.cancelled():
-                if self._cancelled:
-                    raise Interrupted("the job's task was cancelled: its child was ended")
-                raise concurrent.futures.CancelledError()  # the job cancelled itself
-            return task.result()
-        finally:
-            self._task = None
+        # The task stays `_task` until it ends (`finished`), not until this wait does: a
+        # greenlet killed while it waits has its task cancelled after it is gone.
+        signal.acquire()
+        task = ended[0]
+        if self._cancelled and (task.cancelled() or task.exception() is not None):
+            raise Interrupted()  # however the item reacted to its cancel
+        if task.cancelled():
+            raise concurrent.futures.CancelledError()  # the job cancelled itself
+        return task.result()
 
     def cancel(self) -> None:
         self._cancelled = True
@@ -132,7 +145,8 @@ class SharedLoop:
 
 class LoopThread:
     """One event loop running in a daemon thread for as long as its owner lives (the asyncio
-    backend's supervisor, a process child with several slots)."""
+    backend's supervisor, a process child with several slots; a greenlet of the gevent
+    backend's process, whose patched threads are greenlets)."""
 
     def __init__(self, name: str) -> None:
         self.loop = asyncio.new_event_loop()
@@ -184,10 +198,21 @@ def run(coro: Coroutine[Any, Any, Any]) -> Any:
 
     Called from inside a running loop (an eager job enqueued by async code), the coroutine
     runs in a helper thread's loop: one thread cannot run two loops at once."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if not _inside_a_running_loop():
         return current().run(coro)
     context = contextvars.copy_context()  # get_current_job() and the like, as here
     with concurrent.futures.ThreadPoolExecutor(1, "rqconc-eager-async") as helper:
         return helper.submit(context.run, asyncio.run, coro).result()
+
+
+def _inside_a_running_loop() -> bool:
+    """Whether the caller runs inside a loop's step. Under gevent, a greenlet also sees the
+    loop another greenlet of its thread runs (asyncio keeps one running loop per thread):
+    that loop is not the caller's, as the thread it started in (by patched ident: the
+    greenlet) tells."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    owner = getattr(loop, "_thread_id", None)  # set by run_forever; private, but stable
+    return owner is None or owner == threading.get_ident()

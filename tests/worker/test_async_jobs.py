@@ -1,10 +1,14 @@
 """SPEC 10: `async def` jobs on every backend: the result is awaited, each child reuses one
-event loop, and a timeout or `job.cancel()` cancels the job's task."""
+event loop, and a timeout, `job.cancel()` or a cold shutdown cancels the job's task."""
+
+import signal
+import time
 
 import pytest
 
 from rqconc import JobFailed, JobStatus, Queue
 from rqconc.worker.registry import list_workers
+from tests.support.waiting import promised
 from tests.support.worker_process import BACKENDS, wait_for
 
 JOBS = "tests.worker.async_jobs"
@@ -27,7 +31,8 @@ def test_async_jobs_are_awaited_in_one_loop_and_a_timeout_or_cancel_cancels_thei
     assert len({q.enqueue(f"{JOBS}:loop_identity").get(timeout=20) for _ in range(4)}) == 1
 
     client = redis_server.client()
-    threaded = backend in ("threading", "asyncio")  # a thread's coroutine is cancelled
+    # Ending a thread or greenlet child cancels its coroutine's task (a process dies whole).
+    threaded = backend in ("threading", "asyncio", "gevent")
     timed = q.enqueue(f"{JOBS}:sleep_then_mark", redis_server.url, "timed", 30, timeout=1)
     with pytest.raises(JobFailed) as info:
         timed.get(timeout=15)
@@ -43,6 +48,45 @@ def test_async_jobs_are_awaited_in_one_loop_and_a_timeout_or_cancel_cancels_thei
     assert q.enqueue(f"{JOBS}:add_later", 2, 2).get(timeout=15) == 4
     if threaded:
         wait_for(lambda: client.lrange("canceled", 0, -1) == [b"cancelled"], 10, message="cancel")
+
+
+# (backend, size, options, async jobs running at once): every backend that runs async jobs,
+# with many of them where the backend runs many at once (issue 31: 200 on asyncio).
+COLD_SHUTDOWNS = [
+    pytest.param("asyncio", 200, (), 200, id="asyncio-200"),
+    pytest.param("threading", 50, (), 50, id="threading-50"),
+    pytest.param("gevent", 50, (), 50, id="gevent-50"),
+    pytest.param("forking", 3, (), 3, id="forking-3"),
+    pytest.param("multiprocessing", 3, (), 3, id="multiprocessing-3"),
+    pytest.param("forking", 2, ("--slots", "50"), 100, id="forking-2-slots-50"),
+]
+
+
+@pytest.mark.parametrize("backend, size, options, count", COLD_SHUTDOWNS)
+def test_a_cold_shutdown_puts_every_running_async_job_back_in_time_without_an_attempt(
+    backend, size, options, count, redis_server, start_worker
+):
+    """SPEC 2 and 10: the cancelled task of an interrupted async job is the supervisor's to
+    settle (put back at the front, no attempt counted), never a failure its slot records;
+    and the worker is gone within 1 s of the second signal."""
+    worker = start_worker(backend, size, redis_server.url, *options)
+    q = Queue(connection=redis_server.url)
+    running = q.enqueue_many([(f"{JOBS}:add_later", (1, 2, 60)) for _ in range(count)])
+    wait_for(lambda: all(j.status == JobStatus.STARTED for j in running), 60, message="all started")
+    waiting = q.enqueue(f"{JOBS}:add_later", 0, 0)
+    worker.signal(signal.SIGTERM)
+    wait_for(lambda: "warm shutdown" in worker.output(), message="warm shutdown")
+    worker.signal(signal.SIGTERM)
+    signalled = time.monotonic()
+    assert worker.wait_exit(10) == 1
+    took = time.monotonic() - signalled
+    statuses = {(j.status, j.attempts) for j in running}
+    assert statuses == {(JobStatus.QUEUED, 0)}, (statuses, worker.output()[-3000:])
+    assert len(q.failed) == 0
+    assert q.job_ids[-1] == waiting.id
+    assert set(q.job_ids[:-1]) == {j.id for j in running}
+    assert "MaxConnectionsError" not in worker.output()
+    assert took <= promised(1.0), f"the worker needed {took:.2f} s to exit"
 
 
 def test_asyncio_runs_many_async_jobs_at_once_and_plain_ones_in_its_threads(

@@ -36,6 +36,28 @@ def test_a_job_reports_meta_and_progress_that_any_client_reads(backend, redis_se
     assert events[-1]["event"] == "finished" and events[-2]["worker"]
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_three_async_jobs_at_once_on_one_worker_each_report_as_their_own_job(
+    backend, redis_server, start_worker
+):
+    """Issue 31: each child runs coroutines while its siblings run theirs (gevent's greenlets
+    share one thread, whose running loop a second child took for its own)."""
+    start_worker(backend, 3, redis_server.url)
+    q = Queue(connection=redis_server.url)
+    jobs = [q.enqueue(f"{JOBS}:report_async", f"go:{n}") for n in range(3)]
+    # All three half way at once: they run side by side, none waits for another.
+    wait_for(
+        lambda: all(j.progress == (0.25, "a quarter") for j in jobs),
+        20,
+        message=f"three jobs running: {[j.status for j in jobs]}",
+    )
+    client = redis_server.client()
+    for n in range(3):
+        client.set(f"go:{n}", 1)
+    assert [j.get(timeout=20) for j in jobs] == [j.id for j in jobs]
+    assert [j.progress for j in jobs] == [(1.0, "done")] * 3
+
+
 def test_each_task_of_the_asyncio_backend_sees_its_own_job(redis_server, start_worker):
     start_worker("asyncio", 10, redis_server.url)
     q = Queue(connection=redis_server.url)

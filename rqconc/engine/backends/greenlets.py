@@ -6,10 +6,15 @@ refuses to run in a process that was not patched: `python main.py gevent N` and
 (I/O, sleep); one that holds the CPU blocks its siblings and the supervisor's loop until it
 yields, so leases are renewed from an OS thread (renewer.py), and a job that overran its
 timeout without yielding is failed when it returns (docs/choosing-a-backend.md).
+
+`async def` jobs are tasks of one event loop the greenlet children share, run in a greenlet
+of its own (event_loops.py: under gevent a loop per greenlet cannot run beside another's).
+Ending a child cancels its task, which ends at its next `await`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, Callable, Optional
 
@@ -19,6 +24,7 @@ import gevent
 from gevent import monkey
 from gevent.lock import BoundedSemaphore
 
+from rqconc.engine import event_loops
 from rqconc.engine.child import ChildContext, run_child
 from rqconc.engine.pool import Pool
 from rqconc.engine.slots import SlotTable
@@ -42,7 +48,8 @@ class _CooperativeLock:
         return None
 
 
-def _greenlet_main(ctx: ChildContext) -> int:
+def _greenlet_main(ctx: ChildContext, loop: event_loops.SharedLoop) -> int:
+    event_loops.install(loop)
     try:
         return run_child(ctx)
     except gevent.GreenletExit:
@@ -56,6 +63,12 @@ class GreenletPool(Pool):
     name = "gevent"
     is_green = True
 
+    def __init__(self, capacity: int, slots_per_child: int = 1) -> None:
+        super().__init__(capacity, slots_per_child)
+        self._loop_thread: Optional[event_loops.LoopThread] = None
+        # Starting the loop's greenlet switches: a second child must not start another.
+        self._loop_lock = BoundedSemaphore(1)
+
     @classmethod
     def check_usable(cls) -> None:
         if not (monkey.is_module_patched("socket") and monkey.is_module_patched("threading")):
@@ -67,17 +80,29 @@ class GreenletPool(Pool):
     def make_slots(self) -> SlotTable:
         return SlotTable(self.capacity, _CooperativeLock)
 
+    def _the_loop(self) -> asyncio.AbstractEventLoop:
+        """The children's event loop, started by the first coroutine: a worker that runs
+        only plain functions keeps none."""
+        with self._loop_lock:
+            if self._loop_thread is None:
+                self._loop_thread = event_loops.LoopThread("rqconc-gevent-loop")
+            return self._loop_thread.loop
+
     def _start(self, ctx: ChildContext) -> Any:
-        return gevent.spawn(_greenlet_main, ctx)
+        loop = event_loops.SharedLoop(self._the_loop)
+        return gevent.spawn(_greenlet_main, ctx, loop), loop
 
     def _exitcode(self, handle: Any) -> Optional[int]:
-        if not handle.dead:
+        greenlet, _ = handle
+        if not greenlet.dead:
             return None
-        return handle.value if isinstance(handle.value, int) else 1
+        return greenlet.value if isinstance(greenlet.value, int) else 1
 
     def end(self, index: int) -> None:
-        greenlet = self._children.get(index)
-        if greenlet is not None:
+        handle = self._children.get(index)
+        if handle is not None:
+            greenlet, loop = handle
+            loop.cancel()  # its coroutine's task, which the greenlet's death leaves running
             greenlet.kill(block=True, timeout=1)
         self._forget(index)
 
@@ -96,3 +121,7 @@ class GreenletPool(Pool):
 
     def make_os_lock(self) -> Any:
         return monkey.get_original("_thread", "allocate_lock")()
+
+    def close(self) -> None:
+        if self._loop_thread is not None:
+            self._loop_thread.close()
