@@ -18,7 +18,7 @@ from typing import Optional, Sequence, Tuple
 
 from rqconc.engine import titles
 from rqconc.engine.event_loops import Interrupted
-from rqconc.engine.slots import SlotTable
+from rqconc.engine.slots.table import CellTable
 from rqconc.engine.source import WorkItem, WorkSource
 
 log = logging.getLogger("rqconc.engine.child")
@@ -33,7 +33,7 @@ class ChildContext:
 
     index: int
     generation: int
-    slots: SlotTable
+    table: CellTable  # the idle/busy table: one cell per child, or per slot thread
     source: WorkSource
     uid: str
     supervisor_pid: int
@@ -43,7 +43,7 @@ class ChildContext:
     # The child is an OS process of its own (forking, multiprocessing): it must notice when
     # it is orphaned, and it has a process title of its own.
     is_os_process: bool = False
-    # `--slots K`: the child runs K jobs at once, one thread per slot (slot_host.py). Its
+    # `--slots K`: the child runs K jobs at once, one thread per slot (slots/host.py). Its
     # slots are the table's cells index * K ... index * K + K - 1, of these generations.
     slots_per_child: int = 1
     generations: Tuple[int, ...] = ()
@@ -66,7 +66,7 @@ def boot_child(ctx: ChildContext) -> bool:
     except Exception as exc:  # any failure to start is a boot error, reported by the slot
         message = f"{exc.__class__.__name__}: {exc}"
         generation = ctx.generations[0] if ctx.generations else ctx.generation
-        ctx.slots.boot_failed(ctx.first_cell, generation, message)
+        ctx.table.boot_failed(ctx.first_cell, generation, message)
         log.debug("child %d failed to start:\n%s", ctx.index, traceback.format_exc())
         return False
     return True
@@ -77,13 +77,13 @@ def run_child(ctx: ChildContext) -> int:
     pid = os.getpid()
     if not boot_child(ctx):
         return BOOT_FAILURE_EXIT
-    if not ctx.slots.child_ready(ctx.index, ctx.generation, pid):
+    if not ctx.table.child_ready(ctx.index, ctx.generation, pid):
         return 0
     _show(ctx)
     try:
         _loop(ctx)
     except BaseException:
-        ctx.slots.child_exiting(ctx.index, ctx.generation)
+        ctx.table.child_exiting(ctx.index, ctx.generation)
         raise
     _exit_slot(ctx)
     return 0
@@ -93,29 +93,29 @@ def _exit_slot(ctx: ChildContext) -> None:
     """The end of a child that ends normally: what it could not hand back stays in its slot
     for the supervisor (WorkSource.child_stopping)."""
     held = ctx.source.child_stopping()
-    ctx.slots.child_exiting(ctx.index, ctx.generation, held)
+    ctx.table.child_exiting(ctx.index, ctx.generation, held)
 
 
 def run_slot(ctx: ChildContext, pid: int) -> None:
-    """One slot's life inside a child that runs several (slot_host.py): the same loop as a
+    """One slot's life inside a child that runs several (slots/host.py): the same loop as a
     child of its own, in the cell `ctx.index` of generation `ctx.generation`."""
-    if not ctx.slots.child_ready(ctx.index, ctx.generation, pid):
+    if not ctx.table.child_ready(ctx.index, ctx.generation, pid):
         return
     try:
         _loop(ctx)
     except BaseException:
-        ctx.slots.child_exiting(ctx.index, ctx.generation)
+        ctx.table.child_exiting(ctx.index, ctx.generation)
         raise
     _exit_slot(ctx)  # this thread's own connection and orphaned claims
 
 
 def _loop(ctx: ChildContext) -> None:
-    slots = ctx.slots
+    table = ctx.table
     done = 0
     while True:
         if ctx.is_os_process and os.getppid() != ctx.supervisor_pid:
             return  # orphaned: the supervisor is gone, take nothing more
-        claim = slots.begin_take(ctx.index, ctx.generation, ctx.uid)
+        claim = table.begin_take(ctx.index, ctx.generation, ctx.uid)
         if claim is None:
             return
         if claim == "":  # paused (suspended): look again shortly
@@ -128,10 +128,10 @@ def _loop(ctx: ChildContext) -> None:
             # (a child between two items would write two titles per item).
             _show(ctx)
             continue
-        if slots.paused():  # paused while this take was waiting: the item is not ours to run
+        if table.paused():  # paused while this take was waiting: the item is not ours to run
             ctx.source.give_back(item)
             continue
-        if not slots.mark_busy(ctx.index, ctx.generation, item.item_id, item.deadline):
+        if not table.mark_busy(ctx.index, ctx.generation, item.item_id, item.deadline):
             ctx.source.give_back(item)
             return
         done, carry_on = _run_chain(ctx, item, done)
@@ -142,11 +142,11 @@ def _loop(ctx: ChildContext) -> None:
 def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]:
     """Perform items while each completion also takes the next one; (items done, whether
     the child goes on taking)."""
-    slots, source = ctx.slots, ctx.source
+    table, source = ctx.table, ctx.source
     index, generation, uid, max_jobs = ctx.index, ctx.generation, ctx.uid, ctx.max_jobs
 
     def next_claim() -> Optional[str]:  # asked once the item ran: retiring or paused by now?
-        return slots.begin_chain(index, generation, uid)
+        return table.begin_chain(index, generation, uid)
 
     while True:
         # Per item, not throttled: the id in `ps` must be the one running now, and a long
@@ -160,12 +160,12 @@ def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]
         done += 1
         if following is None:
             break
-        if not slots.chain_busy(index, generation, following.item_id, following.deadline):
+        if not table.chain_busy(index, generation, following.item_id, following.deadline):
             source.give_back(following)  # suspended or retiring meanwhile: not ours to run
             break
         item = following
     # No idle title here: the next take shows it if nothing comes (see _loop).
-    if not slots.mark_idle(index, generation):
+    if not table.mark_idle(index, generation):
         return done, False
     return done, not (max_jobs and done >= max_jobs)
 

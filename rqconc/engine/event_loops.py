@@ -4,7 +4,7 @@ A child is a process, a thread or a greenlet; each keeps one event loop for the 
 items it runs (`run`), so a connection pool an item keeps in a module global stays bound to a
 loop that lives on. Under the asyncio backend the children share the backend's one loop
 instead (`SharedLoop`): the child's thread hands the coroutine to it and waits. So do the
-slots of a process child with `--slots K` (slot_host.py): the child's one loop, in a thread of
+slots of a process child with `--slots K` (slots/host.py): the child's one loop, in a thread of
 its own (`LoopThread`), where K coroutines at once are K tasks.
 
 Ending a child that runs a coroutine cancels the coroutine's task (`cancel`): the item sees

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Set
 
 from rqconc.engine.child import ChildContext
-from rqconc.engine.slots import SlotTable
+from rqconc.engine.slots.table import CellTable
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Pool(ABC):
     def __init__(self, capacity: int, slots_per_child: int = 1) -> None:
         self.capacity = capacity
         # Jobs one child runs at once (`--slots`, process backends): its slots are the
-        # table's cells child * slots_per_child ... + slots_per_child - 1 (slot_host.py).
+        # table's cells child * slots_per_child ... + slots_per_child - 1 (slots/host.py).
         self.slots_per_child = slots_per_child
         self._room = self._make_semaphore(capacity)
         self._children: Dict[int, Any] = {}
@@ -63,7 +63,7 @@ class Pool(ABC):
         return threading.BoundedSemaphore(capacity)
 
     @abstractmethod
-    def make_slots(self) -> SlotTable:
+    def make_table(self) -> CellTable:
         """The idle/busy table, in memory the children can write."""
 
     def spawn(self, ctx: ChildContext) -> None:

@@ -19,8 +19,8 @@ import logging
 import pickle
 from typing import Any, Callable, List
 
-from rqconc.engine.slot_memory import BUSY
-from rqconc.engine.slots import SlotTable
+from rqconc.engine.slots.memory import BUSY
+from rqconc.engine.slots.table import CellTable
 from rqconc.engine.source import WorkSource
 
 log = logging.getLogger("rqconc.engine")
@@ -29,8 +29,8 @@ log = logging.getLogger("rqconc.engine")
 class Renewer:
     """Every `interval` seconds, renew the claims of every busy slot."""
 
-    def __init__(self, slots: SlotTable, source: WorkSource, interval: float) -> None:
-        self.slots = slots
+    def __init__(self, table: CellTable, source: WorkSource, interval: float) -> None:
+        self.table = table
         # Not copy.copy: a shallow copy would share the source's parts, and with them the
         # supervisor's client, whose pool locks belong to the hub. A pickled copy holds no
         # connection (a WorkSource must pickle for process backends anyway); it opens its
@@ -53,10 +53,10 @@ class Renewer:
 
     def busy_claims(self) -> List[str]:
         # Read without locks, as the loop does: a torn claim costs one renewal of several.
-        slots = self.slots
+        table = self.table
         claims: List[str] = []
-        for index in range(slots.capacity):
-            view = slots.peek(index)
+        for index in range(table.capacity):
+            view = table.peek(index)
             if view.state == BUSY:
                 claims.extend(view.claims)
         return claims

@@ -82,7 +82,7 @@ class WorkSource(ABC):
     def take_many(self, claims: Sequence[str], timeout: float) -> List[WorkItem]:
         """Wait up to `timeout` seconds for items, at most one per claim, each leased under
         its own claim (`item.claim` says whose); fewer, or none, when fewer wait. Used when
-        several slots of one child are idle at once (`--slots`, slot_host.py): a source that
+        several slots of one child are idle at once (`--slots`, slots/host.py): a source that
         takes several items in one step (the Redis source: lua/take_many.lua) saves a round
         trip per item. This default takes one, under the first claim."""
         item = self.take(claims[0], timeout)

@@ -1,7 +1,13 @@
-"""The supervisor: spawns `size` children up front, watches them, and shuts them down.
+"""The supervisor: spawns `size` children up front, watches them, replaces the dead, and shuts
+them down.
 
-States: ready → running → stopping → stopped. What signals mean and how a shutdown goes is
-in shutdown.py; the periodic duties (deadlines, renewal, cancel, burst) in duties.py.
+It holds its parts, each made with what it needs: the fleet (fleet.py: the pool, the
+idle/busy table, how many children it wants), the controls (controls.py: what each signal
+means, the shutdown state machine), the reaper (reaper.py: children that ended by
+themselves), the duties (duties.py: deadlines, renewal, cancel, memory, suspend) and, for
+`burst`, the burst's end (burst.py). The loop below is the whole life of a supervisor, read
+top to bottom as gunicorn's arbiter is: signal handlers only record the signal, and each loop
+step dispatches what was recorded to a `handle_*` method of the controls.
 """
 
 from __future__ import annotations
@@ -13,17 +19,19 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Callable, Iterable, List, Optional, Sequence, Type, Union
+from typing import Callable, List, Optional, Sequence, Type, Union
 
 from rqconc.engine import titles
 from rqconc.engine.backends import pool_class
+from rqconc.engine.burst import BurstEnd
 from rqconc.engine.child import ChildContext
+from rqconc.engine.controls import HANDLED_SIGNALS, Controls
 from rqconc.engine.duties import Duties
 from rqconc.engine.fake_source import FakeSource
-from rqconc.engine.pool import Ended, Pool
+from rqconc.engine.fleet import Fleet
+from rqconc.engine.pool import Pool
+from rqconc.engine.reaper import Reaper
 from rqconc.engine.renewer import Renewer
-from rqconc.engine.shutdown import HANDLED_SIGNALS, Controls
-from rqconc.engine.slots import SlotView
 from rqconc.engine.source import SupervisorInfo, WorkSource
 from rqconc.engine.states import ChildState, SupervisorState
 
@@ -31,7 +39,7 @@ log = logging.getLogger("rqconc.engine")
 
 LOOP_INTERVAL = 0.05
 TICK_INTERVAL = 1.0
-# The process title is refreshed at most this often (counting the slots is cheap, but a
+# The process title is refreshed at most this often (counting the cells is cheap, but a
 # title that changes 20 times a second helps nobody).
 TITLE_INTERVAL = 0.25
 
@@ -47,7 +55,7 @@ class ChildSnapshot:
     jobs_done: int
 
 
-class BaseSupervisor(Controls, Duties):
+class BaseSupervisor:
     """Runs `size` children of one backend that take work from `source`."""
 
     # Shown in the process title; a source-aware subclass names its queues here.
@@ -69,16 +77,13 @@ class BaseSupervisor(Controls, Duties):
         on_tick: Optional[Callable[[BaseSupervisor], None]] = None,
         slots: int = 1,
     ) -> None:
-        self._pool_class = pool_class(backend) if isinstance(backend, str) else backend
+        chosen = pool_class(backend) if isinstance(backend, str) else backend
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"size must be an integer >= 1, not {size!r}")
-        self.slots_per_child = check_slots(slots, self._pool_class)
-        self._pool_class.check_usable()
-        if source is None:
-            source = FakeSource()
-        self.backend = self._pool_class.name
-        self.size = size
-        self.source = source
+        self.slots_per_child = check_slots(slots, chosen)
+        chosen.check_usable()
+        self.source = source = source if source is not None else FakeSource()
+        self.backend, self.size, self.burst = chosen.name, size, burst
         self.uid = uuid.uuid4().hex[:10]
         self.name = name or f"{socket.gethostname()}.{os.getpid()}.{self.uid[:4]}"
         self.shutdown_timeout = shutdown_timeout
@@ -87,22 +92,27 @@ class BaseSupervisor(Controls, Duties):
         self.take_timeout = take_timeout
         self.preload = tuple(preload)
         self.on_tick = on_tick
-        self.burst = burst
-        self._init_run_state()
-
-    def _init_run_state(self) -> None:
-        """What changes while the supervisor runs (the settings above do not)."""
-        self.state = SupervisorState.READY
+        self.fleet = Fleet(chosen, size, self.slots_per_child)
+        self.controls = Controls(self.fleet, source, shutdown_timeout)
+        self.reaper = Reaper(self.fleet, source, self.controls)
+        self.duties = Duties(self.fleet, source, max_memory_per_child)
+        self.burst_end = BurstEnd(self.fleet, source, self.controls) if burst else None
         self.exit_code: Optional[int] = None
-        self.boot_error: Optional[str] = None
-        self.suspended = False
-        self._requests: List[Union[int, str]] = []
-        self._has_pool = False  # `_pool` is set once run() or start() made it
         self._thread: Optional[threading.Thread] = None
-        self._cold = False
-        self._stop_started = 0.0
-        self._burst_probe = False
         self._renewer: Optional[Renewer] = None
+
+    @property
+    def state(self) -> SupervisorState:
+        return self.controls.state
+
+    @property
+    def boot_error(self) -> Optional[str]:
+        """Why a child failed while starting (the worker then stopped), or None."""
+        return self.controls.boot_error
+
+    @property
+    def suspended(self) -> bool:
+        return self.duties.suspended
 
     # ---- public controls ----
     def run(self) -> int:
@@ -112,20 +122,24 @@ class BaseSupervisor(Controls, Duties):
                 "Supervisor.run() installs signal handlers and must be called "
                 "from the main thread; use start() to embed it"
             )
-        self._pool = self._make_pool()
-        previous = {s: self._pool.install_signal(s, self._signalled) for s in HANDLED_SIGNALS}
+        pool = self._open()
+        previous = {s: pool.install_signal(s, self.controls.signalled) for s in HANDLED_SIGNALS}
         try:
             return self._serve()
         finally:
             for signum, handler in previous.items():
-                self._pool.restore_signal(signum, handler)
+                pool.restore_signal(signum, handler)
 
     def start(self) -> BaseSupervisor:
         """Serve in the background (no signal handlers); returns at once."""
-        self._pool = self._make_pool()
+        self._open()
         self._thread = threading.Thread(target=self._serve, name="rqconc-supervisor", daemon=True)
         self._thread.start()
         return self
+
+    def stop(self, graceful: bool = True) -> None:
+        """Ask for a warm (graceful) or a cold shutdown; see `join()` to wait for it."""
+        self.controls.stop(graceful)
 
     def join(self, timeout: Optional[float] = None) -> Optional[int]:
         """Wait for a supervisor started with `start()`; returns its exit code."""
@@ -137,52 +151,28 @@ class BaseSupervisor(Controls, Duties):
     def children(self) -> List[ChildSnapshot]:
         """One snapshot per child; with `slots` > 1, one per slot (index: the slot's number
         across the worker, child * slots + slot; pid: its child's)."""
-        if not self._has_pool:
-            return []
-        snapshots = []
-        # Read without the slots' locks: this may run in any thread, while the loop frees
-        # the lock of a slot whose child died (see SlotTable.prepare).
-        for index in sorted(self._live_cells()):
-            view = self._slots.peek(index)
-            snapshots.append(
-                ChildSnapshot(
-                    index,
-                    view.state.label,
-                    view.item_id or None,
-                    view.pid or self._pool.pid(index // self.slots_per_child),
-                    view.jobs_done,
-                )
+        # Read without the cells' locks: this may run in any thread, while the loop frees
+        # the lock of a cell whose child died (see CellMemory.prepare).
+        views = sorted(self.fleet.peek_live(), key=lambda view: view.index)
+        return [
+            ChildSnapshot(
+                view.index,
+                view.state.label,
+                view.item_id or None,
+                view.pid or self.fleet.pool.pid(view.index // self.slots_per_child),
+                view.jobs_done,
             )
-        return snapshots
-
-    def _cells_of(self, index: int) -> range:
-        """The slots (cells of the slot table) of the child in `index`."""
-        first = index * self.slots_per_child
-        return range(first, first + self.slots_per_child)
-
-    def _live_cells(self) -> Iterable[int]:
-        """The slots of every live child (with one slot per child: the children)."""
-        if self.slots_per_child == 1:
-            return self._pool.live()
-        return [cell for index in self._pool.live() for cell in self._cells_of(index)]
+            for view in views
+        ]
 
     # ---- the loop ----
-    def _make_pool(self) -> Pool:
-        if self.state is not SupervisorState.READY:
+    def _open(self) -> Pool:
+        if self.state is not SupervisorState.READY or self.fleet.is_open:
             raise RuntimeError(f"a supervisor runs once; this one is {self.state}")
-        # Room to grow with SIGTTIN without reallocating shared memory.
-        capacity = max(self.size * 4, self.size + 16)
-        if self.slots_per_child == 1:
-            pool = self._pool_class(capacity)
-        else:
-            pool = self._pool_class(capacity, self.slots_per_child)
-        self._slots = pool.make_slots()
-        self._target = self.size
-        self._has_pool = True
-        return pool
+        return self.fleet.open()
 
     def _serve(self) -> int:
-        self.state = SupervisorState.RUNNING
+        self.controls.state = SupervisorState.RUNNING
         log.info(
             "supervisor %s started: backend=%s size=%d pid=%d",
             self.name,
@@ -190,7 +180,7 @@ class BaseSupervisor(Controls, Duties):
             self.size,
             os.getpid(),
         )
-        if self.max_memory_per_child and not self._pool.children_are_processes:
+        if self.max_memory_per_child and not self.fleet.pool.children_are_processes:
             log.warning(
                 "--max-memory-per-child applies to process backends only; "
                 "the %s backend ignores it",
@@ -209,146 +199,112 @@ class BaseSupervisor(Controls, Duties):
     def _start_renewer(self) -> None:
         """Where a job can freeze this loop (a greenlet that does not yield), leases are
         renewed from an OS thread instead (renewer.py)."""
-        if self._pool.is_green:
-            self._renewer = Renewer(self._slots, self.source, self.source.renew_interval())
-            self._renewer.start(self._pool.start_os_thread, self._pool.make_os_lock)
+        pool = self.fleet.pool
+        if pool.is_green:
+            self._renewer = Renewer(self.fleet.table, self.source, self.source.renew_interval())
+            self._renewer.start(pool.start_os_thread, pool.make_os_lock)
 
     def _loop(self) -> None:
         next_tick = next_renew = next_title = 0.0
+        controls, duties = self.controls, self.duties
         while True:
-            self._dispatch_requests()
-            self._reap()
-            if self.state is SupervisorState.RUNNING:
+            controls.dispatch()
+            self.reaper.reap()
+            if controls.state is SupervisorState.RUNNING:
                 self._fill()
-            self._enforce_deadlines()
+            duties.enforce_deadlines()
             now = time.monotonic()
             if now >= next_title:
                 next_title = now + TITLE_INTERVAL
                 self._show_title()
             if now >= next_renew and self._renewer is None:
                 next_renew = now + self.source.renew_interval()
-                self._renew()
+                duties.renew()
             if now >= next_tick:
                 next_tick = now + TICK_INTERVAL
                 self._tick()
-            if self._burst_probe and self.state is SupervisorState.RUNNING:
-                self._check_burst()
-            if self.state is SupervisorState.STOPPING and self._stopped():
+            if self.burst_end is not None:
+                self.burst_end.check()
+            if controls.state is SupervisorState.STOPPING and controls.stopped():
                 return
-            self._pool.sleep(LOOP_INTERVAL)
+            self.fleet.pool.sleep(LOOP_INTERVAL)
+
+    def _tick(self) -> None:
+        """About once a second: what needs Redis (or any source) rather than the table."""
+        self.duties.follow_suspend()
+        self.duties.stop_canceled()
+        self.duties.recycle_fat_children()
+        self.source.tick(self.info())
+        if self.burst_end is not None:
+            self.burst_end.consider()
+        if self.on_tick is not None:
+            self.on_tick(self)
 
     def _finish(self) -> None:
-        if self._pool.live():
-            self.handle_cold()
-        self._mark_stopped()
+        pool = self.fleet.pool
+        if pool.live():
+            self.controls.handle_cold()
+        self.controls.mark_stopped()
         if self._renewer is not None:
             self._renewer.stop()
         if self.exit_code is None:
-            self.exit_code = self._exit_code()
+            self.exit_code = self.controls.exit_code()
         try:
             self.source.supervisor_stopped(self.info())
         finally:
-            self._pool.close()
+            pool.close()
         log.info("supervisor %s stopped (exit code %d)", self.name, self.exit_code)
 
     def _fill(self) -> None:
+        """Spawn a child in every place below the target that has none (the dead are
+        replaced here)."""
         if self.boot_error:
             return
-        live = self._pool.live()
-        for index in range(self._target):
+        fleet = self.fleet
+        live = fleet.pool.live()
+        for index in range(fleet.target):
             if index not in live:
                 self._spawn(index)
         if self.slots_per_child > 1:
-            # Slots taken back from a live child (a timed-out or canceled job's thread was
+            # Cells taken back from a live child (a timed-out or canceled job's thread was
             # abandoned): prepared again, the child's host starts a new thread in each.
-            for cell in self._slots.empty(self._live_cells()):
-                generation = self._slots.prepare(cell)
-                pid = self._pool.pid(cell // self.slots_per_child)
+            for cell in fleet.table.empty(fleet.live_cells()):
+                generation = fleet.table.prepare(cell)
+                pid = fleet.pool.pid(cell // self.slots_per_child)
                 if pid:
-                    self._slots.set_pid(cell, generation, pid)
+                    fleet.table.set_pid(cell, generation, pid)
 
     def _spawn(self, index: int) -> None:
-        cells = self._cells_of(index)
-        generations = tuple(self._slots.prepare(cell) for cell in cells)
-        generation = generations[0]
+        table, pool = self.fleet.table, self.fleet.pool
+        cells = self.fleet.cells_of(index)
+        generations = tuple(table.prepare(cell) for cell in cells)
         ctx = ChildContext(
             index=index,
-            generation=generation,
-            slots=self._slots,
+            generation=generations[0],
+            table=table,
             source=self.source,
             uid=self.uid,
             supervisor_pid=os.getpid(),
             take_timeout=self.take_timeout,
             max_jobs=self.max_jobs_per_child,
             preload=self.preload,
-            is_os_process=self._pool.children_are_processes,
+            is_os_process=pool.children_are_processes,
             slots_per_child=self.slots_per_child,
             generations=generations if self.slots_per_child > 1 else (),
         )
-        self._pool.spawn(ctx)
-        pid = self._pool.pid(index)
+        pool.spawn(ctx)
+        pid = pool.pid(index)
         if pid:
             for cell, cell_generation in zip(cells, generations):
-                self._slots.set_pid(cell, cell_generation, pid)
-
-    def _reap(self) -> None:
-        for ended in self._pool.reap():
-            if self.slots_per_child > 1:
-                self._account_slots(ended)
-                continue
-            view = self._slots.mark_dead(ended.index)
-            if view.generation == ended.generation:
-                self._account(view, ended)
-
-    def _account_slots(self, ended: Ended) -> None:
-        """A child with several slots is gone by itself: each slot's job is settled as a
-        child's would be (a busy slot's a failed attempt, a take's goes back), with one line
-        for the child rather than one per slot."""
-        views = [self._slots.mark_dead(cell) for cell in self._cells_of(ended.index)]
-        if views[0].state is ChildState.BOOT_FAILED:
-            self._account(views[0], ended)
-            return
-        busy = [v for v in views if v.state is ChildState.BUSY]
-        reason = f"child {ended.index} died mid-job ({ended.description})"
-        if busy:
-            log.warning("%s; its %d running jobs are failed attempts", reason, len(busy))
-        for view in busy:
-            self.source.lost(view.claim, reason)
-        pending = [c for v in views for c in (v.claims if v not in busy else [v.next_claim])]
-        if any(pending):
-            self.source.interrupted([c for c in pending if c])
-        # A child that recycled itself (SIGHUP, max jobs, abandoned threads) exits 0, maybe
-        # with a slot prepared again that it no longer started: nothing unexpected.
-        quiet = (ChildState.EXITED, ChildState.ENDING, ChildState.EMPTY)
-        if not busy and ended.exitcode and any(v.state not in quiet for v in views):
-            log.warning("child %d ended unexpectedly (%s)", ended.index, ended.description)
-
-    def _account(self, view: SlotView, ended: Ended) -> None:
-        if view.state is ChildState.BOOT_FAILED:
-            self.boot_error = view.error
-            log.error(
-                "child %d failed while starting: %s; stopping the worker", view.index, view.error
-            )
-            if not self._cold:
-                self.handle_cold()
-        elif view.state is ChildState.BUSY:
-            reason = f"child {view.index} died mid-job ({ended.description})"
-            log.warning("%s; job %s is a failed attempt", reason, view.item_id)
-            self.source.lost(view.claim, reason)
-            self._release_next(view)
-        elif view.claims:
-            # Died while taking: whatever the take leased under this claim goes back.
-            self.source.interrupted(view.claims)
-        elif view.state not in (ChildState.EXITED, ChildState.ENDING):
-            log.warning("child %d ended unexpectedly (%s)", view.index, ended.description)
+                table.set_pid(cell, cell_generation, pid)
 
     def _show_title(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return  # embedded with start(): the host process keeps its own title
-        counts = self._slots.count(self._live_cells())
+        counts = self.fleet.count()
         titles.show_supervisor(
             self.backend,
-            self._target,
+            self.fleet.target,
             self.queues,
             busy=counts.busy,
             idle=counts.taking + counts.idle,  # waiting in a take is idle to an operator
@@ -360,7 +316,7 @@ class BaseSupervisor(Controls, Duties):
 
     def info(self) -> SupervisorInfo:
         # Published for operators (heartbeat, status): read without locks.
-        views = [self._slots.peek(i) for i in self._live_cells()] if self._has_pool else []
+        views = self.fleet.peek_live()
         busy = [v for v in views if v.state is ChildState.BUSY]
         return SupervisorInfo(
             name=self.name,
@@ -368,7 +324,7 @@ class BaseSupervisor(Controls, Duties):
             pid=os.getpid(),
             host=socket.gethostname(),
             backend=self.backend,
-            size=self._target if self._has_pool else self.size,
+            size=self.fleet.target,
             state=self.state.value,
             busy=len(busy),
             idle=sum(v.state.waits_for_work for v in views),

@@ -2,7 +2,7 @@
 
 Where one process runs several jobs at once (`--slots`, the threading, gevent and asyncio
 backends), each slot that finishes a job would send its own complete step. Here they go
-through an `engine.combiner.Combiner`: a completion that finds another of this process on
+through an `engine.slots.combiner.Combiner`: a completion that finds another of this process on
 its way waits for it and then goes with every other that piled up meanwhile, in one
 lua/complete_many.lua step that also takes each slot's next job. Alone, a completion is the
 plain complete step, with no wait added; under load, Redis receives one request, one
@@ -23,7 +23,7 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from rqconc.connection.direct import ReplyLost
-from rqconc.engine.combiner import Combiner
+from rqconc.engine.slots.combiner import Combiner
 from rqconc.store.steps.batch import Completion, complete_many
 from rqconc.store.steps.core import CompleteReply
 from rqconc.worker.connections import Connections

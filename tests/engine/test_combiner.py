@@ -1,12 +1,13 @@
-"""engine/combiner.py with real threads: calls that pile up while a batch travels go
-together in the next one, each caller gets its own answer, and failures reach every caller."""
+"""rqconc/engine/slots/combiner.py with real threads: calls that pile up while a batch
+travels go together in the next one, each caller gets its own answer, and failures reach
+every caller."""
 
 import threading
 import time
 
 import pytest
 
-from rqconc.engine.combiner import Combiner
+from rqconc.engine.slots.combiner import Combiner
 
 
 class Abandoned(Exception):

@@ -14,7 +14,7 @@ from tests.support.worker_process import wait_for
 @pytest.mark.parametrize("backend", ["forking", "multiprocessing", "threading"])
 def test_spawn_blocks_while_the_pool_is_full(backend, spool):
     pool = pool_class(backend)(1)
-    slots = pool_class(backend)(2).make_slots()  # room in the table, not in the pool
+    slots = pool_class(backend)(2).make_table()  # room in the table, not in the pool
     source = FakeSource(spool=str(spool.dir), log=str(spool.log))
 
     def context(index):

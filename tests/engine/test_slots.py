@@ -20,7 +20,7 @@ from tests.support.worker_process import BACKENDS, PROCESS_BACKENDS, wait_for
 
 def busy_slot(backend, index=0, item_id="item-1", deadline=None):
     """A table whose slot `index` is held by a child running `item_id`."""
-    slots = pool_class(backend)(4).make_slots()
+    slots = pool_class(backend)(4).make_table()
     generation = slots.prepare(index)
     assert slots.child_ready(index, generation, os.getpid())
     claim = slots.begin_take(index, generation, "uid")
@@ -73,7 +73,7 @@ def test_takes_that_got_nothing_back_keep_their_claim_until_an_item_comes(backen
     """A take whose reply was lost may have leased an item under its claim (the source puts
     it back before it takes again): the next take keeps that claim, so the supervisor still
     sees it and a cold shutdown hands its item back (issue 14); an item run ends it."""
-    slots = pool_class(backend)(4).make_slots()
+    slots = pool_class(backend)(4).make_table()
     generation = slots.prepare(0)
     assert slots.child_ready(0, generation, os.getpid())
     first = slots.begin_take(0, generation, "uid")
@@ -171,7 +171,7 @@ def test_forked_children_leave_what_they_inherit_to_copy_on_write(tmp_path):
     collections must not write to the objects it shares with the supervisor."""
     probe = tmp_path / "frozen"
     pool = ForkingPool(1)
-    slots = pool.make_slots()
+    slots = pool.make_table()
     pool.spawn(
         ChildContext(
             index=0,

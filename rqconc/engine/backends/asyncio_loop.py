@@ -11,7 +11,7 @@ its task, which ends at its next `await`; a task that never awaits (a CPU loop, 
 call inside `async def`) freezes every other task of the loop until it returns, and is then
 recorded as timed out. A plain function cannot be killed: its thread is abandoned as in the
 threading backend. Idle slots share their takes (one step leases a job for each slot that
-asked, take_combiner.py); a busy slot's completion takes its next job in the same step.
+asked, slots/takes.py); a busy slot's completion takes its next job in the same step.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Optional
 from rqconc.engine import event_loops
 from rqconc.engine.backends.threads import ThreadPool
 from rqconc.engine.child import ChildContext
-from rqconc.engine.take_combiner import CombinedTakes
+from rqconc.engine.slots.takes import CombinedTakes
 
 
 class AsyncioPool(ThreadPool):
@@ -35,7 +35,7 @@ class AsyncioPool(ThreadPool):
 
     def _start(self, ctx: ChildContext) -> Any:
         # Idle slots share one take step, as the slots of a process child do (--slots,
-        # take_combiner.py): a burst fills 200 idle slots in a few round trips, not 200.
+        # slots/takes.py): a burst fills 200 idle slots in a few round trips, not 200.
         if self._takes is None or self._takes.source is not ctx.source:
             self._takes = CombinedTakes(ctx.source, self.capacity)
         return super()._start(dataclasses.replace(ctx, source=self._takes))

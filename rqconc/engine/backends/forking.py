@@ -13,17 +13,17 @@ from typing import Optional
 
 from rqconc.engine.child import ChildContext, prepare_process_child
 from rqconc.engine.process_pool import ProcessPool
-from rqconc.engine.slot_host import run_process_child
-from rqconc.engine.slots import SlotTable
+from rqconc.engine.slots.host import run_process_child
+from rqconc.engine.slots.table import CellTable
 
 
 class ForkingPool(ProcessPool):
     name = "forking"
 
-    def make_slots(self) -> SlotTable:
+    def make_table(self) -> CellTable:
         # Anonymous shared memory and POSIX semaphores (one per slot) survive os.fork().
         ctx = multiprocessing.get_context("fork")
-        return SlotTable(
+        return CellTable(
             self.capacity * self.slots_per_child,
             ctx.Lock,
             multiprocessing.sharedctypes.RawArray,

@@ -27,7 +27,7 @@ from gevent.lock import BoundedSemaphore
 from rqconc.engine import event_loops
 from rqconc.engine.child import ChildContext, run_child
 from rqconc.engine.pool import Pool
-from rqconc.engine.slots import SlotTable
+from rqconc.engine.slots.table import CellTable
 
 log = logging.getLogger("rqconc.engine")
 
@@ -77,8 +77,8 @@ class GreenletPool(Pool):
     def _make_semaphore(self, capacity: int) -> Any:
         return BoundedSemaphore(capacity)
 
-    def make_slots(self) -> SlotTable:
-        return SlotTable(self.capacity, _CooperativeLock)
+    def make_table(self) -> CellTable:
+        return CellTable(self.capacity, _CooperativeLock)
 
     def _the_loop(self) -> asyncio.AbstractEventLoop:
         """The children's event loop, started by the first coroutine: a worker that runs

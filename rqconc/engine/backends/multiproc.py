@@ -9,8 +9,8 @@ from typing import Any, Optional
 
 from rqconc.engine.child import ChildContext, prepare_process_child
 from rqconc.engine.process_pool import ProcessPool
-from rqconc.engine.slot_host import run_process_child
-from rqconc.engine.slots import SlotTable
+from rqconc.engine.slots.host import run_process_child
+from rqconc.engine.slots.table import CellTable
 
 
 def _child_main(ctx: ChildContext) -> None:
@@ -26,9 +26,9 @@ class MultiprocessingPool(ProcessPool):
         self._mp = multiprocessing.get_context("spawn")
         super().__init__(capacity, slots_per_child)
 
-    def make_slots(self) -> SlotTable:
+    def make_table(self) -> CellTable:
         # Shared memory and one semaphore per slot, pickled for each child as it spawns.
-        return SlotTable(
+        return CellTable(
             self.capacity * self.slots_per_child,
             self._mp.Lock,
             self._mp.RawArray,

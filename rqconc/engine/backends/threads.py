@@ -16,7 +16,7 @@ from typing import Any, Optional
 from rqconc.engine import event_loops
 from rqconc.engine.child import ChildContext, run_child
 from rqconc.engine.pool import Pool
-from rqconc.engine.slots import SlotTable
+from rqconc.engine.slots.table import CellTable
 
 log = logging.getLogger("rqconc.engine")
 
@@ -34,10 +34,10 @@ class ThreadPool(Pool):
     name = "threading"
     can_kill = False
 
-    def make_slots(self) -> SlotTable:
+    def make_table(self) -> CellTable:
         # A lock per slot: children never wait for one another, only (briefly) for the
         # supervisor deciding about their own slot.
-        return SlotTable(self.capacity, threading.Lock)
+        return CellTable(self.capacity, threading.Lock)
 
     def _child_loop(self) -> Any:
         """Where the child's `async def` items run: its own loop."""

@@ -1,43 +1,44 @@
-"""The idle/busy administration: one slot per child, readable by the supervisor.
+"""The idle/busy table, the supervisor's side: one cell per child (per slot thread of a child
+with `--slots K`), readable by the supervisor.
 
 Process backends keep the table in shared memory; threads and greenlets in ordinary memory
-(slot_memory.py). Every change a child makes names the *generation* it was spawned with, so
-a child the supervisor has given up on (an abandoned thread) can never overwrite the slot of
-its replacement (slot_child.py).
+(memory.py). Every change a child makes names the *generation* it was spawned with, so a
+child the supervisor has given up on (an abandoned thread) can never overwrite the cell of
+its replacement (child_side.py).
 
-Each slot has a lock of its own: the races that matter are all between one child and the
-supervisor about that child's slot, never between children, so children never wait for one
+Each cell has a lock of its own: the races that matter are all between one child and the
+supervisor about that child's cell, never between children, so children never wait for one
 another (one lock for the whole table was a hot spot of threading profiles; see
-bench/RESULTS.md). The one
-race that matters most — "supervisor ends an idle child" against "child just received an
-item" — is settled under the slot's lock: a child moves IDLE to TAKING before it sends a
-take, and the supervisor moves only IDLE (never TAKING) to ENDING. A TAKING child may hold
-an item the supervisor cannot see yet, so it is retired instead: it runs what its take
-returns, then ends. Nothing that decides (burst, shutdown) counts a TAKING child as idle.
+bench/RESULTS.md). The one race that matters most — "supervisor ends an idle child" against
+"child just received an item" — is settled under the cell's lock: a child moves IDLE to
+TAKING before it sends a take, and the supervisor moves only IDLE (never TAKING) to ENDING.
+A TAKING child may hold an item the supervisor cannot see yet, so it is retired instead: it
+runs what its take returns, then ends. Nothing that decides (burst, shutdown) counts a
+TAKING child as idle.
 
-The supervisor reads slots for counting, titles and deadline checks without any lock
+The supervisor reads cells for counting, titles and deadline checks without any lock
 (`peek`, `count`, `overdue`): a torn read of plain fields only misinforms a display or
-triggers a check that is done again under the slot's lock (`take_over_*`) before it acts.
+triggers a check that is done again under the cell's lock (`take_over_*`) before it acts.
 """
 
 from __future__ import annotations
 
 from typing import Iterable, List, NamedTuple, Optional
 
-from rqconc.engine.slot_child import ChildSide
-from rqconc.engine.slot_memory import (
+from rqconc.engine.slots.child_side import ChildSide
+from rqconc.engine.slots.memory import (
     BUSY,
     EMPTY,
     ENDING,
     IDLE,
     STARTING,
     TAKING,
-    SlotView,
+    CellView,
     copy_slot,
     text_of,
 )
 
-__all__ = ["SlotTable", "SlotView", "Counts"]
+__all__ = ["CellTable", "CellView", "Counts"]
 
 
 class Counts(NamedTuple):
@@ -48,7 +49,7 @@ class Counts(NamedTuple):
     idle: int
 
 
-class SlotTable(ChildSide):
+class CellTable(ChildSide):
     """The table; the supervisor's side is here, the child's in `ChildSide`."""
 
     def count(self, indices: Iterable[int]) -> Counts:
@@ -101,33 +102,33 @@ class SlotTable(ChildSide):
         with self._holding(index) as slot:
             slot.retire = 1
 
-    def mark_gone(self, index: int) -> SlotView:
+    def mark_gone(self, index: int) -> CellView:
         """Take the slot from its child, which may still run (it is ended next): nothing the
         child writes afterwards counts. Returns the slot as the child left it, so its claims
         are exactly those it may hold items under."""
         with self._holding(index):
             return self._take_over(index)
 
-    def mark_dead(self, index: int) -> SlotView:
+    def mark_dead(self, index: int) -> CellView:
         """The slot's child is gone for sure (reaped): as `mark_gone`, without its lock,
         which a child killed inside it would hold forever."""
         return self._take_over(index)
 
-    def take_over_if_overdue(self, index: int, now: float) -> Optional[SlotView]:
+    def take_over_if_overdue(self, index: int, now: float) -> Optional[CellView]:
         """`mark_gone` if the slot is still busy with an item past its deadline."""
         with self._holding(index) as slot:
             if slot.state == BUSY and 0.0 < slot.deadline < now:
                 return self._take_over(index)
             return None
 
-    def take_over_if_running(self, index: int, claim: str) -> Optional[SlotView]:
+    def take_over_if_running(self, index: int, claim: str) -> Optional[CellView]:
         """`mark_gone` if the slot is still busy with the item of this claim."""
         with self._holding(index) as slot:
             if slot.state == BUSY and claim and text_of(slot.claim) == claim:
                 return self._take_over(index)
             return None
 
-    def _take_over(self, index: int) -> SlotView:
+    def _take_over(self, index: int) -> CellView:
         slot = self._cells[index]
         last = copy_slot(index, slot)
         slot.state = EMPTY

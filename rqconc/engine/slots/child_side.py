@@ -5,7 +5,7 @@ replacement.
 A child's round: IDLE → TAKING (`begin_take`, before the take is sent) → BUSY (`mark_busy`,
 with what the take returned) → IDLE (`mark_idle`). TAKING is set before the take, under the
 slot's lock, because from the moment the take is sent the child may hold an item the
-supervisor cannot see yet: a TAKING child is never ended as idle (see slots.py).
+supervisor cannot see yet: a TAKING child is never ended as idle (see slots/table.py).
 
 The hot path is begin_chain + chain_busy, once each per item while items keep coming. Locks
 are taken with acquire()/release() rather than `with`: multiprocessing's Lock implements
@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from typing import Optional, Sequence, Tuple
 
-from rqconc.engine.slot_memory import (
+from rqconc.engine.slots.memory import (
     BUSY,
     ERROR_BYTES,
     EXITED,
@@ -25,19 +25,19 @@ from rqconc.engine.slot_memory import (
     ITEM_ID_BYTES,
     STARTING,
     TAKING,
-    SlotMemory,
+    CellMemory,
     clip,
     text_of,
 )
 from rqconc.engine.states import ChildState
 
 
-class ChildSide(SlotMemory):
+class ChildSide(CellMemory):
     """What a child writes into its own slot."""
 
     def look(self, index: int) -> Tuple[int, int]:
         """(state, generation) of a slot, read without its lock, for the host of a child
-        with several slots (slot_host.py): the state first, because the supervisor writes
+        with several slots (slots/host.py): the state first, because the supervisor writes
         the generation before the state when it prepares a slot, so STARTING is never seen
         with the generation before it (a torn read the other way only delays a look)."""
         slot = self._cells[index]

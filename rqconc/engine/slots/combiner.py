@@ -6,7 +6,7 @@ batch is under way wait for it to end; the first of them then leads the next bat
 most one batch is on its way at a time, and a batch holds what piled up while the previous
 one travelled: a lone caller pays one lock and goes alone (no added wait), and the busier
 the store, the more each batch carries (group commit). Used for the takes of idle slots
-(take_combiner.py) and for the completions of one worker process's slots
+(slots/takes.py) and for the completions of one worker process's slots
 (rqconc/worker/completions.py).
 
 Rules for a batch function: it answers every value, in order, or raises. When it raises an

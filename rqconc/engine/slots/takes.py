@@ -1,5 +1,5 @@
 """Combined takes: the idle slots of one child share a take step instead of each sending
-its own (`--slots`, slot_host.py; the asyncio backend).
+its own (`--slots`, slots/host.py; the asyncio backend).
 
 The slots' takes go through a `combiner.Combiner`: the first slot to ask takes for itself
 and for every slot that asked meanwhile, in one `WorkSource.take_many` step, and hands each
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
-from rqconc.engine.combiner import Combiner
+from rqconc.engine.slots.combiner import Combiner
 from rqconc.engine.source import NextClaim, WorkItem, WorkSource
 
 

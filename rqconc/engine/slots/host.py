@@ -18,7 +18,7 @@ slots is recycled: it takes no more jobs, its other slots finish theirs, and the
 (with every abandoned thread) and is replaced. Jobs that must be stopped hard belong on a
 worker without `--slots`, whose supervisor kills the child.
 
-Takes: idle slots share one take step (take_combiner.py); a busy slot takes its next job in
+Takes: idle slots share one take step (slots/takes.py); a busy slot takes its next job in
 the step that records the current one, as any child does.
 
 `async def` jobs: the slots share the child's one event loop (event_loops.LoopThread, made on
@@ -41,8 +41,8 @@ from typing import Dict, List, Optional, Set, Tuple
 
 from rqconc.engine import event_loops, titles
 from rqconc.engine.child import BOOT_FAILURE_EXIT, ChildContext, boot_child, run_child, run_slot
-from rqconc.engine.slot_memory import BUSY, STARTING
-from rqconc.engine.take_combiner import CombinedTakes
+from rqconc.engine.slots.memory import BUSY, STARTING
+from rqconc.engine.slots.takes import CombinedTakes
 
 # How often the host looks at its slots: a slot taken back is in service again this soon.
 HOST_INTERVAL = 0.05
@@ -134,9 +134,9 @@ class SlotHost:
                 self.live.discard(self.ended.get_nowait())
             except queue.Empty:
                 break
-        slots, live, running, busy = self.ctx.slots, self.live, 0, 0
+        table, live, running, busy = self.ctx.table, self.live, 0, 0
         for cell in self.cells:
-            state, current = slots.look(cell)
+            state, current = table.look(cell)
             generation, thread = self.threads[cell]
             if current != generation:  # the supervisor took the slot back
                 if thread is not None and thread in live:
@@ -163,7 +163,7 @@ class SlotHost:
     def _recycle(self) -> None:
         self.recycling = True
         for cell in self.cells:
-            self.ctx.slots.retire(cell)
+            self.ctx.table.retire(cell)
 
     def _show(self, busy: int) -> None:
         now = time.monotonic()

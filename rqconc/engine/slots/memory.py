@@ -1,7 +1,7 @@
-"""Where the slot table lives: one fixed-size record per child, plus a header, in memory the
-backend chooses (shared memory for process backends, ordinary memory otherwise), and one
-lock per slot. What the two sides do with a slot is in slot_child.py (the child) and
-slots.py (the supervisor, and the races between them)."""
+"""Where the idle/busy table lives: one fixed-size record (a cell) per child, plus a header,
+in memory the backend chooses (shared memory for process backends, ordinary memory
+otherwise), and one lock per cell. What the two sides do with a cell is in child_side.py (the
+child) and table.py (the supervisor, and the races between them)."""
 
 from __future__ import annotations
 
@@ -50,11 +50,11 @@ class _Slot(ctypes.Structure):
 
 class _Header(ctypes.Structure):
     # paused: suspended, take nothing and give back what a take returns. hold: start no
-    # take but run what one under way returns (a burst's last look, see duties.py).
+    # take but run what one under way returns (a burst's last look, see ../burst.py).
     _fields_ = [("paused", ctypes.c_int), ("hold", ctypes.c_int)]
 
 
-class SlotView(NamedTuple):
+class CellView(NamedTuple):
     """A copy of one slot (consistent when made under the slot's lock)."""
 
     index: int  # type: ignore[assignment]  # the field shadows tuple.index, on purpose
@@ -88,8 +88,8 @@ def clip(text: str, size: int) -> bytes:
     return data[: size - 1].decode("utf-8", "ignore").encode("utf-8")
 
 
-def copy_slot(index: int, slot: Any) -> SlotView:
-    return SlotView(
+def copy_slot(index: int, slot: Any) -> CellView:
+    return CellView(
         index,
         ChildState(slot.state),
         bool(slot.retire),
@@ -106,7 +106,7 @@ def copy_slot(index: int, slot: Any) -> SlotView:
     )
 
 
-class SlotMemory:
+class CellMemory:
     """`capacity` slots plus a header, in memory given by the backend, one lock per slot.
 
     `lock_factory` makes one slot's lock (`acquire(blocking, timeout)`, `release()`), which
@@ -176,12 +176,12 @@ class SlotMemory:
             if held:
                 lock.release()
 
-    def view(self, index: int) -> SlotView:
+    def view(self, index: int) -> CellView:
         """A consistent copy of one slot."""
         with self._holding(index) as slot:
             return copy_slot(index, slot)
 
-    def peek(self, index: int) -> SlotView:
+    def peek(self, index: int) -> CellView:
         """A copy made without the lock: for display and for decisions re-checked under it."""
         return copy_slot(index, self._cells[index])
 

@@ -1,9 +1,10 @@
 """The supervisor's controls: what each signal (or `stop()`) means, and the shutdown state
-machine (running → stopping → stopped; warm, then cold after a second signal or the
-shutdown timeout).
+machine (ready → running → stopping → stopped; warm, then cold after a second signal, the
+shutdown timeout or a child that failed to boot).
 
-Signal handlers only record the signal; the loop dispatches each to one `handle_*` method
-(gunicorn's arbiter is the model), so no handler runs in the middle of a loop step.
+Signal handlers only record the signal; the supervisor's loop calls `dispatch()`, which hands
+each recorded request to one `handle_*` method (gunicorn's arbiter is the model), so no
+handler runs in the middle of a loop step.
 """
 
 from __future__ import annotations
@@ -11,10 +12,9 @@ from __future__ import annotations
 import logging
 import signal
 import time
-from typing import Callable, Iterable, List, Optional, Union
+from typing import List, Optional, Union
 
-from rqconc.engine.pool import Pool
-from rqconc.engine.slots import SlotTable
+from rqconc.engine.fleet import Fleet
 from rqconc.engine.source import WorkSource
 from rqconc.engine.states import SupervisorState
 
@@ -26,39 +26,28 @@ WARM, COLD = "warm", "cold"
 
 
 class Controls:
-    """Signal handling and shutdown, for `BaseSupervisor`."""
+    """The state of one supervisor and the requests that change it."""
 
-    # Set up by BaseSupervisor.
-    state: SupervisorState
-    source: WorkSource
-    shutdown_timeout: Optional[float]
-    boot_error: Optional[str]
-    _requests: List[Union[int, str]]
-    _pool: Pool
-    _slots: SlotTable
-    _target: int
-    _cold: bool
-    _stop_started: float
-    _live_cells: Callable[[], Iterable[int]]
-    _cells_of: Callable[[int], range]
+    def __init__(self, fleet: Fleet, source: WorkSource, shutdown_timeout: Optional[float]):
+        self.fleet = fleet
+        self.source = source
+        self.shutdown_timeout = shutdown_timeout
+        self.state = SupervisorState.READY
+        self.boot_error: Optional[str] = None
+        self.cold = False
+        self._requests: List[Union[int, str]] = []
+        self._stop_started = 0.0
 
+    # ---- requests: from a signal handler or another thread; recorded, nothing more ----
     def stop(self, graceful: bool = True) -> None:
-        """Ask for a warm (graceful) or a cold shutdown; see `join()` to wait for it."""
         self._requests.append(WARM if graceful else COLD)
         self._while_exiting()
 
-    def _signalled(self, signum: int) -> None:
+    def signalled(self, signum: int) -> None:
         """The signal handler: records the signal for the loop (see the module's doc)."""
         self._requests.append(signum)
         if signum in (signal.SIGINT, signal.SIGTERM):
             self._while_exiting()
-
-    def _mark_stopped(self) -> None:
-        """The loop is over; a stop request it left undispatched counts as one that came
-        while the source waits."""
-        self.state = SupervisorState.STOPPED
-        if any(r in (signal.SIGINT, signal.SIGTERM, WARM, COLD) for r in self._requests):
-            self.source.stop_waiting()
 
     def _while_exiting(self) -> None:
         # Past the loop no request is dispatched any more, but the source may still wait
@@ -67,7 +56,9 @@ class Controls:
         if self.state is SupervisorState.STOPPED:
             self.source.stop_waiting()
 
-    def _dispatch_requests(self) -> None:
+    # ---- the loop's side ----
+    def dispatch(self) -> None:
+        """Handle the requests recorded since the last call, in order."""
         while self._requests:
             request = self._requests.pop(0)
             handler = {
@@ -81,10 +72,10 @@ class Controls:
             }[request]
             handler()
 
-    def _stopped(self) -> bool:
+    def stopped(self) -> bool:
         """While stopping: whether every child is gone; turns cold once the shutdown
         timeout has passed."""
-        if not self._pool.live():
+        if not self.fleet.pool.live():
             return True
         if (
             self.shutdown_timeout is not None
@@ -94,10 +85,23 @@ class Controls:
             self.handle_cold()
         return False
 
-    def _exit_code(self) -> int:
+    def boot_failed(self, error: str) -> None:
+        """A child failed while starting: the worker cannot serve, so it stops cold."""
+        self.boot_error = error
+        if not self.cold:
+            self.handle_cold()
+
+    def mark_stopped(self) -> None:
+        """The loop is over; a stop request it left undispatched counts as one that came
+        while the source waits."""
+        self.state = SupervisorState.STOPPED
+        if any(r in (signal.SIGINT, signal.SIGTERM, WARM, COLD) for r in self._requests):
+            self.source.stop_waiting()
+
+    def exit_code(self) -> int:
         if self.boot_error:
             return EXIT_BOOT_FAILURE
-        return EXIT_COLD if self._cold else EXIT_WARM
+        return EXIT_COLD if self.cold else EXIT_WARM
 
     # ---- one method per signal ----
     def handle_term(self) -> None:
@@ -108,21 +112,21 @@ class Controls:
         log.info("warm shutdown: idle children end now, busy ones after their job")
         self.state = SupervisorState.STOPPING
         self._stop_started = time.monotonic()
-        for index in self._live_cells():
-            # A child in the middle of a take is retired, not ended: it may hold an item.
-            self._slots.end_when_idle(index)
+        # A child in the middle of a take is retired, not ended: it may hold an item.
+        self.fleet.end_when_idle(self.fleet.live_cells())
 
     def handle_cold(self) -> None:
         """End every child at once; their items go back to the source."""
         log.warning("cold shutdown: ending every child now")
-        self._cold = True
+        self.cold = True
         if self.state is not SupervisorState.STOPPING:
             self._stop_started = time.monotonic()
         self.state = SupervisorState.STOPPING
-        # Take every slot first: from then on no child can add a claim, so the claims read
+        # Take every cell first: from then on no child can add a claim, so the claims read
         # here are all the items the children may hold when they are ended.
-        views = [self._slots.mark_gone(i) for i in self._live_cells()]
-        self._pool.end_all()
+        table = self.fleet.table
+        views = [table.mark_gone(cell) for cell in self.fleet.live_cells()]
+        self.fleet.pool.end_all()
         claims = [claim for v in views for claim in v.claims]
         if claims:
             self.source.interrupted(claims)
@@ -130,19 +134,19 @@ class Controls:
     def handle_hup(self) -> None:
         """Replace every child gracefully (new children load code afresh)."""
         log.info("SIGHUP: replacing all children")
-        for index in self._live_cells():
-            self._slots.end_when_idle(index)
+        self.fleet.end_when_idle(self.fleet.live_cells())
 
     def handle_ttin(self) -> None:
-        if self._target < self._pool.capacity:
-            self._target += 1
-            log.info("SIGTTIN: %d children", self._target)
+        fleet = self.fleet
+        if fleet.target < fleet.pool.capacity:
+            fleet.target += 1
+            log.info("SIGTTIN: %d children", fleet.target)
 
     def handle_ttou(self) -> None:
-        if self._target > 1:
-            self._target -= 1
-            log.info("SIGTTOU: %d children", self._target)
-            for index in self._pool.live():
-                if index >= self._target:
-                    for cell in self._cells_of(index):
-                        self._slots.end_when_idle(cell)
+        fleet = self.fleet
+        if fleet.target > 1:
+            fleet.target -= 1
+            log.info("SIGTTOU: %d children", fleet.target)
+            for index in fleet.pool.live():
+                if index >= fleet.target:
+                    fleet.end_when_idle(fleet.cells_of(index))
