@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Supervisor": "rqconc.worker.supervisor",
+    "Supervisor": "rqconc.worker.redis_supervisor",
     "Queue": "rqconc.queue.queue",
     "Job": "rqconc.queue.job",
     "JobStatus": "rqconc.store.status",
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from rqconc.queue.task import Task as Task
     from rqconc.queue.task import task as task
     from rqconc.store.status import JobStatus as JobStatus
-    from rqconc.worker.supervisor import Supervisor as Supervisor
+    from rqconc.worker.redis_supervisor import Supervisor as Supervisor
 
 
 def __getattr__(name: str) -> Any:

@@ -28,8 +28,8 @@ from rqconc.store.keys import check_queue_name
 from rqconc.worker import logs, webhooks
 from rqconc.worker.hooks import Hooks
 from rqconc.worker.listened import EVERY
+from rqconc.worker.redis_supervisor import Supervisor
 from rqconc.worker.registry import DEFAULT_TTL
-from rqconc.worker.supervisor import Supervisor
 from rqconc.worker.taking import MAX_BLOCK, MIN_BLOCK
 
 # A longer take wait saves nothing worth a stop seen that late.

@@ -13,7 +13,7 @@ from rqconc.connection.clients import connect, describe, resolve_url
 from rqconc.queue.job import Job
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry
-from rqconc.worker.supervisor import Supervisor
+from rqconc.worker.redis_supervisor import Supervisor
 
 STATE_MARK = {"idle": ".", "busy": "#", "starting": "~", "ending": "x", "exited": "x"}
 LEGEND = "children: # busy  . idle  ~ starting  x ending"

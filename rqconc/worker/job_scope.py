@@ -14,7 +14,7 @@ from rqconc import errors
 from rqconc.queue.job import Job
 from rqconc.worker.connections import Connections
 from rqconc.worker.hooks import Hooks
-from rqconc.worker.outcomes import Notify
+from rqconc.worker.recording import Notify
 from rqconc.worker.runner import Outcome
 
 RETRYING = 2  # FailReply.RETRYING: the failure was recorded as a retry

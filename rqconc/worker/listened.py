@@ -16,6 +16,7 @@ import redis
 from rqconc.connection.direct import DirectConnection
 from rqconc.store.keys import KeySpace, check_queue_name
 from rqconc.store.steps.core import text
+from rqconc.worker.clock import redis_time_ms
 
 EVERY = "*"  # in place of queue names: every queue of the namespace
 REFRESH = 1.0  # seconds between two reads of the known queues (per child)
@@ -55,6 +56,16 @@ class Listened:
             return names
         self._read = (now, names)
         return names
+
+    def drained(self, client: redis.Redis) -> bool:
+        """No job waits in these queues and none of their scheduled jobs is due (burst mode
+        does not wait for jobs scheduled later). Raises what the client raises."""
+        now = redis_time_ms(client)  # due times are on Redis' clock (clock.py)
+        pipe = client.pipeline(transaction=False)
+        for queue in self.names(client):
+            pipe.zcard(self.keys.queue(queue))
+            pipe.zcount(self.keys.scheduled(queue), "-inf", now)
+        return not any(pipe.execute())
 
 
 def _members(client: redis.Redis, key: str) -> List[Any]:

@@ -48,7 +48,7 @@ import redis
 
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
-from rqconc.worker.source import RedisSource
+from rqconc.worker.redis_source import RedisSource
 
 T = TypeVar("T")
 # Jobs a child takes from one namespace in a row (by chained takes) before its turn moves.

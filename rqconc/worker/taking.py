@@ -26,7 +26,7 @@ from rqconc.worker.connections import ChildState, Connections
 from rqconc.worker.hooks import Hooks
 from rqconc.worker.job_scope import JobScope
 from rqconc.worker.listened import Listened
-from rqconc.worker.outcomes import (
+from rqconc.worker.recording import (
     Notify,
     Recorder,
     job_timeout,

@@ -51,7 +51,7 @@ START_SLACK = 1.0
 # from LEASE_SECONDS / 3 on can cost a lease (0.5 s allows for a late renewal tick).
 MIN_CUT_SECONDS = LEASE_SECONDS / 4
 # A run's outcome that could not be recorded is retried with a backoff capped at 5 s
-# (worker/outcomes.until_recorded): after a cut-off of d s, within about d s.
+# (worker/recording.until_recorded): after a cut-off of d s, within about d s.
 RECORD_RETRY_CAP = 5.0
 # A run whose outcome's reply was cut is recorded again after the resend's backoff.
 CUT_RECORD_DELAY = 1.0

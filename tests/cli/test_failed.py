@@ -4,7 +4,7 @@ import json
 
 from rqconc.queue.job import JobStatus
 from rqconc.queue.queue import Queue
-from rqconc.worker.source import RedisSource
+from rqconc.worker.redis_source import RedisSource
 from tests.cli.test_commands import assert_table, rqconc
 from tests.queue import tasks
 from tests.queue.helpers import take_and_run

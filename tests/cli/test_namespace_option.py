@@ -14,7 +14,7 @@ from rqconc.cli.app import cli
 from rqconc.queue.job import Job, JobStatus
 from rqconc.queue.queue import Queue
 from rqconc.store.keys import KeySpace
-from rqconc.worker.source import RedisSource
+from rqconc.worker.redis_source import RedisSource
 from tests.cli.test_commands import ENTRY, rqconc
 from tests.dashboard.processes import Dashboard
 from tests.queue import tasks

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from rqconc.engine import slot_memory
 from rqconc.engine.backends import pool_class
 from rqconc.engine.backends.forking import ForkingPool
 from rqconc.engine.child import ChildContext
+from rqconc.engine.slots import memory
 from rqconc.engine.source import WorkSource
 from rqconc.engine.states import ChildState
 from tests.support.worker_process import BACKENDS, PROCESS_BACKENDS, wait_for
@@ -135,7 +135,7 @@ def _die_holding(lock):
 
 @pytest.mark.parametrize("backend", PROCESS_BACKENDS)
 def test_a_child_killed_inside_its_slot_lock_does_not_wedge_the_slot(backend, monkeypatch):
-    monkeypatch.setattr(slot_memory, "STUCK_LOCK_SECONDS", 0.2)
+    monkeypatch.setattr(memory, "STUCK_LOCK_SECONDS", 0.2)
     slots, generation, claim = busy_slot(backend)
     _die_holding(slots._locks[0])
     # The supervisor gives up on the lock instead of waiting forever...

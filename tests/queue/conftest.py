@@ -4,7 +4,7 @@ import redis
 from rqconc.queue.queue import Queue
 from rqconc.store.keys import KeySpace
 from rqconc.store.steps.core import Steps
-from rqconc.worker.source import RedisSource
+from rqconc.worker.redis_source import RedisSource
 
 ALLOW = ["tests.queue.tasks"]
 

@@ -17,7 +17,6 @@ from rqconc.queue.job import Job, JobStatus
 from rqconc.queue.queue import Queue
 from rqconc.store.keys import KeySpace
 from rqconc.worker.scheduler import LEASE_MS, Scheduler, leader
-from rqconc.worker.source import RedisSource
 from tests.queue import tasks
 from tests.support.redis_server import free_port
 from tests.support.waiting import wait_for

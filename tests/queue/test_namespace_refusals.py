@@ -6,7 +6,7 @@ import pytest
 
 from rqconc import Dependency, JobFailed, JobStatus, Queue, group
 from rqconc.queue.task import Task
-from rqconc.worker.source import RedisSource
+from rqconc.worker.redis_source import RedisSource
 from tests.queue import tasks
 from tests.queue.helpers import take_and_run
 

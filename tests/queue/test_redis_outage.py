@@ -10,7 +10,7 @@ import pytest
 from rqconc.connection.backoff import Backoff
 from rqconc.queue.job import JobStatus
 from rqconc.queue.queue import Queue
-from rqconc.worker.source import RedisSource
+from rqconc.worker.redis_source import RedisSource
 from tests.queue import tasks
 from tests.queue.helpers import wait_for
 from tests.support.redis_server import RedisServer

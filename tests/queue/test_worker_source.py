@@ -13,8 +13,8 @@ from rqconc.errors import JobFailed, JobTimeout
 from rqconc.queue.job import JobStatus
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import is_allowed
+from rqconc.worker.redis_source import RedisSource
 from rqconc.worker.registry import list_workers
-from rqconc.worker.source import RedisSource
 from tests.queue import tasks
 from tests.queue.conftest import ALLOW
 from tests.queue.helpers import take_and_run, wait_for
@@ -53,7 +53,7 @@ def test_allow_prefixes_match_module_paths():
     assert is_allowed("myapp", ["myapp"]) and is_allowed("myapp.tasks", ["myapp"])
     assert not is_allowed("myapp2", ["myapp"]) and not is_allowed("other", ["myapp"])
     assert is_allowed("anything.at.all", ["*"])
-    assert is_allowed("rqconc.demo", []) and not is_allowed("rqconc.worker.source", [])
+    assert is_allowed("rqconc.demo", []) and not is_allowed("rqconc.worker.redis_source", [])
 
 
 def test_corrupt_job_data_fails_that_job_and_the_next_job_still_runs(queue, source, client, keys):

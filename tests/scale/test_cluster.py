@@ -13,7 +13,7 @@ from bench.cluster_scale import counter, one_run
 from rqconc import Queue
 from rqconc.connection.clients import connect
 from rqconc.store.keys import KeySpace
-from rqconc.worker.supervisor import Supervisor
+from rqconc.worker.redis_supervisor import Supervisor
 from tests.cli.test_commands import assert_one_line_error, ok, rqconc
 from tests.support.waiting import wait_for
 

@@ -19,7 +19,7 @@ import pytest
 from rqconc import Queue
 from rqconc.queue.job import DEFAULT_RESULT_TTL
 from rqconc.store.steps.core import now_ms
-from rqconc.worker.source import RedisSource
+from rqconc.worker.redis_source import RedisSource
 from tests.support.redis_server import RedisServer
 from tests.support.worker_process import redis_worker
 

@@ -26,13 +26,18 @@ from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.store.keys import KeySpace
 from rqconc.worker import webhooks
+from rqconc.worker.cancels import Cancels
 from rqconc.worker.connections import Connections, url_of
-from rqconc.worker.duties import Duties
+from rqconc.worker.ended_children import EndedChildren
+from rqconc.worker.guard import Guard
 from rqconc.worker.hooks import Hooks, HookSpec
+from rqconc.worker.leases import Leases
 from rqconc.worker.listened import Listened
-from rqconc.worker.outcomes import Recorder
+from rqconc.worker.presence import Presence
+from rqconc.worker.recording import Recorder
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.runner import JobRunner
+from rqconc.worker.scheduler import run_scheduler
 from rqconc.worker.taking import MAX_BLOCK, STRATEGIES, Taker
 
 log = logging.getLogger("rqconc.worker")
@@ -80,18 +85,22 @@ class RedisSource(WorkSource):
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
         self.taker.hooks = self.hooks  # the job hooks, run in each child
         self.webhook_timeout = webhook_timeout
-        self.duties = Duties(
-            self.connections, self.recorder, self.listened,
-            lease_seconds, max_lost, registry_ttl, maintenance_interval,
-        )  # fmt: skip
+        # The supervisor's side: each concern an object of its own, all through one guard.
+        guard = self.guard = Guard(self.connections)
+        self.leases = Leases(
+            self.connections, guard, self.name, lease_seconds, max_lost, maintenance_interval
+        )
+        self.presence = Presence(self.connections, guard, self.listened, registry_ttl)
+        self.cancels = Cancels(self.connections, guard, self.name)
+        self.ended = EndedChildren(self.connections, guard, self.recorder, lease_seconds)
 
     @property
     def lease_seconds(self) -> float:
-        return self.duties.lease_seconds
+        return self.leases.lease_seconds
 
     @lease_seconds.setter
     def lease_seconds(self, seconds: float) -> None:
-        self.duties.lease_seconds = seconds
+        self.leases.lease_seconds = self.ended.lease_seconds = seconds
         self.taker.lease_ms = int(seconds * 1000)
 
     @property
@@ -134,44 +143,54 @@ class RedisSource(WorkSource):
             self.connections.describe(),
             self.runner.allowed_text(),
         )
-        self.duties.started(info)
+        self.presence.started(info)
 
     def supervisor_stopped(self, info: SupervisorInfo) -> None:
-        self.duties.stopped(info)
+        self.ended.flush_before_exit()
+        self.presence.stopped(info)
 
     def stop_waiting(self) -> None:
-        self.duties.stop_waiting()
+        self.ended.stop_waiting()
 
     def renew(self, claims: Sequence[str]) -> None:
-        self.duties.renew(claims)
+        self.leases.renew(claims)
 
     def renew_interval(self) -> float:
         return self.lease_seconds / 3
 
     def is_suspended(self) -> bool:
-        return self.duties.is_suspended()
+        return self.cancels.is_suspended()
 
     def tick(self, info: SupervisorInfo) -> None:
-        self.duties.tick(info)
+        self.ended.retry()
+        self.presence.heartbeat(info)
+        self.leases.recover_when_due()
+        client, keys = self.connections.client, self.keys
+        self.guard.run("running the cron scheduler", lambda: run_scheduler(client, keys, self.name))
 
     def maintain(self) -> Tuple[int, int]:
         """Recover expired leases now (if the maintenance gate is open): (requeued, dead)."""
-        return self.duties.maintain()
+        return self.leases.maintain()
 
     def is_drained(self) -> bool:
-        return self.duties.is_drained()
+        """No job waits in the listened queues and none of their scheduled jobs is due."""
+        client = self.connections.client
+        drained = self.guard.run(
+            "checking whether the queues are empty", lambda: self.listened.drained(client)
+        )
+        return bool(drained)
 
     def interrupted(self, claims: Sequence[str]) -> None:
-        self.duties.interrupted(claims)
+        self.ended.interrupted(claims)
 
     def lost(self, claim: str, reason: str) -> None:
-        self.duties.lost(claim, reason)
+        self.ended.lost(claim, reason)
 
     def timed_out(self, claim: str, seconds: float) -> None:
-        self.duties.timed_out(claim, seconds)
+        self.ended.timed_out(claim, seconds)
 
     def stop_requested(self, claims: Sequence[str]) -> Sequence[str]:
-        return self.duties.stop_requested(claims)
+        return self.cancels.stop_requested(claims)
 
     def canceled(self, claim: str) -> None:
-        self.duties.canceled(claim)
+        self.cancels.canceled(claim)

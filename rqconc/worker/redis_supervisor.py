@@ -19,8 +19,8 @@ from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.worker import webhooks
 from rqconc.worker.hooks import Hooks, HookSpec
 from rqconc.worker.namespaces import source_for
+from rqconc.worker.redis_source import RedisSource
 from rqconc.worker.registry import DEFAULT_TTL
-from rqconc.worker.source import RedisSource
 from rqconc.worker.taking import MAX_BLOCK
 
 
