@@ -14,14 +14,14 @@ from tests.support.worker_process import wait_for
 @pytest.mark.parametrize("backend", ["forking", "multiprocessing", "threading"])
 def test_spawn_blocks_while_the_pool_is_full(backend, spool):
     pool = pool_class(backend)(1)
-    slots = pool_class(backend)(2).make_table()  # room in the table, not in the pool
+    table = pool_class(backend)(2).make_table()  # room in the table, not in the pool
     source = FakeSource(spool=str(spool.dir), log=str(spool.log))
 
     def context(index):
         return ChildContext(
             index=index,
-            generation=slots.prepare(index),
-            slots=slots,
+            generation=table.prepare(index),
+            table=table,
             source=source,
             uid="test",
             supervisor_pid=os.getpid(),
@@ -33,7 +33,7 @@ def test_spawn_blocks_while_the_pool_is_full(backend, spool):
     second.start()
     second.join(0.5)
     assert second.is_alive(), "spawn returned although the pool was full"
-    slots.end_when_idle(0)  # the first child ends at its next look at its slot
+    table.end_when_idle(0)  # the first child ends at its next look at its slot
     wait_for(lambda: pool.reap(), message="first child reaped")
     second.join(5)
     assert not second.is_alive()

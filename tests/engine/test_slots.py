@@ -20,12 +20,12 @@ from tests.support.worker_process import BACKENDS, PROCESS_BACKENDS, wait_for
 
 def busy_slot(backend, index=0, item_id="item-1", deadline=None):
     """A table whose slot `index` is held by a child running `item_id`."""
-    slots = pool_class(backend)(4).make_table()
-    generation = slots.prepare(index)
-    assert slots.child_ready(index, generation, os.getpid())
-    claim = slots.begin_take(index, generation, "uid")
-    assert slots.mark_busy(index, generation, item_id, deadline)
-    return slots, generation, claim
+    table = pool_class(backend)(4).make_table()
+    generation = table.prepare(index)
+    assert table.child_ready(index, generation, os.getpid())
+    claim = table.begin_take(index, generation, "uid")
+    assert table.mark_busy(index, generation, item_id, deadline)
+    return table, generation, claim
 
 
 def finishes_within(seconds, call, *args):
@@ -41,24 +41,24 @@ def finishes_within(seconds, call, *args):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_child_never_waits_for_the_slot_of_another(backend):
-    slots, generation, _ = busy_slot(backend, index=0)
-    other = slots.prepare(1)
-    slots._locks[0].acquire()  # the supervisor (or child 0) is deciding about slot 0
+    table, generation, _ = busy_slot(backend, index=0)
+    other = table.prepare(1)
+    table._locks[0].acquire()  # the supervisor (or child 0) is deciding about slot 0
     try:
-        assert finishes_within(2, slots.child_ready, 1, other, os.getpid())
-        assert finishes_within(2, slots.begin_take, 1, other, "uid")
-        assert finishes_within(2, slots.mark_busy, 1, other, "item-2", None)
+        assert finishes_within(2, table.child_ready, 1, other, os.getpid())
+        assert finishes_within(2, table.begin_take, 1, other, "uid")
+        assert finishes_within(2, table.mark_busy, 1, other, "item-2", None)
     finally:
-        slots._locks[0].release()
+        table._locks[0].release()
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_chained_item_moves_the_claim_and_counts_the_job(backend):
-    slots, generation, claim = busy_slot(backend)
-    following = slots.begin_chain(0, generation, "uid")
+    table, generation, claim = busy_slot(backend)
+    following = table.begin_chain(0, generation, "uid")
     assert following and following != claim
-    assert slots.chain_busy(0, generation, "item-2", time.time() + 30)
-    view = slots.view(0)
+    assert table.chain_busy(0, generation, "item-2", time.time() + 30)
+    view = table.view(0)
     assert (view.state, view.item_id, view.claim, view.next_claim, view.jobs_done) == (
         ChildState.BUSY,
         "item-2",
@@ -73,56 +73,56 @@ def test_takes_that_got_nothing_back_keep_their_claim_until_an_item_comes(backen
     """A take whose reply was lost may have leased an item under its claim (the source puts
     it back before it takes again): the next take keeps that claim, so the supervisor still
     sees it and a cold shutdown hands its item back (issue 14); an item run ends it."""
-    slots = pool_class(backend)(4).make_table()
-    generation = slots.prepare(0)
-    assert slots.child_ready(0, generation, os.getpid())
-    first = slots.begin_take(0, generation, "uid")
-    assert slots.begin_take(0, generation, "uid") == first  # nothing came: the same claim
-    assert slots.view(0).claims == [first]
-    gone = slots.mark_gone(0)  # a cold shutdown now: that claim is what goes back
+    table = pool_class(backend)(4).make_table()
+    generation = table.prepare(0)
+    assert table.child_ready(0, generation, os.getpid())
+    first = table.begin_take(0, generation, "uid")
+    assert table.begin_take(0, generation, "uid") == first  # nothing came: the same claim
+    assert table.view(0).claims == [first]
+    gone = table.mark_gone(0)  # a cold shutdown now: that claim is what goes back
     assert gone.claims == [first]
-    generation = slots.prepare(0)
-    assert slots.child_ready(0, generation, os.getpid())
-    claim = slots.begin_take(0, generation, "uid")
-    assert slots.mark_busy(0, generation, "item-1", None) and slots.mark_idle(0, generation)
-    assert slots.begin_take(0, generation, "uid") not in (claim, first)  # a run ended it
+    generation = table.prepare(0)
+    assert table.child_ready(0, generation, os.getpid())
+    claim = table.begin_take(0, generation, "uid")
+    assert table.mark_busy(0, generation, "item-1", None) and table.mark_idle(0, generation)
+    assert table.begin_take(0, generation, "uid") not in (claim, first)  # a run ended it
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_paused_worker_chains_no_next_item(backend):
-    slots, generation, _ = busy_slot(backend)
-    next_claim = slots.begin_chain(0, generation, "uid")
-    slots.set_paused(True)  # suspended while the completion step was under way
-    assert slots.begin_chain(0, generation, "uid") is None
-    assert not slots.chain_busy(0, generation, "item-2", None)  # given back, not run
-    assert slots.view(0).next_claim == next_claim
+    table, generation, _ = busy_slot(backend)
+    next_claim = table.begin_chain(0, generation, "uid")
+    table.set_paused(True)  # suspended while the completion step was under way
+    assert table.begin_chain(0, generation, "uid") is None
+    assert not table.chain_busy(0, generation, "item-2", None)  # given back, not run
+    assert table.view(0).next_claim == next_claim
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_an_overdue_child_is_ended_only_if_still_on_the_overdue_item(backend):
-    slots, generation, _ = busy_slot(backend, deadline=time.time() - 1)
+    table, generation, _ = busy_slot(backend, deadline=time.time() - 1)
     now = time.time()
-    assert slots.overdue([0], now) == [0]  # read without the lock...
-    slots.begin_chain(0, generation, "uid")  # ...then the child moved on to a fresh item
-    assert slots.chain_busy(0, generation, "item-2", now + 60)
-    assert slots.take_over_if_overdue(0, now) is None
-    assert slots.view(0).state is ChildState.BUSY
+    assert table.overdue([0], now) == [0]  # read without the lock...
+    table.begin_chain(0, generation, "uid")  # ...then the child moved on to a fresh item
+    assert table.chain_busy(0, generation, "item-2", now + 60)
+    assert table.take_over_if_overdue(0, now) is None
+    assert table.view(0).state is ChildState.BUSY
 
     later = now + 120
-    taken = slots.take_over_if_overdue(0, later)
+    taken = table.take_over_if_overdue(0, later)
     assert taken.item_id == "item-2"
     # Taken from its child: nothing the child writes from now on counts.
-    assert not slots.mark_idle(0, generation)
-    assert slots.view(0).state is ChildState.EMPTY
+    assert not table.mark_idle(0, generation)
+    assert table.view(0).state is ChildState.EMPTY
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_canceled_item_ends_its_child_only_while_it_runs(backend):
-    slots, generation, claim = busy_slot(backend)
-    assert slots.take_over_if_running(0, "someone-else") is None
-    taken = slots.take_over_if_running(0, claim)
+    table, generation, claim = busy_slot(backend)
+    assert table.take_over_if_running(0, "someone-else") is None
+    taken = table.take_over_if_running(0, claim)
     assert taken.claims == [claim]
-    assert slots.begin_chain(0, generation, "uid") is None
+    assert table.begin_chain(0, generation, "uid") is None
 
 
 def _die_holding(lock):
@@ -136,14 +136,14 @@ def _die_holding(lock):
 @pytest.mark.parametrize("backend", PROCESS_BACKENDS)
 def test_a_child_killed_inside_its_slot_lock_does_not_wedge_the_slot(backend, monkeypatch):
     monkeypatch.setattr(memory, "STUCK_LOCK_SECONDS", 0.2)
-    slots, generation, claim = busy_slot(backend)
-    _die_holding(slots._locks[0])
+    table, generation, claim = busy_slot(backend)
+    _die_holding(table._locks[0])
     # The supervisor gives up on the lock instead of waiting forever...
-    assert finishes_within(2, slots.end_if_idle, 0) is False
+    assert finishes_within(2, table.end_if_idle, 0) is False
     # ...reaps the child without it, and the slot's next child finds the lock free.
-    assert finishes_within(2, slots.mark_dead, 0).claims == [claim]
-    fresh = finishes_within(2, slots.prepare, 0)
-    assert finishes_within(2, slots.child_ready, 0, fresh, os.getpid())
+    assert finishes_within(2, table.mark_dead, 0).claims == [claim]
+    fresh = finishes_within(2, table.prepare, 0)
+    assert finishes_within(2, table.child_ready, 0, fresh, os.getpid())
 
 
 class _FreezeProbe(WorkSource):
@@ -171,12 +171,12 @@ def test_forked_children_leave_what_they_inherit_to_copy_on_write(tmp_path):
     collections must not write to the objects it shares with the supervisor."""
     probe = tmp_path / "frozen"
     pool = ForkingPool(1)
-    slots = pool.make_table()
+    table = pool.make_table()
     pool.spawn(
         ChildContext(
             index=0,
-            generation=slots.prepare(0),
-            slots=slots,
+            generation=table.prepare(0),
+            table=table,
             source=_FreezeProbe(str(probe)),
             uid="test",
             supervisor_pid=os.getpid(),
