@@ -75,21 +75,18 @@ class RedisSource(WorkSource):
         self.queues = self.listened.given
         self.name = name or f"{socket.gethostname()}.{os.getpid()}"
         self.connections = Connections(url, self.keys, wait)
-        self.url = self.connections.url
         self.runner = JobRunner(self.connections, allow, allow_pickle, cli)
         self.recorder = Recorder(self.connections, self.name, callback_timeout)
-        self.taker = Taker(
-            self.connections, self.runner, self.recorder, self.listened, strategy, lease_seconds
-        )
+        self.taker = Taker(self.connections, self.runner, self.recorder, self.listened,
+            strategy, lease_seconds)  # fmt: skip
         self.taker.take_wait = take_wait
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
         self.taker.hooks = self.hooks  # the job hooks, run in each child
         self.webhook_timeout = webhook_timeout
         # The supervisor's side: each concern an object of its own, all through one guard.
         guard = self.guard = Guard(self.connections)
-        self.leases = Leases(
-            self.connections, guard, self.name, lease_seconds, max_lost, maintenance_interval
-        )
+        self.leases = Leases(self.connections, guard, self.name,
+            lease_seconds, max_lost, maintenance_interval)  # fmt: skip
         self.presence = Presence(self.connections, guard, self.listened, registry_ttl)
         self.cancels = Cancels(self.connections, guard, self.name)
         self.ended = EndedChildren(self.connections, guard, self.recorder, lease_seconds)
@@ -102,6 +99,10 @@ class RedisSource(WorkSource):
     def lease_seconds(self, seconds: float) -> None:
         self.leases.lease_seconds = self.ended.lease_seconds = seconds
         self.taker.lease_ms = int(seconds * 1000)
+
+    @property
+    def url(self) -> Optional[str]:
+        return self.connections.url
 
     @property
     def client(self) -> redis.Redis:
