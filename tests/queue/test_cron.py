@@ -16,6 +16,7 @@ from rqconc.queue.cron import LOOKAHEAD, STALE_GRACE_MS, entries, remove, tick_j
 from rqconc.queue.job import Job, JobStatus
 from rqconc.queue.queue import Queue
 from rqconc.store.keys import KeySpace
+from rqconc.worker.redis_source import RedisSource
 from rqconc.worker.scheduler import LEASE_MS, Scheduler, leader
 from tests.queue import tasks
 from tests.support.redis_server import free_port
