@@ -2,7 +2,7 @@
 steps.py.
 
 `take_many` is for a worker process with several idle slots at once: a child with
-`--slots K` (engine/take_combiner.py) and the asyncio backend, whose idle tasks would
+`--slots K` (engine/slots/takes.py) and the asyncio backend, whose idle tasks would
 otherwise each send a take. Every job comes back leased under its own claim, exactly as a
 plain `Steps.take` leases one, so the completion (with its fused take of the next job),
 renewal, fencing and recovery stay per job. `complete_many` is for the slots of one process

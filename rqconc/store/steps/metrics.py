@@ -1,6 +1,6 @@
 """The Lua step behind the per-minute metrics timeline (lua/metrics_mark.lua): a copy of the
 namespace's finished-run and failure totals as they stood when each minute began, asked for
-by every worker's supervisor (worker/duties.py) and read by rqconc/metrics/read.py. Beside
+by every worker's supervisor (worker/presence.py) and read by rqconc/metrics/read.py. Beside
 steps.py, which holds the job lifecycle's steps and is the only other caller of scripts."""
 
 from __future__ import annotations
