@@ -167,6 +167,6 @@ def enqueue(
             job = queue.enqueue_at(when, function, *args, **later_kwargs(kwargs), **options)
         else:
             job = queue.enqueue_call(function, args, kwargs, **options)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, RuntimeError) as exc:  # RuntimeError: what eager refuses
         raise click.UsageError(str(exc)) from None
     click.echo(job.id)

@@ -18,7 +18,8 @@ from rqconc.cli.common import (
 )
 from rqconc.cli.job import describe_job, render
 from rqconc.connection.clients import translated_errors
-from rqconc.queue.queue import Queue, queue_names
+from rqconc.queue.counts import queue_names
+from rqconc.queue.queue import Queue
 
 queue_option = click.option(
     "-q", "--queue", "queue_name", default=None, help="Only this queue (default: every queue)."

@@ -49,6 +49,13 @@ def queue_counts(
         return _counts(client, keys, names)
 
 
+def queue_names(connection: ConnectionLike = None, namespace: str = "rqconc") -> List[str]:
+    """Names of every queue that ever received a job, sorted."""
+    client = connect(connection)
+    with translated_errors(client):
+        return sorted(text(n) for n in client.smembers(KeySpace(namespace).queues))
+
+
 def _counts(client: redis.Redis, keys: KeySpace, names: List[str]) -> List[Dict[str, Any]]:
     wanted = [
         (name, count, key) for name in names for count, key in _count_keys(keys, name).items()

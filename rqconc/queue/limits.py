@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import redis
 
@@ -65,6 +65,11 @@ class Limits:
     @classmethod
     def read(cls, client: redis.Redis, keys: KeySpace, queue: str) -> Limits:
         raw = {k.decode(): v.decode() for k, v in FlowSteps(client, keys).settings(queue).items()}
+        return cls.from_fields(raw)
+
+    @classmethod
+    def from_fields(cls, raw: Dict[str, str]) -> Limits:
+        """The settings as the queue's settings hash holds them ("" or absent: none)."""
 
         def rate(prefix: str) -> Optional[str]:
             if not raw.get(prefix + "rate"):
@@ -95,50 +100,58 @@ def limit_fields(prefix: str, concurrency: Any, rate: Any) -> Dict[str, str]:
     return fields
 
 
-class FlowControl:
-    """The flow-control methods of `Queue` (its `connection`, `keys`, `name` and `wait`)."""
+class Limiter:
+    """A queue's limits and pause (`q.limiter`; `q.set_limits()`, `q.pause()` ... delegate
+    here), written to its settings hash, which the take step reads. `client` is called on
+    each use: a Queue connects on first use."""
 
-    keys: KeySpace
-    name: str
-    wait: ReplicaWait  # wait_replicas: the queue's steps return once replicas hold them
+    def __init__(
+        self, client: Callable[[], redis.Redis], keys: KeySpace, name: str, wait: ReplicaWait
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.name = name
+        self.wait = wait  # wait_replicas: the queue's steps return once replicas hold them
 
-    @property
-    def connection(self) -> redis.Redis:  # Queue's
-        raise NotImplementedError
+    def change(self, fields: Dict[str, str]) -> None:
+        client = self.client()
+        with translated_errors(client):
+            FlowSteps(client, self.keys, self.wait).change(self.name, fields)
 
-    def _flow_settings(self, fields: Dict[str, str]) -> None:
-        with translated_errors(self.connection):
-            FlowSteps(self.connection, self.keys, self.wait).change(self.name, fields)
-
-    def set_limits(self, concurrency: Optional[int] = None, rate: Optional[str] = None) -> None:
+    def set(self, concurrency: Optional[int] = None, rate: Optional[str] = None) -> None:
         """Cap the queue's running jobs and its starts ("100/s", "20/min", "5/h", a sliding
         window) across all workers; with no argument, remove both caps."""
-        self._flow_settings(limit_fields("", concurrency, rate))
+        self.change(limit_fields("", concurrency, rate))
 
-    def set_group_limits(
-        self, concurrency: Optional[int] = None, rate: Optional[str] = None
-    ) -> None:
+    def set_group(self, concurrency: Optional[int] = None, rate: Optional[str] = None) -> None:
         """The same caps for each group (`enqueue(..., group="acme")`) of the queue apart: a
         group at its cap never holds up the other groups or queues."""
-        self._flow_settings(limit_fields("group_", concurrency, rate))
+        self.change(limit_fields("group_", concurrency, rate))
 
     def pause(self) -> None:
         """Workers stop taking this queue's jobs (running ones finish); others go on."""
-        self._flow_settings({"paused": "1"})
+        self.change({"paused": "1"})
 
     def resume(self) -> None:
-        self._flow_settings({"paused": ""})
+        self.change({"paused": ""})
 
-    def _store_unique(
+    def read(self) -> Limits:
+        """The queue's settings (pause, caps, group caps)."""
+        client = self.client()
+        with translated_errors(client):
+            return Limits.read(client, self.keys, self.name)
+
+    def enqueue_unique(
         self,
         jobs: List[Tuple[str, Dict[str, str]]],
         common: Dict[str, str],
         priority: int,
         due_ms: Optional[int],
     ) -> Job:
+        """Store the job unless a job holds its unique_key; the job stored, or the holder."""
         if len(jobs) != 1:
             raise ValueError("unique_key holds one job: enqueue_many cannot take it")
-        (job_id, own), client = jobs[0], self.connection
+        (job_id, own), client = jobs[0], self.client()
         with translated_errors(client):
             _, holder = FlowSteps(client, self.keys, self.wait).enqueue_unique(
                 self.name, job_id, {**common, **own}, priority, due_ms
@@ -149,15 +162,5 @@ class FlowControl:
             job.refresh()
         return job
 
-    @property
-    def limits(self) -> Limits:
-        """The queue's flow settings (pause, caps, group caps)."""
-        with translated_errors(self.connection):
-            return Limits.read(self.connection, self.keys, self.name)
 
-    @property
-    def is_paused(self) -> bool:
-        return self.limits.paused
-
-
-__all__ = ["FlowControl", "Limits", "parse_rate"]
+__all__ = ["Limiter", "Limits", "limit_fields", "parse_rate"]

@@ -2,14 +2,13 @@
 
 Every enqueue is one Lua step (`lua/enqueue.lua`), also for a batch: validation and
 serialization happen first, in Python, so bad input raises before anything is written.
-A job's hash stores only the fields that differ from their defaults (rqconc/job.py), and
-the fields a batch shares are sent once.
+The fields a batch shares are sent once (job_fields.py). Limits, pause and cron entries
+are the queue's collaborators (`q.limiter`, `q.crontab`), dead letters `q.failed`.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
@@ -22,32 +21,32 @@ from rqconc.connection.pooled import pooled_or_plain
 from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
 from rqconc.queue import admin
 from rqconc.queue.counts import waiting_count
+from rqconc.queue.cron import CronEntry
 from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.eager import EagerRunner, eager_mode
 from rqconc.queue.eager.group import EagerGroup
+from rqconc.queue.eager.limits import EagerLimiter
 from rqconc.queue.group_result import Group, new_group_id, prepare_group
-from rqconc.queue.job import Job, describe_call
+from rqconc.queue.job import Job
+from rqconc.queue.job_fields import JobFields
 from rqconc.queue.limit_options import with_expiry
-from rqconc.queue.limits import FlowControl
+from rqconc.queue.limits import Limiter, Limits
 from rqconc.queue.options import (
     Call,
     Func,
     Priority,
     check_event_detail,
     check_priority,
-    common_fields,
     due_ms_at,
     due_ms_in,
-    job_id_of,
     may_vanish,
     queue_defaults,
     take_options,
-    with_defaults,
 )
 from rqconc.queue.placement import check_call, check_options
 from rqconc.queue.retry import Retry
-from rqconc.queue.scheduling import Scheduling
-from rqconc.queue.serialization import check_utf8, dump_arguments, function_name, get_serializer
+from rqconc.queue.scheduling import CronTab
+from rqconc.queue.serialization import get_serializer
 from rqconc.queue.signature import Signature
 from rqconc.store.keys import KeySpace, check_queue_name
 from rqconc.store.steps.core import EnqueueReply, Steps, now_ms, text
@@ -63,7 +62,7 @@ def _refusal(reason: EnqueueReply, job_id: str) -> ValueError:
     )
 
 
-class Queue(FlowControl, Scheduling):
+class Queue:
     """A named queue of jobs. `connection`: a URL, a `redis.Redis`, or None (SPEC section 6)."""
 
     def __init__(
@@ -85,20 +84,23 @@ class Queue(FlowControl, Scheduling):
         self.wait = ReplicaWait(wait_replicas, wait_timeout)
         self.serializer = get_serializer(serializer)
         self.keys = KeySpace(namespace)
-        # Options for every job of this queue that does not set its own (SPEC section 14).
         self.defaults = queue_defaults(default_timeout, default_result_ttl, default_retry)
-        # "full": its jobs' events also carry the call, the outcome, the host and
-        # meta["log_tag"]; stored on each job, where the Lua steps that emit events read it.
         self.event_detail = check_event_detail(event_detail)
-        self._detail = {"event_detail": "full"} if self.event_detail == "full" else {}
-        if self._detail:
-            self._detail["origin_host"] = socket.gethostname()
+        self.fields = JobFields(name, namespace, self.serializer, self.defaults, event_detail)
         self._connection_arg = connection
         self._client: Optional[redis.Redis] = None
         self._steps: Optional[Steps] = None
         # Eager mode (for application tests, docs/testing.md): jobs run inline at enqueue,
         # and nothing here ever reaches Redis. None: the RQCONC_EAGER environment variable.
         self._eager = EagerRunner(self) if eager_mode(eager) else None
+        # Collaborators: its limits and pause (kept in this process when eager), its crons.
+        self._stored_limits = Limiter(lambda: self.connection, self.keys, self.name, self.wait)
+        self.limiter: Union[Limiter, EagerLimiter] = (
+            self._stored_limits if self._eager is None else EagerLimiter(namespace, self.name)
+        )
+        self.crontab = CronTab(
+            lambda: self.connection, self.keys, self.name, self.prepare, self.wait
+        )
 
     @property
     def eager(self) -> bool:
@@ -208,16 +210,18 @@ class Queue(FlowControl, Scheduling):
     ) -> List[Job]:
         check_options(self.keys.namespace, options)  # parents, callbacks: ours (placement.py)
         if self._eager is not None:
-            return self._eager.run(calls, options)
-        common, priority = self._common_fields(options)
-        jobs = [self._own_fields(func, args, kwargs, options) for func, args, kwargs in calls]
+            return self._eager.run(calls, options, due_ms)
+        common, priority = self.fields.common(options)
+        jobs = [self.fields.own(func, args, kwargs, options) for func, args, kwargs in calls]
         client = self.connection
         if self._steps is None:
             self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys, self.wait)
         now, fresh_ids = now_ms(), not options.get("job_id")
         common = with_expiry(common, due_ms, now)
         if "unique_key" in common:  # SPEC 11: one step that may return the holder instead
-            return [self._store_unique(jobs, common, priority, due_ms)]
+            return self._handed_out(
+                [self._stored_limits.enqueue_unique(jobs, common, priority, due_ms)]
+            )
         if not fresh_ids:  # tells this call's own job from another one under that id
             common = {**common, "enqueue_token": os.urandom(8).hex()}
         # A job that may be deleted before a resend gets there needs the step's mark (only
@@ -251,39 +255,54 @@ class Queue(FlowControl, Scheduling):
         self, calls: Sequence[Call], options: Dict[str, Any]
     ) -> List[Tuple[str, int, Dict[str, str]]]:
         """Validate and serialize jobs of this queue as (id, priority, hash fields), writing
-        nothing: bad input raises here, before any Redis step."""
-        check_options(self.keys.namespace, options)
-        common, priority = self._common_fields(options)
-        common = {"queue": self.name, "created_at": str(now_ms()), **common}
-        return [
-            (job_id, priority, {**common, **own})
-            for job_id, own in (
-                self._own_fields(func, args, kwargs, options) for func, args, kwargs in calls
-            )
-        ]
+        nothing: bad input raises here, before any Redis step (job_fields.py)."""
+        return self.fields.prepare(calls, options)
 
-    def _common_fields(self, options: Dict[str, Any]) -> Tuple[Dict[str, str], int]:
-        options = with_defaults(options, self.defaults)
-        fields, priority = common_fields(options, self.name, self.serializer.name)
-        return {**fields, **self._detail} if self._detail else fields, priority
+    # ---- limits and pause (limits.py; an eager queue's: eager/limits.py) ----
+    def set_limits(self, concurrency: Optional[int] = None, rate: Optional[str] = None) -> None:
+        """Cap the queue's running jobs and starts ("100/s"); no argument: remove both."""
+        self.limiter.set(concurrency, rate)
 
-    def _own_fields(
-        self, func: Func, args: Tuple[Any, ...], kwargs: Dict[str, Any], options: Dict[str, Any]
-    ) -> Tuple[str, Dict[str, str]]:
-        """One job's id and the hash fields of its own call (empty arguments left out)."""
-        fields = {"func": function_name(func)}
-        if args or kwargs or self.serializer.name != "json":
-            args_data, kwargs_data = dump_arguments(self.serializer, args, kwargs)
-            if args_data != "[]":
-                fields["args"] = args_data
-            if kwargs_data != "{}":
-                fields["kwargs"] = kwargs_data
-        if self.serializer.name != "json" and not options.get("description"):
-            # Job.description derives a JSON job's from its call; a pickled call stays opaque.
-            description = describe_call(fields["func"], args, kwargs)
-            check_utf8(description, "description", description)
-            fields["description"] = description
-        return job_id_of(options), fields
+    def set_group_limits(
+        self, concurrency: Optional[int] = None, rate: Optional[str] = None
+    ) -> None:
+        """The same caps for each group (`enqueue(..., group="acme")`) of the queue apart."""
+        self.limiter.set_group(concurrency, rate)
+
+    def pause(self) -> None:
+        """Workers stop taking this queue's jobs (running ones finish); others go on."""
+        self.limiter.pause()
+
+    def resume(self) -> None:
+        self.limiter.resume()
+
+    @property
+    def limits(self) -> Limits:
+        """The queue's settings (pause, caps, group caps), as stored now."""
+        return self.limiter.read()
+
+    @property
+    def is_paused(self) -> bool:
+        return self.limiter.read().paused
+
+    # ---- cron entries (scheduling.py) ----
+    def cron(
+        self, expr: str, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
+    ) -> CronEntry:
+        """Run func(*args, **kwargs) at every tick of `expr`, once (CronTab.cron)."""
+        return self.crontab.cron(expr, func, *args, id=id, **kwargs)
+
+    def every(
+        self, seconds: float, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
+    ) -> CronEntry:
+        """Run func(*args, **kwargs) in this queue every `seconds` (see CronTab.every)."""
+        return self.crontab.every(seconds, func, *args, id=id, **kwargs)
+
+    def crons(self) -> List[CronEntry]:
+        return self.crontab.crons()
+
+    def remove_cron(self, id: str) -> bool:
+        return self.crontab.remove_cron(id)
 
     # ---- inspection ----
     @property
@@ -378,11 +397,4 @@ class Queue(FlowControl, Scheduling):
     purge = empty
 
 
-def queue_names(connection: ConnectionLike = None, namespace: str = "rqconc") -> List[str]:
-    """Names of every queue that ever received a job, sorted."""
-    client = connect(connection)
-    with translated_errors(client):
-        return sorted(text(n) for n in client.smembers(KeySpace(namespace).queues))
-
-
-__all__ = ["Queue", "Priority", "Job", "check_priority", "queue_names"]
+__all__ = ["Queue", "Priority", "Job", "check_priority"]

@@ -1,10 +1,10 @@
-"""The cron and interval methods of `Queue`: `q.cron(...)`, `q.every(...)`, `q.crons()`,
-`q.remove_cron(id)`. The entries live in rqconc/queue/cron.py; the worker's scheduler
-(rqconc/worker/scheduler.py) fires them, exactly once per tick."""
+"""A queue's cron and interval entries, the object behind `q.cron(...)`, `q.every(...)`,
+`q.crons()` and `q.remove_cron(id)`. The entries live in rqconc/queue/cron.py; the worker's
+scheduler (rqconc/worker/scheduler.py) fires them, exactly once per tick."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import redis
 
@@ -15,22 +15,27 @@ from rqconc.queue.options import Call, Func, refuse, take_options
 from rqconc.queue.serialization import function_name
 from rqconc.store.keys import KeySpace
 
+Prepare = Callable[[Sequence[Call], Dict[str, Any]], List[Tuple[str, int, Dict[str, str]]]]
 
-class Scheduling:
-    """Mixed into `Queue` (its `connection`, `keys`, `name` and `prepare`)."""
 
-    keys: KeySpace
-    name: str
-    wait: ReplicaWait  # wait_replicas: registering and removing wait for the replicas too
+class CronTab:
+    """The cron entries of one queue (`q.crontab`; `q.cron()`, `q.every()`, `q.crons()` and
+    `q.remove_cron()` delegate here). `client` is called on each use (a Queue connects on
+    first use); `prepare` is the queue's, so every tick's job is checked as enqueue checks."""
 
-    @property
-    def connection(self) -> redis.Redis:  # Queue's
-        raise NotImplementedError
-
-    def prepare(
-        self, calls: Sequence[Call], options: Dict[str, Any]
-    ) -> List[Tuple[str, int, Dict[str, str]]]:
-        raise NotImplementedError  # Queue's
+    def __init__(
+        self,
+        client: Callable[[], redis.Redis],
+        keys: KeySpace,
+        name: str,
+        prepare: Prepare,
+        wait: ReplicaWait,
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.name = name
+        self.prepare = prepare
+        self.wait = wait  # wait_replicas: registering and removing wait for the replicas too
 
     def cron(
         self, expr: str, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
@@ -45,18 +50,16 @@ class Scheduling:
         # Each tick's job gets its own id, and a tick cannot wait for a job enqueued once.
         refuse(options, ("job_id", "depends_on"), "a cron's jobs (ids cron.<id>.<tick>)")
         ((_, _, fields),) = self.prepare([(func, tuple(args), dict(kwargs))], options)
-        return cron.register(
-            self.connection, self.keys, self.name, expr, cron_id, fields, self.wait
-        )
+        return cron.register(self.client(), self.keys, self.name, expr, cron_id, fields, self.wait)
 
     def crons(self) -> List[CronEntry]:
         """This queue's cron entries (id, expr, func, queue, next_run, last_tick), by id."""
-        return [e for e in cron.entries(self.connection, self.keys) if e.queue == self.name]
+        return [e for e in cron.entries(self.client(), self.keys) if e.queue == self.name]
 
     def remove_cron(self, id: str) -> bool:
         """Remove this queue's cron entry `id` and its jobs enqueued ahead that have not
         started; False if it has none of that id."""
-        return cron.remove(self.connection, self.keys, id, queue=self.name, wait=self.wait)
+        return cron.remove(self.client(), self.keys, id, queue=self.name, wait=self.wait)
 
     def every(
         self, seconds: float, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
@@ -66,3 +69,6 @@ class Scheduling:
         however many workers run: a cron entry (listed by `crons()` and `rqconc cron list`,
         removed by `remove_cron(id)`)."""
         return self.cron(intervals.expression(seconds), func, *args, id=id, **kwargs)
+
+
+__all__ = ["CronTab"]

@@ -1,6 +1,9 @@
 """Job functions for the eager-mode tests: eager jobs run in the test's own process, so
 what they saw is kept here."""
 
+import asyncio
+import time
+
 from rqconc import Next
 
 SEEN: list = []  # (what, ...) in the order it happened
@@ -71,3 +74,26 @@ def bad_next():
 def total(results, extra=0):
     SEEN.append(("total", results, extra))
     return sum(results) + extra
+
+
+def sleeps(seconds):
+    """Sleeps (a worker's hard timeout would end it), then returns how long it slept."""
+    SEEN.append(("sleeps", seconds))
+    time.sleep(seconds)
+    return seconds
+
+
+def sleeps_through_interrupts(seconds):
+    """Sleeps `seconds` whatever interrupts it (a job that swallows every exception)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            time.sleep(max(0.0, deadline - time.monotonic()))
+        except Exception:
+            continue
+    return "late"
+
+
+async def sleeps_async(seconds):
+    await asyncio.sleep(seconds)
+    return seconds

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -228,14 +227,6 @@ def test_a_next_stage_that_cannot_be_enqueued_fails_its_stage(q):
     job = q.enqueue(eager_tasks.bad_next)
     assert job.status is JobStatus.FAILED and job.exc_info[0] == "TypeError"
     assert job.next_id is None
-
-
-def test_enqueue_at_and_enqueue_in_run_at_once(q):
-    later = datetime.now(timezone.utc) + timedelta(days=1)
-    assert q.enqueue_at(later, eager_tasks.add, 1, 2).get() == 3
-    assert q.enqueue_in(timedelta(hours=1), eager_tasks.add, 2, 2).get() == 4
-    with pytest.raises(ValueError):
-        q.enqueue_in(-1, eager_tasks.add, 1, 1)
 
 
 def test_enqueue_many_runs_every_job_in_order(q):

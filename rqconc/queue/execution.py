@@ -1,0 +1,218 @@
+"""One execution of a job's function: the one path the worker (rqconc/worker/runner.py) and
+eager mode (rqconc/queue/eager/) share, so that a test of an eager queue sees what a worker
+would do. In order: the allow-list (checked before any import), the pickle opt-in, the
+arguments decoded from what enqueue stored, a callback's (job, result or error) put first,
+the function called (`async def` awaited, calling.py), its result serialized (a value the
+serializer cannot carry fails the job), a `Next` made ready, and a failure described by
+type name, message and traceback. Nothing here writes anything: the worker records the
+`Outcome` in Redis, eager mode in its job's fields.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from rqconc import errors
+from rqconc.connection.backoff import REDIS_DOWN
+from rqconc.queue.callbacks import callback_arguments
+from rqconc.queue.calling import call_job_function
+from rqconc.queue.flows import Next
+from rqconc.queue.retry import failure_names
+from rqconc.queue.serialization import (
+    get_serializer,
+    is_allowed,
+    resolve_function,
+    split_function_name,
+    type_name,
+)
+
+Call = Callable[[Callable[..., Any], List[Any], Dict[str, Any]], Any]
+
+
+@dataclass
+class Outcome:
+    """What running a job produced: a serialized result, or a failure to record."""
+
+    result: Optional[str] = None
+    serializer: str = "json"
+    exc: Optional[Tuple[str, str, str]] = None  # type name, message, traceback
+    # The failure's class hierarchy, for the retry policy; empty: a final failure (a refusal,
+    # corrupt data, a result that cannot be stored), which no policy retries.
+    exc_mro: Tuple[str, ...] = ()
+    # A flow's next stage, as the caller's `next_stage` made it ready (the worker: (id, fields)).
+    next_stage: Any = None
+    # For the hooks (rqconc/worker/hooks.py): what the function returned or raised.
+    value: Any = None
+    error: Optional[BaseException] = None
+
+
+class Refused(Exception):
+    """The job cannot even be started (corrupt, not allowed, unimportable): a final failure."""
+
+    def __init__(self, exc_type: str, message: str) -> None:
+        super().__init__(message)
+        self.exc_type = exc_type
+
+
+def short(value: str, limit: int = 300) -> str:
+    """A corrupt value quoted in an error message, cut so that the message stays short."""
+    return value if len(value) <= limit else value[: limit - 3] + "..."
+
+
+def _loads(serializer: Any, data: Optional[str], empty_text: str, empty: type) -> Any:
+    """Arguments as stored; most jobs have none, which needs no decoding."""
+    if data is None or (data == empty_text and serializer.name == "json"):
+        return empty()
+    return serializer.loads(data)
+
+
+def _chord_results(serializer: Any, stored: str) -> List[Any]:
+    """The group's results, in group order, that the step firing the chord copied into its
+    callback job (lua/include/lifecycle.lua fire_chord): a JSON list of serialized values
+    (the group's queue is the callback's, so is their serializer)."""
+    try:
+        values = json.loads(stored)
+        return [serializer.loads(v) if isinstance(v, str) else None for v in values]
+    except Exception as exc:
+        raise Refused(
+            "ValueError", f"corrupt chord data: cannot decode its results: {exc}"
+        ) from None
+
+
+class Execution:
+    """Resolves and runs jobs; resolved functions are cached per process. What differs
+    between a worker and eager mode is given: where a callback's parent job is read
+    (`parent_of`), how a returned `Next` is made ready (`next_stage`, which raises TypeError
+    or ValueError to refuse it), how the function is called (`call`: eager mode's enforces
+    the timeout) and the hint a refusal by the allow-list ends with (`allow_hint`)."""
+
+    def __init__(
+        self,
+        allow: Sequence[str],
+        allow_pickle: bool,
+        parent_of: Callable[[str], Any],
+        next_stage: Callable[[Next], Any],
+        allow_hint: Callable[[str], str] = lambda prefix: f"allow {prefix!r}",
+    ) -> None:
+        self.allow = list(allow)
+        # Unpickling runs code chosen by whoever can write to Redis: a worker opts in.
+        self.allow_pickle = allow_pickle
+        self.parent_of = parent_of
+        self.next_stage = next_stage
+        self.allow_hint = allow_hint
+        self._functions: Dict[str, Callable[..., Any]] = {}
+
+    def forget_functions(self) -> None:
+        """A forked child resolves its own (a parent's cache may hold stale modules)."""
+        self._functions = {}
+
+    def allowed_text(self) -> str:
+        """The allow-list as the worker's start line and refusals show it."""
+        return ", ".join(self.allow) or "none besides rqconc.demo"
+
+    def run(self, fields: Dict[str, str], call: Call = call_job_function) -> Outcome:
+        """Run the job these fields describe; every failure is an Outcome, never raised
+        (except Redis being down while a callback reads its parent)."""
+        try:
+            func, args, kwargs, serializer = self.prepare(fields)
+        except Refused as refused:
+            return Outcome(exc=(refused.exc_type, str(refused), ""))
+        try:
+            result = call(func, args, kwargs)
+        except Exception as exc:  # the job's own failure; BaseException ends the child
+            return Outcome(
+                exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
+                exc_mro=failure_names(exc),
+                error=exc,
+            )
+        returned = result
+        try:
+            next_stage = None
+            if isinstance(result, Next):
+                next_stage = self.next_stage(result)
+                result = result.result
+            return Outcome(
+                result=serializer.dumps(result, "return value"),
+                serializer=serializer.name,
+                next_stage=next_stage,
+                value=returned,
+            )
+        except (TypeError, ValueError) as exc:  # deterministic: a retry would fail the same
+            return Outcome(exc=(type(exc).__name__, str(exc), traceback.format_exc()))
+
+    def prepare(self, fields: Dict[str, str]) -> Tuple[Callable[..., Any], list, dict, Any]:
+        """(function, args, kwargs, serializer) as the call will get them; `Refused` else."""
+        name = fields.get("func", "")
+        # Cached only once allowed and imported: a hit needs no check again.
+        func = self._functions.get(name) or self._allowed_function(name)
+        self._check_serializer(fields.get("serializer", "json"), f"job of {short(name)}")
+        try:
+            serializer = get_serializer(fields.get("serializer", "json"))
+            args = _loads(serializer, fields.get("args"), "[]", list)
+            kwargs = _loads(serializer, fields.get("kwargs"), "{}", dict)
+            if not isinstance(args, list) or not isinstance(kwargs, dict):
+                raise ValueError("arguments are not a list and a dict")
+        except Exception as exc:
+            raise Refused(
+                "ValueError", f"corrupt job data: cannot decode the arguments of {name}: {exc}"
+            ) from None
+        if fields.get("callback_of"):  # a callback or webhook: (job, result or error) first
+            args = [*self._callback_arguments(fields), *args]
+        if "chord_results" in fields:  # a chord's callback: its group's results first
+            args = [_chord_results(serializer, fields["chord_results"]), *args]
+        return func, args, kwargs, serializer
+
+    def _allowed_function(self, name: str) -> Callable[..., Any]:
+        """The function a job names, checked against the allow-list before any import."""
+        try:
+            module, _ = split_function_name(name, self.allow)
+        except ValueError as exc:
+            raise Refused("ValueError", f"corrupt job data: {exc}") from None
+        if not is_allowed(module, self.allow):
+            raise Refused(
+                type_name(errors.NotAllowed),
+                f"function {name} is not allowed on this worker: module {module!r} "
+                f"matches none of its allowed prefixes ({self.allowed_text()}); "
+                f"{self.allow_hint(module.split('.')[0])} to run it",
+            )
+        try:
+            func = resolve_function(name, self.allow)
+        except errors.NotAllowed as exc:  # imported, but names a function from elsewhere
+            raise Refused(type_name(errors.NotAllowed), str(exc)) from None
+        except Exception as exc:
+            raise Refused(
+                type_name(type(exc)), f"cannot import {short(name)}: {short(str(exc))}"
+            ) from None
+        self._functions[name] = func
+        return func
+
+    def _check_serializer(self, name: str, what: str) -> None:
+        if name == "pickle" and not self.allow_pickle:
+            raise Refused(
+                type_name(errors.NotAllowed),
+                f"the {what} carries a pickled payload, which this worker does not "
+                "accept (unpickling runs code chosen by whoever can write to "
+                "Redis); start the worker with --allow-pickle "
+                "(Supervisor(allow_pickle=True)) if your Redis is trusted",
+            )
+
+    def _callback_arguments(self, fields: Dict[str, str]) -> Tuple[Any, Any]:
+        parent_id = fields["callback_of"]
+        self._check_serializer(
+            fields.get("parent_serializer", "json"), f"result of job {parent_id}"
+        )
+        try:
+            # The parent may be gone already (result_ttl=0): the job then has its id only.
+            return callback_arguments(fields, self.parent_of(parent_id))
+        except REDIS_DOWN:
+            raise
+        except Exception as exc:
+            raise Refused(
+                "ValueError", f"corrupt callback data for job {parent_id}: {exc}"
+            ) from None
+
+
+__all__ = ["Execution", "Outcome", "Refused", "short"]

@@ -1,0 +1,74 @@
+"""What a queue writes for a call: the hash fields of its jobs, validated and serialized
+before any Redis step (bad input raises here). The fields a batch shares (`common`) are
+sent once; each job's own are its id, function and arguments. A field equal to its default
+is left out (rqconc/queue/job.py reads a missing one as that default).
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, Dict, List, Sequence, Tuple
+
+from rqconc.queue.job import describe_call
+from rqconc.queue.options import Call, Func, common_fields, job_id_of, with_defaults
+from rqconc.queue.placement import check_options
+from rqconc.queue.serialization import check_utf8, dump_arguments, function_name
+from rqconc.store.scripts import now_ms
+
+Prepared = Tuple[str, int, Dict[str, str]]
+
+
+class JobFields:
+    """The fields of the jobs of queue `name` (its serializer, defaults and event detail)."""
+
+    def __init__(
+        self, name: str, namespace: str, serializer: Any, defaults: Dict[str, Any], detail: str
+    ) -> None:
+        self.name = name
+        self.namespace = namespace
+        self.serializer = serializer
+        self.defaults = defaults  # options for every job that does not set its own (SPEC 14)
+        # "full": its jobs' events also carry the call, the outcome, the host and
+        # meta["log_tag"]; stored on each job, where the Lua steps that emit events read it.
+        self._detail = {"event_detail": "full"} if detail == "full" else {}
+        if self._detail:
+            self._detail["origin_host"] = socket.gethostname()
+
+    def prepare(self, calls: Sequence[Call], options: Dict[str, Any]) -> List[Prepared]:
+        """(id, priority, hash fields) per call, writing nothing."""
+        check_options(self.namespace, options)
+        common, priority = self.common(options)
+        common = {"queue": self.name, "created_at": str(now_ms()), **common}
+        return [
+            (job_id, priority, {**common, **own})
+            for job_id, own in (
+                self.own(func, args, kwargs, options) for func, args, kwargs in calls
+            )
+        ]
+
+    def common(self, options: Dict[str, Any]) -> Tuple[Dict[str, str], int]:
+        """The fields every job of one enqueue shares, and their priority."""
+        options = with_defaults(options, self.defaults)
+        fields, priority = common_fields(options, self.name, self.serializer.name)
+        return {**fields, **self._detail} if self._detail else fields, priority
+
+    def own(
+        self, func: Func, args: Tuple[Any, ...], kwargs: Dict[str, Any], options: Dict[str, Any]
+    ) -> Tuple[str, Dict[str, str]]:
+        """One job's id and the hash fields of its own call (empty arguments left out)."""
+        fields = {"func": function_name(func)}
+        if args or kwargs or self.serializer.name != "json":
+            args_data, kwargs_data = dump_arguments(self.serializer, args, kwargs)
+            if args_data != "[]":
+                fields["args"] = args_data
+            if kwargs_data != "{}":
+                fields["kwargs"] = kwargs_data
+        if self.serializer.name != "json" and not options.get("description"):
+            # Job.description derives a JSON job's from its call; a pickled call stays opaque.
+            description = describe_call(fields["func"], args, kwargs)
+            check_utf8(description, "description", description)
+            fields["description"] = description
+        return job_id_of(options), fields
+
+
+__all__ = ["JobFields", "Prepared"]
