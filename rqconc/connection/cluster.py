@@ -225,20 +225,6 @@ def master_of(client: RedisCluster, key: str) -> ClusterNode:
     return client.nodes_manager.get_node_from_slot(key_slot(key.encode()))
 
 
-def server_time(client: Any, key: str) -> Tuple[int, int]:
-    """TIME (seconds, microseconds) of the server holding `key`: the clock the Lua steps of
-    that key's namespace read (a cluster client's own TIME asks whichever node is its
-    default, maybe another machine with another clock)."""
-    if is_cluster(client):
-        reply = client.time(target_nodes=master_of(client, key))
-    else:
-        reply = client.time()
-    if isinstance(reply, dict):
-        reply = next(iter(reply.values()))
-    seconds, micros = reply
-    return int(seconds), int(micros)
-
-
 def refresh(client: RedisCluster) -> None:
     """Read the slot map again (after MOVED, or when a master stopped answering). Failing to
     reach any node leaves the old map: the next call fails, and its caller retries."""

@@ -9,6 +9,7 @@ import redis
 
 from rqconc import errors
 from rqconc.connection.clients import translated_errors
+from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.events import JOINED, entry_events
 from rqconc.queue.job import Job
 from rqconc.store.keys import KeySpace
@@ -72,8 +73,7 @@ def _flow(job: Job) -> List[Dict[str, Any]]:
 def _dead_letter(client: redis.Redis, keys: KeySpace, job: Job) -> Optional[str]:
     """The queue whose dead letters hold this job, if they do."""
     queue = job.queue_name or "default"
-    listed = client.zscore(keys.failed(queue), job.id)
-    return queue if listed is not None else None
+    return queue if job.id in DeadLetters(client, keys, queue) else None
 
 
 JOINED_JOB_ID = (JOINED + "job_id").encode()

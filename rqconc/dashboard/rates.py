@@ -16,7 +16,8 @@ import redis
 
 from rqconc.metrics.read import MinutePoint
 from rqconc.metrics.read import timeline as minute_points
-from rqconc.worker.clock import redis_time
+from rqconc.store.clock import redis_time
+from rqconc.store.keys import KeySpace
 
 
 def _as_dict(point: MinutePoint) -> Dict[str, Any]:
@@ -32,7 +33,7 @@ def _as_dict(point: MinutePoint) -> Dict[str, Any]:
 def queue_rates(client: redis.Redis, namespace: str, names: List[str]) -> Dict[str, Dict[str, Any]]:
     """{queue: finished and failed over the last 60 s, and run-time p50 and p95}."""
     rates = {}
-    now = redis_time(client)
+    now = redis_time(client, KeySpace(namespace))
     for name in names:
         previous, current = minute_points(client, namespace, name, minutes=2)
         share = max(0.0, 1.0 - (now - current.minute) / 60)  # of the previous minute

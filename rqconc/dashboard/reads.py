@@ -7,7 +7,7 @@ Every function returns JSON-ready data (times as Unix seconds); the page shows i
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 import redis
 
@@ -15,11 +15,12 @@ from rqconc.connection.clients import translated_errors
 from rqconc.queue import cron
 from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import queue_counts
+from rqconc.queue.dead_letters import newest_letters
 from rqconc.queue.events import EventStream, entry_events
 from rqconc.queue.job import Job
+from rqconc.store.clock import redis_time
 from rqconc.store.keys import KeySpace
 from rqconc.store.steps.core import text
-from rqconc.worker.clock import redis_time
 from rqconc.worker.registry import list_workers
 
 PAGE = 50  # rows per list page
@@ -28,12 +29,13 @@ FEED_BATCH = 200  # events per live-feed answer at most
 
 def overview(client: redis.Redis, namespace: str) -> Dict[str, Any]:
     """Every queue's counts by status, whether workers are suspended, how many are live."""
+    keys = KeySpace(namespace)
     with translated_errors(client):
         return {
             "namespace": namespace,
             "queues": queue_counts(client, None, namespace),
             "suspended": is_suspended(client, namespace),
-            "workers": int(client.zcount(KeySpace(namespace).workers, redis_time(client), "+inf")),
+            "workers": int(client.zcount(keys.workers, redis_time(client, keys), "+inf")),
         }
 
 
@@ -41,7 +43,7 @@ def workers(client: redis.Redis, namespace: str) -> Dict[str, Any]:
     """The live workers, each with its heartbeat age and one row per child: the busy ones
     with their job, then the idle ones (the registry lists running jobs, not their slots)."""
     with translated_errors(client):
-        now = redis_time(client)
+        now = redis_time(client, KeySpace(namespace))
         found = list_workers(client, namespace)
     for worker in found:
         worker["heartbeat_age"] = round(max(0.0, now - worker["last_heartbeat"]), 1)
@@ -73,29 +75,14 @@ def failed_page(
     client: redis.Redis, namespace: str, queue: Optional[str], offset: int = 0
 ) -> Dict[str, Any]:
     """One page of dead letters, latest failure first, with their tracebacks: of `queue`, or
-    of every queue together when it is None (each queue's first offset + PAGE letters merged,
-    so the cost grows with the page's depth and the number of queues, never with the number
-    of letters). Letters whose failure_ttl ran out (still listed until maintenance trims
-    them) are left out, and the totals do not count them. `queues`: the live letters of each
+    of every queue together when it is None (read by dead_letters.newest_letters: the cost
+    grows with the page's depth and the number of queues, never with the number of
+    letters; expired letters left out and not counted). `queues`: the live letters of each
     queue that has some."""
     keys = KeySpace(namespace)
     with translated_errors(client):
         names = [queue] if queue else sorted(text(n) for n in client.smembers(keys.queues))
-        now_ms = int(redis_time(client) * 1000)
-        start = offset if queue else 0
-        pipe = client.pipeline(transaction=False)
-        for name in names:
-            pipe.zrevrange(keys.failed(name), start, offset + PAGE - 1, withscores=True)
-            pipe.zcard(keys.failed(name))
-            pipe.zcount(keys.failed_expiry(name), "-inf", now_ms)
-        replies = pipe.execute()
-        letters, totals = [], {}
-        for i, name in enumerate(names):
-            listed, expired = replies[3 * i + 1], replies[3 * i + 2]
-            totals[name] = max(0, listed - expired)
-            letters += [(score, text(m), name) for m, score in replies[3 * i]]
-        letters.sort(key=lambda letter: letter[0], reverse=True)
-        shown = _unexpired(client, keys, letters[offset - start :][:PAGE], now_ms)
+        shown, totals = newest_letters(client, keys, names, offset, PAGE)
         jobs = _jobs(client, namespace, [job_id for job_id, _ in shown])
     of = dict(shown)
     rows = [
@@ -109,21 +96,6 @@ def failed_page(
         "queues": found,
         "jobs": rows,
     }
-
-
-def _unexpired(
-    client: redis.Redis, keys: KeySpace, letters: List[Tuple[float, str, str]], now_ms: int
-) -> List[Tuple[str, str]]:
-    """(job id, queue) of the letters whose failure_ttl has not run out, in their order."""
-    pipe = client.pipeline(transaction=False)
-    for _, job_id, name in letters:
-        pipe.zscore(keys.failed_expiry(name), job_id)
-    ends = pipe.execute() if letters else []
-    return [
-        (job_id, name)
-        for (_, job_id, name), end in zip(letters, ends)
-        if end is None or end > now_ms
-    ]
 
 
 def scheduled_page(client: redis.Redis, namespace: str, queue: str) -> Dict[str, Any]:

@@ -14,9 +14,9 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
 from rqconc.queue.counts import queue_counts
+from rqconc.store.clock import redis_time
 from rqconc.store.keys import KeySpace
 from rqconc.store.steps.core import text
-from rqconc.worker.clock import redis_time
 from rqconc.worker.registry import list_workers
 
 # Upper bounds (ms) of the run- and wait-time buckets, the last one +Inf implied: the same as
@@ -192,7 +192,7 @@ def timeline(
     client = connect(connection)
     keys = KeySpace(namespace)
     with translated_errors(client):
-        current = int(redis_time(client)) // 60 * 60
+        current = int(redis_time(client, keys)) // 60 * 60
         starts = [current - 60 * back for back in range(minutes - 1, -1, -1)]
         pipe = client.pipeline(transaction=False)
         for minute in starts:

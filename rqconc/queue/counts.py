@@ -13,8 +13,10 @@ from typing import Any, Dict, List, Optional, Tuple
 import redis
 
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
+from rqconc.queue.dead_letters import count_expired
+from rqconc.store.clock import redis_time_ms
 from rqconc.store.keys import FlowKeys, KeySpace
-from rqconc.store.steps.core import now_ms, text
+from rqconc.store.steps.core import text
 
 # The statuses counted per queue, in the order `rqconc info` shows them.
 COUNTS = ("queued", "started", "scheduled", "deferred", "failed", "finished")
@@ -68,7 +70,7 @@ def _counts(client: redis.Redis, keys: KeySpace, names: List[str]) -> List[Dict[
     replies = pipe.execute()
     types = [text(t) for t in replies[: len(wanted)]]
     parked_groups = dict(zip(names, replies[len(wanted) :]))
-    now = now_ms()
+    now = redis_time_ms(client, keys)  # the clock the expiries were written on
     pipe = client.pipeline(transaction=False)
     sized: List[Tuple[str, str, int]] = []  # (queue, count, +1 or -1) per reply
     for name, groups in parked_groups.items():
@@ -84,7 +86,7 @@ def _counts(client: redis.Redis, keys: KeySpace, names: List[str]) -> List[Dict[
             continue
         sized.append((name, count, 1))
         if count == "failed" and kind == "zset":
-            pipe.zcount(keys.failed_expiry(name), "-inf", now)
+            count_expired(pipe, keys, name, now)
             sized.append((name, count, -1))
     rows: Dict[str, Dict[str, Any]] = {
         n: dict({"name": n}, **dict.fromkeys(COUNTS, 0)) for n in names
@@ -93,36 +95,3 @@ def _counts(client: redis.Redis, keys: KeySpace, names: List[str]) -> List[Dict[
         if not isinstance(size, Exception):  # a key of another type than ours: not counted
             rows[name][count] = max(0, rows[name][count] + sign * int(size))
     return [rows[n] for n in names]
-
-
-def waiting_count(client: redis.Redis, keys: KeySpace, name: str) -> int:
-    """Jobs waiting in queue `name`: in the queue and parked behind their group's cap. A
-    queue without parked jobs costs one round trip."""
-    flow = FlowKeys(keys, name)
-    pipe = client.pipeline(transaction=False)
-    pipe.zcard(keys.queue(name))
-    pipe.smembers(flow.parked_groups)
-    queued, groups = pipe.execute()
-    if not groups:
-        return int(queued)
-    pipe = client.pipeline(transaction=False)
-    for group in groups:
-        pipe.zcard(flow.parked(text(group)))
-    return int(queued) + sum(int(n) for n in pipe.execute())
-
-
-def parked_position(
-    client: redis.Redis, keys: KeySpace, name: str, group: str, job_id: str
-) -> Optional[int]:
-    """The place of a job parked behind its group's cap (None: not parked): the earliest
-    it can run, once its group may start again: after the jobs of the queue that come
-    before it in run order, and after its group's jobs parked before it."""
-    parked = FlowKeys(keys, name).parked(group)
-    pipe = client.pipeline(transaction=False)
-    pipe.zscore(parked, job_id)
-    pipe.zrank(parked, job_id)
-    score, rank = pipe.execute()
-    if score is None or rank is None:
-        return None
-    ahead = client.zcount(keys.queue(name), "-inf", f"({score!r}")
-    return int(ahead) + int(rank)

@@ -20,7 +20,6 @@ from rqconc.connection.direct import ReplyLost
 from rqconc.connection.pooled import pooled_or_plain
 from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
 from rqconc.queue import admin
-from rqconc.queue.counts import waiting_count
 from rqconc.queue.cron import CronEntry
 from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.eager import EagerRunner, eager_mode
@@ -43,6 +42,7 @@ from rqconc.queue.options import (
     queue_defaults,
     take_options,
 )
+from rqconc.queue.parked import waiting_count
 from rqconc.queue.placement import check_call, check_options
 from rqconc.queue.retry import Retry
 from rqconc.queue.scheduling import CronTab

@@ -14,9 +14,9 @@ from typing import Any, List, Sequence, Tuple
 import redis
 
 from rqconc.connection.direct import DirectConnection
+from rqconc.store.clock import redis_time_ms
 from rqconc.store.keys import KeySpace, check_queue_name
 from rqconc.store.steps.core import text
-from rqconc.worker.clock import redis_time_ms
 
 EVERY = "*"  # in place of queue names: every queue of the namespace
 REFRESH = 1.0  # seconds between two reads of the known queues (per child)
@@ -60,7 +60,7 @@ class Listened:
     def drained(self, client: redis.Redis) -> bool:
         """No job waits in these queues and none of their scheduled jobs is due (burst mode
         does not wait for jobs scheduled later). Raises what the client raises."""
-        now = redis_time_ms(client)  # due times are on Redis' clock (clock.py)
+        now = redis_time_ms(client, self.keys)  # due times are on Redis' clock (store/clock.py)
         pipe = client.pipeline(transaction=False)
         for queue in self.names(client):
             pipe.zcard(self.keys.queue(queue))

@@ -15,9 +15,9 @@ from typing import Any, Dict, List, Optional, Sequence
 import redis
 
 from rqconc.engine.source import SupervisorInfo
+from rqconc.store.clock import redis_time, redis_time_ms
 from rqconc.store.keys import KeySpace
 from rqconc.store.steps.core import text
-from rqconc.worker.clock import redis_time, redis_time_ms
 
 DEFAULT_TTL = 420  # seconds without a heartbeat after which a worker counts as gone
 # Seconds without a heartbeat after which a listed worker shows as `stale`: supervisors beat
@@ -55,7 +55,7 @@ class WorkerRegistry:
         pipe.execute()
 
     def _write(self, info: SupervisorInfo, queues: Sequence[str], state: str) -> None:
-        now = redis_time_ms(self.client)
+        now = redis_time_ms(self.client, self.keys)
         ttl_ms = int(self.ttl * 1000)
         key = self.keys.worker(info.name)
         pipe = self.client.pipeline(transaction=False)
@@ -88,7 +88,7 @@ class WorkerRegistry:
     def list(self) -> List[Dict[str, Any]]:
         """The live workers, by name; entries not heard from within their TTL are left out
         (and removed by the next heartbeat of any worker: a listing only reads)."""
-        now = redis_time_ms(self.client)
+        now = redis_time_ms(self.client, self.keys)
         names = [text(n) for n in self.client.zrangebyscore(self.keys.workers, f"({now}", "+inf")]
         pipe = self.client.pipeline(transaction=False)
         for name in names:
@@ -133,6 +133,6 @@ def heartbeat_age(client: redis.Redis, name: str, namespace: str = "rqconc") -> 
     fields = {text(k): text(v) for k, v in raw.items()}
     if "last_heartbeat" not in fields:
         return None
-    age = redis_time(client) - int(fields["last_heartbeat"]) / 1000
+    age = redis_time(client, KeySpace(namespace)) - int(fields["last_heartbeat"]) / 1000
     ttl = float(fields.get("ttl") or DEFAULT_TTL)
     return max(age, 0.0) if age < ttl else None

@@ -34,10 +34,10 @@ import redis
 
 from rqconc.queue.cron import LOOKAHEAD, CronEntry, due_ticks, plan_tick  # noqa: F401 (tests)
 from rqconc.queue.intervals import Tick
+from rqconc.store.clock import redis_time
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import CronLeaseReply
 from rqconc.store.steps.core import Steps, text
-from rqconc.worker.clock import redis_time
 
 log = logging.getLogger("rqconc.worker.scheduler")
 
@@ -82,8 +82,8 @@ class Scheduler:
         returns how many jobs it enqueued."""
         if not self.lead():
             return 0
-        # Redis' clock: a leader whose clock is ahead would fire ticks early (clock.py).
-        now = redis_time(self.client) if now is None else now
+        # Redis' clock: a leader whose clock is ahead would fire ticks early (store/clock.py).
+        now = redis_time(self.client, self.keys) if now is None else now
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(self.keys.crons)
         pipe.hgetall(self.keys.cron_last)

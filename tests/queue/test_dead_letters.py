@@ -2,6 +2,9 @@
 traceback; requeue(id), requeue_all() and purge() (requeueing resets attempts, keeps the id)."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -11,6 +14,8 @@ from rqconc.errors import JobFailed
 from rqconc.queue.job import JobStatus
 from tests.queue import tasks
 from tests.queue.helpers import take_and_run, wait_for
+from tests.support.clock import clock_env, install_clock
+from tests.support.worker_process import ROOT
 
 
 def fail_for_good(queue, source, count=1):
@@ -99,3 +104,37 @@ def test_a_maintenance_pass_drops_expired_dead_letters_from_the_registry(
     assert [m.decode() for m in client.zrange(keys.failed("default"), 0, -1)] == [kept.id]
     assert client.zscore(keys.failed_expiry("default"), brief.id) is None
     assert queue.failed.job_ids == [kept.id] and queue.failed.requeue(brief.id) is False
+
+
+READERS = """\
+import json, sys
+from rqconc.dashboard.reads import failed_page
+from rqconc.queue.counts import queue_counts
+from rqconc.queue.queue import Queue
+q = Queue("default", connection=sys.argv[1])
+print(json.dumps([len(q.failed), q.failed.job_ids, sys.argv[2] in q.failed,
+    queue_counts(q.connection, ["default"])[0]["failed"],
+    failed_page(q.connection, "rqconc", "default")["total"]]))
+"""
+
+
+@pytest.mark.parametrize("skew", [2 * 3600, -2 * 3600])
+def test_every_reader_of_dead_letters_reads_them_on_redis_clock(
+    queue, source, redis_url, tmp_path, skew
+):
+    """q.failed, the counts of info/metrics and the dashboard read one expiry on one clock:
+    a process whose clock is hours off agrees with Redis on what has expired."""
+    (kept,) = fail_for_good(queue, source)
+    (expired,) = fail_for_good(queue, source)
+    seconds, micros = queue.connection.time()
+    now = seconds * 1000 + micros // 1000
+    expiry = queue.keys.failed_expiry("default")
+    queue.connection.zadd(expiry, {kept.id: now + 3600_000, expired.id: now - 1000})
+    env = {**os.environ, **clock_env(install_clock(tmp_path / "clock"), skew)}
+    env["PYTHONPATH"] += os.pathsep + str(ROOT)
+    ran = subprocess.run(
+        [sys.executable, "-c", READERS, redis_url, kept.id],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout) == [1, [kept.id], True, 1, 1]

@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import redis
 
-from rqconc.connection.cluster import server_time
 from rqconc.connection.replicas import ReplicaWait, replicated
+from rqconc.store.clock import redis_time_ms
 from rqconc.store.fields import id_check, lean_marks
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import (
@@ -322,8 +322,7 @@ class Steps:
         """Requeue (or dead-letter) jobs whose lease expired: (requeued, dead)."""
         k = self.keys
         # Redis' clock, as the step's own check: a recovering worker's clock may be off.
-        seconds, micros = server_time(self.client, k.active)
-        now = seconds * 1000 + micros // 1000
+        now = redis_time_ms(self.client, k)
         expired = [
             text(i) for i in self.client.zrangebyscore(k.active, "-inf", now, start=0, num=limit)
         ]
