@@ -1,4 +1,4 @@
---[[ metrics (included by the steps that change a job's state, before lifecycle; SPEC 9).
+--[[ metrics (included by the steps that change a job's state; SPEC 9).
 
 The including script defines NS (the namespace prefix "{ns}:") and NOW (ms, a string;
 `--#include clock`, or the producer's clock in the enqueue steps).
@@ -24,6 +24,9 @@ runs and failures of {ns}:metrics as they stood when each minute began, in {ns}:
 subtracts one minute's copy from the next. Every worker's supervisor asks for the copy when
 it starts and at every tick (once per second; only the first ask of a minute copies).
 ]]
+--#needs NS NOW
+--#include state
+
 local function metrics_key() return NS .. 'metrics' end
 local function metrics_minute_key(minute) return NS .. 'metrics:' .. minute end
 
@@ -48,10 +51,13 @@ end
 
 -- NOW as a number, converted once per step: a tonumber of a string is a strtod in Redis'
 -- Lua (about 1,500 instructions), and a step of many jobs asked for it several times a job.
-local NOW_MS = nil
 local function now_ms()
-  if not NOW_MS then NOW_MS = tonumber(NOW) end
-  return NOW_MS
+  local now = STEP.now_number
+  if not now then
+    now = tonumber(NOW)
+    STEP.now_number = now
+  end
+  return now
 end
 
 -- Elapsed ms since `since` (a stored ms time; a corrupt or future one counts as 0).
@@ -68,17 +74,17 @@ end
 
 -- A step that starts and ends many runs (complete_many) sums their observations here and
 -- writes each field once at its end (metrics_flush): the same totals, with one HINCRBY per
--- field instead of one per job. nil: every observation is written at once.
-local METRIC_SUMS = nil
-local function metrics_summed() METRIC_SUMS = {} end
+-- field instead of one per job. STEP.metric_sums false: every observation is
+-- written at once.
+local function metrics_summed() STEP.metric_sums = {} end
 
 -- Write what metrics_summed collected (in the same step: a reader never sees a half).
 local function metrics_flush()
   local key = metrics_key()
-  for field, n in pairs(METRIC_SUMS or {}) do
+  for field, n in pairs(STEP.metric_sums or {}) do
     redis.call('HINCRBY', key, field, n)
   end
-  METRIC_SUMS = nil
+  STEP.metric_sums = false
 end
 
 -- One observation: its bucket counted, and its time added to the sum (a time under a
@@ -87,7 +93,7 @@ end
 local function metric_observed(name, ms, queue)
   local q = queue or 'default'
   local bucket, sum = name .. ':' .. metric_bucket(ms) .. ':' .. q, name .. '_ms:' .. q
-  local sums = METRIC_SUMS
+  local sums = STEP.metric_sums
   if sums then
     sums[bucket] = (sums[bucket] or 0) + 1
     if ms > 0 then sums[sum] = (sums[sum] or 0) + ms end
