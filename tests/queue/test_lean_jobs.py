@@ -57,9 +57,7 @@ def test_no_step_adds_a_spoiler_field_to_a_lean_job(redis_url, start_worker):
 
     def all_ended():
         assert lean_with_spoilers(client, every_job) == {}  # while the steps run, too
-        statuses = {
-            key: client.hget(key, "status") for key in client.scan_iter(every_job)
-        }
+        statuses = {key: client.hget(key, "status") for key in client.scan_iter(every_job)}
         return len(statuses) >= len(jobs) + 4 and all(
             s is not None and s.decode() in ENDED for s in statuses.values()
         )

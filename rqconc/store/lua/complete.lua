@@ -51,7 +51,7 @@ local chained = ARGV[8] ~= ''
 if chained then  -- one EXISTS: dependents to release, the next claim revoked, limits
   local also = {dependents_key(ARGV[2])}
   local found = takes_clear({ARGV[8]}, 10, nq, also)
-  STEP.no_dependents = found == 0 or takes_told(found, also, true) == 0
+  NO_DEPENDENTS = found == 0 or takes_told(found, also, true) == 0
 end
 local code = complete_job(ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], KEYS[3], KEYS[4],
   KEYS[5], KEYS[6], chained, stage)

@@ -60,7 +60,7 @@ for i = 1, n do
   dependents[i] = dependents_key(ARGV[a + 1])
 end
 local found = takes_clear(next_claims, 6, nq, dependents)
-STEP.no_dependents = found == 0 or takes_told(found, dependents, false) == 0
+NO_DEPENDENTS = found == 0 or takes_told(found, dependents, false) == 0
 -- The registries' writes of every job, and the deletes of the hashes of jobs kept for 0 s,
 -- go at the end, once per key (include/gather.lua).
 gathering()
@@ -79,7 +79,7 @@ for i = 1, n do
   if code == 1 and next_claim ~= '' then
     if empty ~= nil then
       reply[2] = empty
-    elseif not STEP.takes_free and redis.call('EXISTS', NS .. 'revoked:' .. next_claim) == 1 then
+    elseif not TAKES_FREE and redis.call('EXISTS', NS .. 'revoked:' .. next_claim) == 1 then
       reply[2] = -1  -- its slot was ended meanwhile: it takes nothing, the others go on
     else
       local taken = take_next(next_claim, lease_ms, batch, ACTIVE, CLAIMS, 6, nq, false)

@@ -39,7 +39,7 @@ takes_clear({unpack(ARGV, 5)}, 5, nq)  -- one EXISTS for every claim and queue, 
 gathering()  -- the registries' writes of every take, once per key at the end (include/gather)
 for i = 5, #ARGV do
   local claim = ARGV[i]
-  if STEP.takes_free or redis.call('EXISTS', NS .. 'revoked:' .. claim) == 0 then
+  if TAKES_FREE or redis.call('EXISTS', NS .. 'revoked:' .. claim) == 0 then
     -- Only the last take may leave jobs behind for another idle child: it re-arms markers.
     last = take_next(claim, lease_ms, batch, KEYS[2], KEYS[3], 5, nq, i == #ARGV)
     if type(last) ~= 'table' then break end  -- every listened queue is empty

@@ -37,7 +37,7 @@ does not have: no dependents, callbacks, flow stage, group, waiter or kept resul
 --#include followups
 --#include groups
 
--- STEP.no_dependents: true when the including step asked once, for all the jobs it
+-- NO_DEPENDENTS: true when the including step asked once, for all the jobs it
 -- completes, and none has dependents waiting (complete and complete_many): each then skips
 -- settle_dependents' own EXISTS. Only an enqueue registers dependents, never a step that
 -- completes jobs.
@@ -115,7 +115,7 @@ local function complete_job(claim, id, result, serializer, done_grace, key, star
     metric_count('enqueued', next_queue)
   end
 
-  if not STEP.no_dependents then settle_dependents(id, true) end
+  if not NO_DEPENDENTS then settle_dependents(id, true) end
   if followups then
     spawn_followups(id, key, 'success', 'parent_result', result, followups)
   end

@@ -27,13 +27,13 @@ local EXC_MESSAGE_MAX = 1000  -- bytes of an exception message an event keeps
 
 -- func and attempts may be omitted (nil): the events then read them.
 local function know_detail(id, detail, func, attempts)
-  STEP.known_detail[id] = {detail or false, func, attempts}
+  KNOWN_DETAIL[id] = {detail or false, func, attempts}
 end
 
 -- {detail, func, attempts} of a job. What is read is not kept: a step may count an attempt
 -- between two events of one job.
 local function known_of(id)
-  local known = STEP.known_detail[id]
+  local known = KNOWN_DETAIL[id]
   if known == nil or known[2] == nil then
     local f = redis.call('HMGET', job_key(id), 'event_detail', 'func', 'attempts')
     return {f[1] or false, f[2] or '', f[3]}
@@ -67,16 +67,16 @@ end
 -- One XADD less per job (issue 21). hold_events makes the next event wait for the one
 -- after it: a `started` joins it, any other event writes it first (order is kept), and
 -- flush_events writes what is still held.
-local function hold_events() STEP.held = false end
+local function hold_events() HELD = false end
 
 local function xadd(fields)
   redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_MAXLEN_TEXT, '*', unpack(fields))
 end
 
 local function flush_events()
-  local held = STEP.held
+  local held = HELD
   if held then xadd(held) end
-  STEP.held = nil
+  HELD = nil
 end
 
 local function emit_with(event, id, queue, result, ...)
@@ -86,10 +86,10 @@ local function emit_with(event, id, queue, result, ...)
   -- table would be built on every call of the step)
   if event ~= 'failed' and event ~= 'retry' then attempt = attempt + 1 end
   if attempt == 1 then attempt = '1' end  -- most events: as text (see EVENTS_MAXLEN_TEXT)
-  local held = STEP.held
+  local held = HELD
   if held and event == 'started' and known[1] ~= 'full' then
     local fields, n = held, #held
-    STEP.held = nil
+    HELD = nil
     fields[n + 1], fields[n + 2], fields[n + 3], fields[n + 4] = '+event', event, '+job_id', id
     fields[n + 5], fields[n + 6], fields[n + 7], fields[n + 8] = '+queue', queue or '',
       '+attempt', attempt
@@ -105,7 +105,7 @@ local function emit_with(event, id, queue, result, ...)
     end
   end
   if held == false then
-    STEP.held = fields
+    HELD = fields
     return
   end
   flush_events()

@@ -29,13 +29,13 @@ What a gathered write relies on (tests/queue/test_complete_many.py drives the ca
 ]]
 --#include state
 
--- STEP.gathered: false, write at once. Else key -> {removed members, added pairs, whether a
+-- GATHERED: false, write at once. Else key -> {removed members, added pairs, whether a
 -- hash}, the keys in order at 1..n, and `deleted`: the job hashes to DEL.
-local function gathering() STEP.gathered = {deleted = {}} end
+local function gathering() GATHERED = {deleted = {}} end
 
 -- ZADD key score member, ZREM key member, HSET key field value or HDEL key field.
 local function registry_write(command, key, a, b)
-  local gathered = STEP.gathered
+  local gathered = GATHERED
   if not gathered then
     if b then return redis.call(command, key, a, b) end
     return redis.call(command, key, a)
@@ -55,16 +55,16 @@ local function registry_write(command, key, a, b)
 end
 
 local function job_deleted(key)
-  local gathered = STEP.gathered
+  local gathered = GATHERED
   if not gathered then return redis.call('DEL', key) end
   gathered.deleted[#gathered.deleted + 1] = key
 end
 
 -- Send what was noted; the step goes on gathering (limits flushes in mid-step).
 local function gathered_flush()
-  local gathered = STEP.gathered
+  local gathered = GATHERED
   if not gathered then return end
-  STEP.gathered = {deleted = {}}
+  GATHERED = {deleted = {}}
   for _, key in ipairs(gathered) do
     local removed, added, hash = unpack(gathered[key])
     if #removed > 0 then redis.call(hash and 'HDEL' or 'ZREM', key, unpack(removed)) end

@@ -52,10 +52,10 @@ end
 -- NOW as a number, converted once per step: a tonumber of a string is a strtod in Redis'
 -- Lua (about 1,500 instructions), and a step of many jobs asked for it several times a job.
 local function now_ms()
-  local now = STEP.now_number
+  local now = NOW_NUMBER
   if not now then
     now = tonumber(NOW)
-    STEP.now_number = now
+    NOW_NUMBER = now
   end
   return now
 end
@@ -74,17 +74,17 @@ end
 
 -- A step that starts and ends many runs (complete_many) sums their observations here and
 -- writes each field once at its end (metrics_flush): the same totals, with one HINCRBY per
--- field instead of one per job. STEP.metric_sums false: every observation is
+-- field instead of one per job. METRIC_SUMS false: every observation is
 -- written at once.
-local function metrics_summed() STEP.metric_sums = {} end
+local function metrics_summed() METRIC_SUMS = {} end
 
 -- Write what metrics_summed collected (in the same step: a reader never sees a half).
 local function metrics_flush()
   local key = metrics_key()
-  for field, n in pairs(STEP.metric_sums or {}) do
+  for field, n in pairs(METRIC_SUMS or {}) do
     redis.call('HINCRBY', key, field, n)
   end
-  STEP.metric_sums = false
+  METRIC_SUMS = false
 end
 
 -- One observation: its bucket counted, and its time added to the sum (a time under a
@@ -93,7 +93,7 @@ end
 local function metric_observed(name, ms, queue)
   local q = queue or 'default'
   local bucket, sum = name .. ':' .. metric_bucket(ms) .. ':' .. q, name .. '_ms:' .. q
-  local sums = STEP.metric_sums
+  local sums = METRIC_SUMS
   if sums then
     sums[bucket] = (sums[bucket] or 0) + 1
     if ms > 0 then sums[sum] = (sums[sum] or 0) + ms end

@@ -47,7 +47,7 @@ local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 
 -- Whether this step promoted its queues' due jobs already: NOW does not move within a step,
 -- so the later takes of complete_many and take_many find nothing more due (one
--- ZRANGEBYSCORE per queue and step, not per job): STEP.promoted.
+-- ZRANGEBYSCORE per queue and step, not per job): PROMOTED.
 
 -- True once a step found, with one EXISTS for all the claims it takes for and all its
 -- listened queues, no revoked claim and no limits: its takes then skip their own
@@ -55,7 +55,7 @@ local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 -- KEYS[first], every 4th. `also`: more keys the step wants to know about in the same call
 -- (the dependents:<id> of the jobs it completes); when the count is not 0, asking `also`
 -- again tells which part it was (takes_told).
--- STEP.takes_free holds the answer. STEP.limited: true once the step knows that its one
+-- TAKES_FREE holds the answer. LIMITED: true once the step knows that its one
 -- take's claim is revoked or a listened queue has limits (take_next then skips straight to
 -- the revoked check).
 local function takes_clear(claims_taking, first, nq, also)
@@ -65,7 +65,7 @@ local function takes_clear(claims_taking, first, nq, also)
     asked[#asked + 1] = flow_key(string.sub(KEYS[first + 4 * (i - 1)], #NS + 3))
   end
   local found = redis.call('EXISTS', unpack(asked))
-  STEP.takes_free = found == 0
+  TAKES_FREE = found == 0
   return found
 end
 
@@ -73,8 +73,8 @@ end
 -- EXISTS), so the takes know whether the rest was clear. Returns that count.
 local function takes_told(found, also, one_take)
   local among = redis.call('EXISTS', unpack(also))
-  STEP.takes_free = among == found
-  STEP.limited = one_take and among < found
+  TAKES_FREE = among == found
+  LIMITED = one_take and among < found
   return among
 end
 
@@ -83,8 +83,8 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   -- The claim's child was ended (its claims requeued) while this take was on its way; and
   -- which listened queues have limits (include/limits.lua). One EXISTS asks both: a
   -- plain queue pays no call of its own for limits (SPEC 13).
-  local queue_limits, limited = {}, STEP.limited
-  if not STEP.takes_free then
+  local queue_limits, limited = {}, LIMITED
+  if not TAKES_FREE then
     local revoked = NS .. 'revoked:' .. claim
     if not limited then
       local asked = {revoked}
@@ -168,14 +168,14 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
 
   for i = 1, nq do
     local queue, _, scheduled = queue_keys(i)
-    if not STEP.promoted then promote(scheduled) end
+    if not PROMOTED then promote(scheduled) end
     queue_limits[i] = limited and limits_of(string.sub(queue, #NS + 3)) or false
     if queue_limits[i] and queue_limits[i].grouped then
       promote_group_timers(queue_limits[i], now, batch)
     end
   end
 
-  STEP.promoted = true
+  PROMOTED = true
   local taken = nil
   for i = 1, nq do
     local queue, _, _, started = queue_keys(i)
