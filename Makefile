@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint wheel-smoke venv clean bench chaos soak fuzz
+.PHONY: demo test lint wheel-smoke venv clean bench chaos soak fuzz lua
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,11 @@ $(VENV)/.demo-installed: $(BIN)/python setup.cfg setup.py
 
 demo: $(VENV)/.demo-installed
 	$(BIN)/python main.py forking 4 --demo 2000
+
+# A Lua step as Redis receives it (includes expanded, pruned, cold functions built on first
+# use), numbered, so the line of a Redis error can be read: make lua NAME=complete
+lua: venv
+	@$(BIN)/python -m rqconc.store.build.print_lua $(or $(NAME),$(error NAME=<step> needed, e.g. make lua NAME=complete))
 
 # Test files run on 4 processes: the tests mostly wait on real processes, signals and
 # Redis, so 4 on 2 cores still leave a third of the CPU idle (user + sys 11 min in an 8.5-min

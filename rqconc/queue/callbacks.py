@@ -3,7 +3,7 @@
 `on_success(job, result)`, `on_failure(job, error)`, `success_url` and `failure_url` are
 turned, at enqueue time, into job specs stored on the job (fields on_success_jobs and
 on_failure_jobs). The Lua step that ends the job for good creates those jobs in the same
-atomic step (lua/include/lifecycle.lua), in the job's queue. So a callback runs exactly
+atomic step (lua/include/followups.lua), in the job's queue. So a callback runs exactly
 when its job's outcome is recorded, whichever process recorded it (a child, a supervisor
 that saw a timeout, the recovery of a vanished worker), it runs in a worker child under
 the allow-list, and webhooks get the retry machinery of any job: a failing webhook fails

@@ -2,7 +2,7 @@
 
 Finished jobs and dead letters whose TTL ran out stay in their sets until a maintenance
 pass trims them (lua/trim_ended.lua): they are not counted. Jobs of a group parked at its
-cap (parked:<queue>:<group>, lua/include/flow.lua) wait as much as those in the queue:
+cap (parked:<queue>:<group>, lua/include/limits.lua) wait as much as those in the queue:
 they count as queued.
 """
 

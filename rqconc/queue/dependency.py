@@ -2,7 +2,7 @@
 
 Pass jobs or ids, or a `Dependency` to let the job run even when a parent fails for good
 (`allow_failure=True`). Without it, a parent failing for good or being canceled cancels
-the job, and its own dependents in turn (lua/include/lifecycle.lua).
+the job, and its own dependents in turn (lua/include/dependents.lua).
 """
 
 from __future__ import annotations

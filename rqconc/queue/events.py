@@ -35,7 +35,7 @@ BLOCK_MS = 1000
 
 # The step that completes a job and takes the next writes both events as one entry: the
 # second's field names carry this prefix, and it shares the first's ts and worker
-# (lua/include/lifecycle.lua, emit_with).
+# (lua/include/events.lua, emit_with).
 JOINED = "+"
 
 

@@ -71,7 +71,7 @@ def _loads(serializer: Any, data: Optional[str], empty_text: str, empty: type) -
 
 def _chord_results(serializer: Any, stored: str) -> List[Any]:
     """The group's results, in group order, that the step firing the chord copied into its
-    callback job (lua/include/lifecycle.lua fire_chord): a JSON list of serialized values
+    callback job (lua/include/groups.lua fire_chord): a JSON list of serialized values
     (the group's queue is the callback's, so is their serializer)."""
     try:
         values = json.loads(stored)

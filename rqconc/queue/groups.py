@@ -5,7 +5,7 @@ returns a `Group`; `.then(func, *args)` makes it a chord, whose callback
 The whole group (and a chord's callback, stored `deferred`) is one Lua step
 (lua/enqueue_group.lua); the step that finishes its last job enqueues the callback with the
 results in group order (lua/complete.lua); a job of the group failing for good cancels the
-callback (lua/include/lifecycle.lua). docs/architecture.md, "Groups", tells the whole story.
+callback (lua/include/groups.lua). docs/architecture.md, "Groups", tells the whole story.
 """
 
 from __future__ import annotations

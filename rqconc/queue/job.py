@@ -5,7 +5,7 @@ attributes are as of the last fetch or `refresh()` (they do not change after enq
 
 A job's hash stores only the fields that differ from their defaults (enqueue is cheaper and
 a queued job smaller): every reader treats a missing field as its default, here, in
-rqconc/worker/ and in the Lua steps (lua/include/lifecycle.lua, complete.lua).
+rqconc/worker/ and in the Lua steps (lua/include/, complete.lua).
 """
 
 from __future__ import annotations

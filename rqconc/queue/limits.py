@@ -1,7 +1,7 @@
 """Flow control (SPEC 11): queue and group limits, pause, and the enqueue options `group`,
 `ttl`, `unique_key`, `unique_for`, `debounce`.
 
-The caps are enforced by the take step itself (lua/include/flow.lua), atomically for every
+The caps are enforced by the take step itself (lua/include/limits.lua), atomically for every
 worker of the namespace; this module validates what users give and writes the settings.
 A plain queue has no settings hash at all, which is all its takes check (SPEC 13).
 """

@@ -10,7 +10,7 @@ import re
 
 _BAD_NAME = re.compile(r"[\s,{}]")
 
-# The score layout of q:<queue>, computed in Lua (queue_score in lua/include/lifecycle.lua
+# The score layout of q:<queue>, computed in Lua (queue_score in lua/include/jobs.lua
 # and its inlined copy in lua/enqueue.lua; tests/queue/test_correctness_lua.py checks they
 # agree with queue_score below). Priority p (0..100) owns the band
 # [(100 - p) * SCORE_BAND, (101 - p) * SCORE_BAND); a job scores the band's middle plus the
@@ -127,7 +127,7 @@ class KeySpace:
         return self.prefix + "started:" + name
 
     def deferred(self, name: str) -> str:
-        """Jobs waiting for their parents (lua/include/lifecycle.lua builds it too)."""
+        """Jobs waiting for their parents (lua/include/keys.lua builds it too)."""
         return self.prefix + "deferred:" + name
 
     def failed(self, name: str) -> str:
@@ -160,11 +160,11 @@ class KeySpace:
 
     def dependents(self, job_id: str) -> str:
         """Deferred jobs waiting for this one, scored in enqueue order (lua/include/
-        lifecycle.lua builds this name too, from the same pattern)."""
+        keys.lua builds this name too, from the same pattern)."""
         return self.prefix + "dependents:" + job_id
 
     def group(self, group_id: str) -> str:
-        """A group's record: member ids, pending count, chord (lua/include/lifecycle.lua
+        """A group's record: member ids, pending count, chord (lua/include/keys.lua
         builds this name too, from the same pattern)."""
         return self.prefix + "group:" + group_id
 
@@ -194,7 +194,7 @@ class KeySpace:
 
 
 class FlowKeys:
-    """The keys of one queue's flow control (SPEC 11; lua/include/flow.lua builds the
+    """The keys of one queue's flow control (SPEC 11; lua/include/limits.lua builds the
     per-group ones from the same patterns while it runs)."""
 
     def __init__(self, keys: KeySpace, queue: str) -> None:

@@ -1,4 +1,5 @@
-"""The Lua files of rqconc/store/lua/, loaded once per process, and the replies they give.
+"""The Lua steps of rqconc/store/lua/ as built (rqconc/store/build), loaded once per process
+and called by SHA, and the replies they give.
 
 Only rqconc/store/steps/core.py calls them (a test holds this): it knows each script's keys and
 arguments. The reply enums name the return codes of each script's header; they are
@@ -8,20 +9,13 @@ arguments. The reply enums name the return codes of each script's header; they a
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from enum import IntEnum
-from importlib import resources
 from typing import Any, Dict, Sequence
 
 import redis
 
-from rqconc.store.build.cold import BUILDER_MARK, coldify
-from rqconc.store.build.prune import prune
-
-# `--#include NAME` in a script is replaced by lua/include/NAME.lua: Redis scripts cannot
-# call one another, and the steps that end a job must release its dependents identically.
-_INCLUDE = re.compile(r"^--#include (\w+)$", re.MULTILINE)
+from rqconc.store.build import build
 
 
 def now_ms() -> int:
@@ -45,14 +39,14 @@ TAKE_FIELDS = (
     "queue",
     "attempts",
     "retry",
-    "event_detail",  # read for the take's own `started` event (detail_of, lifecycle.lua)
+    "event_detail",  # read for the take's own `started` event (detail_of, include/events.lua)
     "callback_of",
     "callback_kind",
     "parent_serializer",
     "parent_result",
     "parent_exc",
-    "chord_results",  # a chord callback's: its group's results (lua/include/lifecycle.lua)
-    "expires_at",  # a job with a ttl: the take expires it past then (lua/include/flow.lua)
+    "chord_results",  # a chord callback's: its group's results (lua/include/groups.lua)
+    "expires_at",  # a job with a ttl: the take expires it past then (lua/include/limits.lua)
 )
 
 # A job enqueued without any of these fields is stored `lean` ("1", steps.enqueue): the hot
@@ -184,7 +178,7 @@ class Script:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self.source = coldify(prune(expand_script(read(f"{name}.lua"))))
+        self.source = build(name)  # rqconc/store/build: includes, prune, cold
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
 
     def __call__(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Any]) -> Any:
@@ -193,26 +187,6 @@ class Script:
         except redis.exceptions.NoScriptError:
             client.script_load(self.source)
             return client.evalsha(self.sha, len(keys), *keys, *args)
-
-
-def read(relative: str) -> str:
-    """The text of a file under rqconc/store/lua/."""
-    return resources.files("rqconc.store").joinpath("lua").joinpath(relative).read_text()
-
-
-def expand_script(source: str) -> str:
-    """A step's source expanded, with build/cold.py's builder mark after its last include."""
-    found = list(_INCLUDE.finditer(source))
-    if not found:
-        return source
-    last = found[-1]
-    return expand(source[: last.end()]) + "\n" + BUILDER_MARK + expand(source[last.end() :])
-
-
-def expand(source: str) -> str:
-    """A script's source with its `--#include` lines replaced by the included files (which
-    may include others: lifecycle includes metrics)."""
-    return _INCLUDE.sub(lambda m: expand(read(f"include/{m.group(1)}.lua")), source)
 
 
 _SCRIPTS: Dict[str, Script] = {}

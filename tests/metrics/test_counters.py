@@ -9,8 +9,8 @@ from rqconc.connection.clients import connect
 from rqconc.metrics.read import BOUNDS_MS, Histogram, snapshot, timeline
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry
+from rqconc.store.build import expand
 from rqconc.store.keys import KeySpace
-from rqconc.store.scripts import expand
 from rqconc.store.steps.metrics import mark_metrics_minute
 from rqconc.worker.registry import list_workers
 from tests.support.waiting import wait_for
@@ -167,7 +167,7 @@ def test_lua_and_python_share_the_bucket_bounds(redis_url):
     """metrics.lua's metric_bucket puts each time in the bucket read.py reads it from: a
     bound in its own bucket, just above it in the next one, past the last in 'inf'."""
     client = connect(redis_url)
-    source = "local NS, NOW = '', '0'\n" + expand("--#include metrics\n")
+    source = expand("--#context NS='' NOW='0'\n--#include metrics\n")
     times = [0, *BOUNDS_MS, *(bound + 0.5 for bound in BOUNDS_MS)]
     asked = (
         source + "\nlocal out = {}\nfor i, ms in ipairs(cjson.decode(ARGV[1])) do "

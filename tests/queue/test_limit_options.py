@@ -10,8 +10,8 @@ import time
 import pytest
 
 from rqconc import Queue
+from rqconc.store.build import expand
 from rqconc.store.keys import FlowKeys, KeySpace
-from rqconc.store.scripts import expand
 from rqconc.store.steps.core import Steps
 from tests.support.waiting import wait_for
 
@@ -186,14 +186,13 @@ def test_eager_mode_validates_the_flow_options_and_runs_at_once():
 
 
 def test_flow_key_names_built_inside_lua_match_keyspace(redis_url):
-    """include/flow.lua completes the per-group keys from the namespace prefix: they must
+    """include/limits.lua completes the per-group keys from the namespace prefix: they must
     be the very keys keys.FlowKeys names (same hash tag, same slot)."""
     source = (
-        "local NS, SEQ, EVENTS, NOW, WORKER = ARGV[1], '', '', '0', ''\n"
-        + expand("--#include lifecycle\n--#include flow\n")
-        + "\nlocal F = flow_lib()\nreturn {flow_key('q'), F.starts_key('q'), "
-        "F.group_running_key('q', 'g'), F.group_starts_key('q', 'g'), F.parked_key('q', 'g'), "
-        "F.parked_groups_key('q'), F.group_timers_key('q')}"
+        expand("--#context NS=ARGV[1] SEQ='' EVENTS='' NOW='0' WORKER=''\n--#include limits\n")
+        + "\nreturn {flow_key('q'), starts_key('q'), group_running_key('q', 'g'), "
+        "group_starts_key('q', 'g'), parked_key('q', 'g'), parked_groups_key('q'), "
+        "group_timers_key('q')}"
     )
     client = Queue("q", connection=redis_url).connection
     keys = KeySpace("ns")

@@ -8,8 +8,9 @@ import pytest
 import redis
 
 from rqconc import Queue
+from rqconc.store.build import read
 from rqconc.store.build.cold import BUILDER_MARK, COLD_MARK, coldify
-from rqconc.store.scripts import CompleteReply, read, script
+from rqconc.store.scripts import CompleteReply, script
 from rqconc.store.steps.core import Steps
 
 SOURCE = f"""local NS = ARGV[1]

@@ -3,8 +3,10 @@
 import re
 from importlib import resources
 
+from rqconc.store.build import expand, read
+from rqconc.store.build.include import expand_step
 from rqconc.store.build.prune import prune
-from rqconc.store.scripts import expand, read, script
+from rqconc.store.scripts import script
 
 SOURCE = """local NS = ARGV[1]
 -- unused_helper is named in this comment only
@@ -54,11 +56,11 @@ def test_every_step_loads_pruned_and_the_hot_steps_define_fewer_closures(client)
         # every name a kept line calls must still be defined (or be Lua's / Redis').
         assert client.script_load(step.source) == step.sha
         defined = set(functions(step.source)) | set(cold_functions(step.source))
-        for called in functions(expand(read(f"{name}.lua"))):
+        for called in functions(expand_step(name, read, "")[1]):
             if called not in defined:
                 assert not re.search(rf"\b{called}\(", step.source), (name, called)
     # A take needs none of the follow-up, chord and dead-letter functions.
-    assert len(functions(script("take").source)) < len(functions(expand(read("take.lua"))))
+    assert len(functions(script("take").source)) < len(functions(expand_step("take", read, "")[1]))
     assert "spawn_followups" not in functions(script("take").source)
     assert "add_dead_letter" not in functions(script("take").source)
 

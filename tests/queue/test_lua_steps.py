@@ -11,9 +11,9 @@ from importlib import resources
 import rqconc
 from rqconc.connection.direct import DirectConnection
 from rqconc.queue.job import JobStatus
+from rqconc.store.build import expand as _expand
 from rqconc.store.defaults import SHARED_WITH_LUA
 from rqconc.store.scripts import LEAN_SPOILERS, TAKE_FIELDS, script
-from rqconc.store.scripts import expand as _expand
 from rqconc.store.steps.core import CompleteReply, Steps
 
 LEASE_MS = 15_000
@@ -381,12 +381,10 @@ def test_wait_then_take_without_the_script_loaded_takes_nothing_then_a_take_load
 
 
 def test_key_names_built_inside_lua_match_keyspace(client, keys):
-    """The few keys a step only learns while it runs are named in lua/include/lifecycle.lua
+    """The few keys a step only learns while it runs are named in lua/include/keys.lua
     and take.lua; they must be the very keys keys.py names (same hash tag, same slot)."""
     source = (
-        "local NS, SEQ, EVENTS, NOW, WORKER = ARGV[1], '', '', '0', ''\n"
-        + _expand("--#include lifecycle\n")
-        + "\n"
+        _expand("--#context NS=ARGV[1] NOW='0'\n--#include keys\n--#include metrics\n") + "\n"
         "return {job_key('j'), queue_key('q'), marker_key('q'), scheduled_key('q'), "
         "started_key('q'), deferred_key('q'), done_key('j'), dependents_key('j'), "
         "NS .. 'revoked:' .. 'c', group_key('g'), metrics_key(), metrics_minute_key(60)}"

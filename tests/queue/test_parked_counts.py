@@ -1,4 +1,4 @@
-"""Jobs of a group parked at its cap (parked:<queue>:<group>, lua/include/flow.lua) are
+"""Jobs of a group parked at its cap (parked:<queue>:<group>, lua/include/limits.lua) are
 waiting jobs (SPEC 11): counted as queued by q.count, queue_counts (rqconc info, the
 dashboard, /metrics), placed by job.position, and removed by q.empty(), q.delete(),
 job.delete() and job.cancel() with their group's entry in parkedgroups."""

@@ -1,7 +1,7 @@
 """Drop the functions a script never calls from its expanded source (scripts.Script).
 
 Redis runs a script's whole body on every call, so each `local function` of the includes
-(lua/include/lifecycle.lua defines some forty) is a closure created, and later collected,
+(lua/include/ defines some eighty) is a closure created, and later collected,
 on every call of every step, whether the step calls it or not: about 55 ns each, several
 microseconds of Redis CPU per step (bench/redis_cost.py). Redis (6.2 is the minimum) keeps
 nothing between calls, so the only way to not pay for a function is to not define it.

@@ -21,10 +21,12 @@ ARGV[4]          worker name, or ""
 Returns 1 when canceled, 2 when the running job was asked to stop, 0 when it had already
 ended (or the claim is stale), -1 when there is no such job.
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[2], KEYS[5], KEYS[6], ARGV[4]
+--#context NS=ARGV[2] SEQ=KEYS[5] EVENTS=KEYS[6] WORKER=ARGV[4]
 --#include clock
---#include lifecycle
---#include flow
+--#include keys
+--#include jobs
+--#include limits
+--#include dependents
 
 local id, key, claim = ARGV[1], KEYS[1], ARGV[3]
 local status = redis.call('HGET', key, 'status')
@@ -40,7 +42,7 @@ if claim ~= '' then
   redis.call('HDEL', KEYS[4], claim)
   redis.call('ZREM', KEYS[3], id)
   redis.call('ZREM', started_key(queue), id)
-  flow_released(id, queue)  -- a capped queue may start its next job
+  limits_released(id, queue)  -- a capped queue may start its next job
   redis.call('SREM', KEYS[2], id)
   mark_canceled(id, key, 'canceled while running')
   settle_dependents(id, false)
@@ -57,7 +59,7 @@ if status == 'started' then
 end
 redis.call('ZREM', queue_key(queue), id)
 redis.call('ZREM', scheduled_key(queue), id)
-flow_lib().forget_parked(id, key, queue)  -- parked behind its group's cap
+forget_parked(id, key, queue)  -- parked behind its group's cap
 mark_canceled(id, key, 'canceled before it started')
 settle_dependents(id, false)
 return 1

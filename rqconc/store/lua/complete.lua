@@ -32,11 +32,11 @@ take step returns it: the job's fields, or the delay until the earliest due time
 is stale, {-2, next id} when a job with the next stage's id exists (in both refusals
 nothing is written, nothing taken).
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[6], KEYS[7], KEYS[8], ARGV[7]
-local ACTIVE, CLAIMS, CANCELING = KEYS[1], KEYS[2], KEYS[9]
+--#context NS=ARGV[6] SEQ=KEYS[7] EVENTS=KEYS[8] WORKER=ARGV[7] ACTIVE=KEYS[1] CLAIMS=KEYS[2] CANCELING=KEYS[9]
 --#include clock
---#include lifecycle
---#include flow
+--#include state
+--#include keys
+--#include events
 --#include take
 --#include complete
 
@@ -48,7 +48,7 @@ if ARGV[12] then  -- a next stage: its id, queue, fields, then its three keys
     KEYS[first + 2]}
 end
 local chained = ARGV[8] ~= ''
-if chained then  -- one EXISTS: dependents to release, the next claim revoked, flow settings
+if chained then  -- one EXISTS: dependents to release, the next claim revoked, limits
   local also = {dependents_key(ARGV[2])}
   local found = takes_clear({ARGV[8]}, 10, nq, also)
   NO_DEPENDENTS = found == 0 or takes_told(found, also, true) == 0

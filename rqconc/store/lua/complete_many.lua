@@ -36,11 +36,13 @@ recorded, what take returns (the job's fields, or the delay until the earliest d
 scheduled job is due sooner, as take answers). A stale job takes nothing, as in complete;
 a revoked next claim takes nothing (-1) and the later slots still take.
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[1], KEYS[3], KEYS[4], ARGV[2]
-local ACTIVE, CLAIMS, CANCELING = KEYS[1], KEYS[2], KEYS[5]
+--#context NS=ARGV[1] SEQ=KEYS[3] EVENTS=KEYS[4] WORKER=ARGV[2] ACTIVE=KEYS[1] CLAIMS=KEYS[2] CANCELING=KEYS[5]
 --#include clock
---#include lifecycle
---#include flow
+--#include state
+--#include keys
+--#include metrics
+--#include gather
+--#include events
 --#include take
 --#include complete
 
@@ -49,7 +51,7 @@ local nq, n = tonumber(ARGV[6]), tonumber(ARGV[7])
 local replies, empty = {}, nil  -- empty: what the first take that found nothing answered
 metrics_summed()  -- the runs' counters and histograms: one HINCRBY per field, at the end
 -- One EXISTS for the whole step: whether any next claim is revoked, any listened queue has
--- flow settings (take.lua) or any job here has dependents to release (a second one tells
+-- limits (take.lua) or any job here has dependents to release (a second one tells
 -- which, when one does).
 local next_claims, dependents = {}, {}
 for i = 1, n do
@@ -77,7 +79,7 @@ for i = 1, n do
   if code == 1 and next_claim ~= '' then
     if empty ~= nil then
       reply[2] = empty
-    elseif not TAKES_CLEAR and redis.call('EXISTS', NS .. 'revoked:' .. next_claim) == 1 then
+    elseif not TAKES_FREE and redis.call('EXISTS', NS .. 'revoked:' .. next_claim) == 1 then
       reply[2] = -1  -- its slot was ended meanwhile: it takes nothing, the others go on
     else
       local taken = take_next(next_claim, lease_ms, batch, ACTIVE, CLAIMS, 6, nq, false)

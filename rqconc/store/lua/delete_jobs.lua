@@ -18,10 +18,12 @@ ARGV[4..]        job ids
 Returns {deleted, running}: how many were deleted, how many were left running. With a
 queue given, every id leaves that queue's sets (also one of no job, counted in neither).
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[1], KEYS[1], KEYS[2], ''
+--#context NS=ARGV[1] SEQ=KEYS[1] EVENTS=KEYS[2] WORKER=''
 --#include clock
---#include lifecycle
---#include flow
+--#include keys
+--#include jobs
+--#include limits
+--#include dependents
 
 local only, grace = ARGV[2], tonumber(ARGV[3])
 local function forget(queue, id)
@@ -42,7 +44,7 @@ for i = 4, #ARGV do
     running = running + 1
   elseif status and (only == '' or queue == only) then
     forget(queue, id)
-    if status == 'queued' then flow_lib().forget_parked(id, key, queue) end
+    if status == 'queued' then forget_parked(id, key, queue) end
     if status ~= 'finished' and status ~= 'failed' and status ~= 'canceled' then
       -- Deleted before it ended: its end (an ended job's key has its lifetime already).
       local unique = redis.call('HMGET', key, 'unique_key', 'unique_for')

@@ -2,7 +2,7 @@
 q.delete()), a batch at a time.
 
 A grouped job popped while its group is at a cap waits in parked:<queue>:<group> instead of
-the queue (lua/include/flow.lua); those jobs are waiting ones, so emptying or deleting the
+the queue (lua/include/limits.lua); those jobs are waiting ones, so emptying or deleting the
 queue removes them too. Each is popped and its hash deleted in this one step, so no take
 can unpark a job half-deleted, and a group leaves parkedgroups with its last parked job.
 Entries whose job is no longer waiting (canceled before this version removed them, or
@@ -21,9 +21,11 @@ ARGV[5]          seconds the outcome list `canceled:` lasts for waiters
 
 Returns {deleted, popped}: jobs deleted, entries popped (0: no parked job is left).
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[1], KEYS[2], KEYS[3], ''
+--#context NS=ARGV[1] SEQ=KEYS[2] EVENTS=KEYS[3] WORKER=''
 --#include clock
---#include lifecycle
+--#include keys
+--#include jobs
+--#include dependents
 
 local queue, left, settle, grace = ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1', tonumber(ARGV[5])
 local deleted, popped = 0, 0

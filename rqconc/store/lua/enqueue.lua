@@ -5,14 +5,14 @@ hash holds only the fields that differ from their defaults (rqconc/job.py lists 
 `queue` and `created_at` (ARGV[1] and ARGV[2]) and its state; the fields shared by the whole
 batch (its options) are sent once and written into each hash.
 A job with a `depends_on` field (JSON list of parent ids) waits `deferred` until every
-parent has finished (see settle_dependents in include/lifecycle.lua); if a parent already
+parent has finished (see settle_dependents in include/dependents.lua); if a parent already
 failed for good or was canceled, the job is canceled at once, unless its `allow_failure`
 field is "1".
 
 KEYS[1]          seq                 INCR counter: FIFO order within a priority
 KEYS[2]          queues              set of known queue names
 KEYS[3]          q:<queue>           waiting jobs, score = (100 - priority) * 2^46 + 2^45 + seq
-                                     (the layout: queue_score in include/lifecycle.lua)
+                                     (the layout: queue_score in include/jobs.lua)
 KEYS[4]          marker:<queue>      wake-up marker that idle workers BZPOPMIN
 KEYS[5]          scheduled:<queue>   delayed jobs, score = due time (ms)
 KEYS[6]          events              the event stream
@@ -47,13 +47,13 @@ Returns {1, n} when every job was stored (or already was, by this very request),
         {2, id} when a job depends on a parent id that does not exist
         (in both refusals nothing at all is written).
 ]]
-local NS, SEQ, EVENTS, NOW, WORKER = ARGV[5], KEYS[1], KEYS[6], ARGV[2], ''
+--#context NS=ARGV[5] SEQ=KEYS[1] EVENTS=KEYS[6] NOW=ARGV[2] WORKER=''
 -- The plain path below runs before the include: it needs these two of its numbers.
 local PLAIN_MAX_PRIORITY = 100  -- MAX_PRIORITY
 local PLAIN_EVENTS_MAXLEN = 10000  -- EVENTS_MAXLEN
-local PLAIN_EVENTS_MAXLEN_TEXT = '10000'  -- as text (see EVENTS_MAXLEN_TEXT in lifecycle)
+local PLAIN_EVENTS_MAXLEN_TEXT = '10000'  -- as text (see EVENTS_MAXLEN_TEXT in include/events)
 local ENQUEUE_MARK_MS = 10000
-local ENQUEUE_MARK_MS_TEXT = '10000'  -- as text (see EVENTS_MAXLEN_TEXT in lifecycle)
+local ENQUEUE_MARK_MS_TEXT = '10000'  -- as text (see EVENTS_MAXLEN_TEXT in include/events)
 local MARK = KEYS[7 + tonumber(ARGV[4])]  -- nil unless the caller asked for the mark
 
 -- The plain single job, what producers send in a loop: the same writes as the general path
@@ -69,13 +69,13 @@ if ARGV[7] == 'plain' then
   local fields = {'queue', queue, 'created_at', NOW, 'status', 'queued', 'enqueued_at', NOW}
   for j = 9, common_last do fields[#fields + 1] = ARGV[j] end
   for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end
-  local plain_func  -- for its event (emit_with of include/lifecycle, inlined below)
+  local plain_func  -- for its event (emit_with of include/events, inlined below)
   for j = 9, #fields, 2 do
     if fields[j] == 'func' then plain_func = fields[j + 1] end
   end
   redis.call('SADD', KEYS[2], queue)
   redis.call('HSET', KEYS[7], unpack(fields))
-  -- queue_score and emit of include/lifecycle, inlined (2^46,
+  -- queue_score and emit of include/jobs and events, inlined (2^46,
   -- 2^45 and 2^45 - 1: its SCORE_BAND, SCORE_MIDDLE and SEQ_LIMIT).
   local score = (PLAIN_MAX_PRIORITY - tonumber(ARGV[6])) * 70368744177664 + 35184372088832
     + math.min(redis.call('INCR', SEQ), 35184372088831)
@@ -89,7 +89,10 @@ if ARGV[7] == 'plain' then
   return {1, 1}
 end
 
---#include lifecycle
+--#include keys
+--#include metrics
+--#include events
+--#include jobs
 
 local queue, due, n, chosen_ids = ARGV[1], ARGV[3], tonumber(ARGV[4]), ARGV[7] == '1'
 local c = tonumber(ARGV[8])
@@ -180,11 +183,11 @@ local function add_all(key, pairs)
 end
 
 redis.call('SADD', KEYS[2], queue)
--- One INCRBY numbers the whole batch in order; the score is queue_score's (lifecycle).
+-- One INCRBY numbers the whole batch in order; the score is queue_score's (include/jobs).
 local first_seq = redis.call('INCRBY', SEQ, n) - n
 local waiting, scheduled = {}, {}
 -- event_detail is a queue's setting, sent among the common fields: the events below need
--- no HGET to learn it (detail_of in include/lifecycle).
+-- no HGET to learn it (detail_of in include/events).
 local detail = value_of(9, common_last, 'event_detail')
 
 -- Store the i-th job as waiting, scheduled, deferred or canceled.

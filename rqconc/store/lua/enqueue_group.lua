@@ -1,7 +1,7 @@
 --[[ enqueue_group: store a group of jobs of one queue, and its chord callback, in one step.
 
 The members wait in the queue at once, each with `group_id` and `group_index` (1-based, its
-place in the group); group:<id> records them (the fields: include/lifecycle.lua, above
+place in the group); group:<id> records them (the fields: include/groups.lua, above
 group_member_finished). A chord's callback is stored `deferred`, with `chord_of`, until the
 step that finishes the last member enqueues it (complete.lua), or one that fails a member
 for good cancels it (settle_dependents). Members have fresh random ids and no parents
@@ -9,7 +9,7 @@ for good cancels it (settle_dependents). Members have fresh random ids and no pa
 
 KEYS[1]          seq                 INCR counter: FIFO order within a priority
 KEYS[2]          queues              set of known queue names
-KEYS[3]          q:<queue>           waiting jobs (score: queue_score in include/lifecycle.lua)
+KEYS[3]          q:<queue>           waiting jobs (score: queue_score in include/jobs.lua)
 KEYS[4]          marker:<queue>      wake-up marker that idle workers BZPOPMIN
 KEYS[5]          events              the event stream
 KEYS[6]          group:<id>          the group's record
@@ -30,8 +30,10 @@ ARGV[8...]       per member: id, priority, k, then k field/value pairs (queue an
 Returns 1 when stored, 2 when the group exists already (the same request sent again after
 its reply was lost: the group id is fresh and random, so nobody else's), nothing written.
 ]]
-local NS, SEQ, EVENTS, NOW, WORKER = ARGV[4], KEYS[1], KEYS[5], ARGV[2], ''
---#include lifecycle
+--#context NS=ARGV[4] SEQ=KEYS[1] EVENTS=KEYS[5] NOW=ARGV[2] WORKER=''
+--#include metrics
+--#include events
+--#include jobs
 
 if redis.call('EXISTS', KEYS[6]) == 1 then
   return 2

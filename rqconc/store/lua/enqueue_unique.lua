@@ -4,7 +4,7 @@ return the job that holds it already; with `debounce`, move that job instead.
 unique:<key> names the job holding the key. It holds it while its status is queued,
 scheduled, deferred or started, and for its `unique_for` (ms) after it ended (`ended_at`);
 afterwards (or once its hash expired) a new job takes the key over. The steps that end a
-job give the key that same lifetime (lifecycle.lua unique_ended): it expires `unique_for`
+job give the key that same lifetime (include/jobs.lua unique_ended): it expires `unique_for`
 after the end, or goes at once without one, so unused keys do not pile up. With `debounce` (ms):
 a holder still waiting (queued or scheduled) takes the new job's arguments and is
 scheduled `debounce` ms from now, so it runs once with the latest ones; a holder already
@@ -30,9 +30,11 @@ ARGV[6...]       the new job's field/value pairs (with unique_key, and unique_fo
 Returns {1, id} stored as a new job, {0, holder} the holder stays as it is,
         {2, holder} the holder was debounced (new arguments, later start).
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[3], KEYS[1], KEYS[6], ''
+--#context NS=ARGV[3] SEQ=KEYS[1] EVENTS=KEYS[6] WORKER=''
 --#include clock
---#include lifecycle
+--#include keys
+--#include events
+--#include jobs
 
 local queue, due, id, now = ARGV[1], ARGV[2], ARGV[5], tonumber(NOW)
 local fields = {unpack(ARGV, 6)}

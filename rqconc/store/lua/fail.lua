@@ -31,10 +31,14 @@ ARGV[8]          worker name
 Returns 1 when failed for good, 2 when scheduled for a retry, -1 when the claim is stale
 (nothing written).
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[7], KEYS[8], KEYS[9], ARGV[8]
+--#context NS=ARGV[7] SEQ=KEYS[8] EVENTS=KEYS[9] WORKER=ARGV[8]
 --#include clock
---#include lifecycle
---#include flow
+--#include metrics
+--#include events
+--#include jobs
+--#include limits
+--#include dependents
+--#include followups
 
 local claim, id, now = ARGV[1], ARGV[2], tonumber(NOW)
 local key, done = KEYS[3], KEYS[7]
@@ -45,7 +49,7 @@ end
 redis.call('HDEL', KEYS[2], claim)
 redis.call('ZREM', KEYS[1], id)
 redis.call('ZREM', KEYS[4], id)
-flow_released(id, redis.call('HGET', key, 'queue'))  -- a capped queue may start its next job
+limits_released(id, redis.call('HGET', key, 'queue'))  -- a capped queue may start its next job
 redis.call('HDEL', key, 'token')
 bump(key, 'attempts')
 redis.call('HSET', key, 'exc_type', ARGV[3], 'exc_message', ARGV[4], 'traceback', ARGV[5],

@@ -14,7 +14,7 @@ ARGV[1]          namespace prefix "{ns}:" (the minute's key is named here, from 
 
 Returns 1 when it copied, 0 when this minute had its copy.
 ]]
-local NS = ARGV[1]
+--#context NS=ARGV[1]
 --#include clock
 --#include metrics
 

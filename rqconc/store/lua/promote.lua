@@ -17,9 +17,9 @@ ARGV[3]          queue name
 Returns 1 when promoted, 0 when the job is neither scheduled nor deferred (nothing
 written), -1 when there is no such job, -2 when it belongs to another queue.
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[2], KEYS[4], KEYS[5], ''
+--#context NS=ARGV[2] SEQ=KEYS[4] EVENTS=KEYS[5] WORKER=''
 --#include clock
---#include lifecycle
+--#include jobs
 
 local id, key = ARGV[1], KEYS[1]
 local status = redis.call('HGET', key, 'status')

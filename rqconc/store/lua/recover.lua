@@ -25,10 +25,14 @@ ARGV[2i+2]       the token it had when read ("" if none)
 Returns {requeued, dead}: how many went back to the front of their queue, how many to the
 dead letters (or were canceled).
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[2], KEYS[1], KEYS[4], ''
+--#context NS=ARGV[2] SEQ=KEYS[1] EVENTS=KEYS[4] WORKER=''
 --#include clock
---#include lifecycle
---#include flow
+--#include metrics
+--#include events
+--#include jobs
+--#include limits
+--#include dependents
+--#include followups
 
 local now, max_lost = tonumber(NOW), tonumber(ARGV[1])
 local requeued, dead = 0, 0
@@ -62,7 +66,7 @@ for i = 1, (#ARGV - 2) / 2 do
     if exists then
       redis.call('HDEL', key, 'token')
       redis.call('ZREM', KEYS[5 * i + 2], id)
-      flow_released(id, redis.call('HGET', key, 'queue'))  -- its slot comes back
+      limits_released(id, redis.call('HGET', key, 'queue'))  -- its slot comes back
       bump(key, 'attempts')
       local lost = bump(key, 'lost')
       if redis.call('HGET', key, 'cancel_requested') then

@@ -16,9 +16,11 @@ ARGV[2]          namespace prefix "{ns}:"
 Returns 1 when requeued, 0 when the id is not a dead letter of this queue (or its data
 expired, in which case the stale entry is dropped).
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[2], KEYS[1], KEYS[5], ''
+--#context NS=ARGV[2] SEQ=KEYS[1] EVENTS=KEYS[5] WORKER=''
 --#include clock
---#include lifecycle
+--#include metrics
+--#include events
+--#include jobs
 
 local id, key = ARGV[1], KEYS[3]
 if not redis.call('ZSCORE', KEYS[2], id) then

@@ -21,10 +21,12 @@ ARGV[5]          the event to record: "requeued" or "interrupted"
 
 Returns 1 when requeued (or canceled), 0 when the claim is unknown or stale (a no-op).
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[3], KEYS[1], KEYS[6], ARGV[4]
+--#context NS=ARGV[3] SEQ=KEYS[1] EVENTS=KEYS[6] WORKER=ARGV[4]
 --#include clock
---#include lifecycle
---#include flow
+--#include events
+--#include jobs
+--#include limits
+--#include dependents
 
 local claim, id, key = ARGV[1], ARGV[2], KEYS[4]
 if redis.call('HGET', KEYS[3], claim) ~= id or redis.call('HGET', key, 'token') ~= claim then
@@ -34,7 +36,7 @@ end
 redis.call('HDEL', KEYS[3], claim)
 redis.call('ZREM', KEYS[2], id)
 redis.call('ZREM', KEYS[5], id)
-flow_released(id, redis.call('HGET', key, 'queue'))  -- a capped queue may start its next job
+limits_released(id, redis.call('HGET', key, 'queue'))  -- a capped queue may start its next job
 redis.call('HDEL', key, 'token')
 if redis.call('HGET', key, 'cancel_requested') then
   redis.call('SREM', KEYS[7], id)

@@ -25,10 +25,8 @@ Returns {id, v1, v2, ...}: the taken job's TAKE_FIELDS (include/take.lua), alrea
         clock) until the earliest of their scheduled jobs is due, or -1 when none is
         scheduled.
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[5], KEYS[1], KEYS[4], ARGV[3]
+--#context NS=ARGV[5] SEQ=KEYS[1] EVENTS=KEYS[4] WORKER=ARGV[3]
 --#include clock
---#include lifecycle
---#include flow
 --#include take
 
 -- A child that takes here may have been woken by a marker: re-arm them (rearm = true).

@@ -27,10 +27,10 @@ Returns {{claim, id, v1, v2, ...}, ...}: one entry per job taken, the claim it w
         when no job was taken, what take.lua returns then: the delay (ms, >= 0, by Redis'
         clock) until the earliest scheduled job of the listened queues is due, or -1.
 ]]
-local NS, SEQ, EVENTS, WORKER = ARGV[4], KEYS[1], KEYS[4], ARGV[2]
+--#context NS=ARGV[4] SEQ=KEYS[1] EVENTS=KEYS[4] WORKER=ARGV[2]
 --#include clock
---#include lifecycle
---#include flow
+--#include state
+--#include gather
 --#include take
 
 local lease_ms, batch, nq = tonumber(ARGV[1]), ARGV[3], (#KEYS - 4) / 4  -- batch: as text
@@ -39,7 +39,7 @@ takes_clear({unpack(ARGV, 5)}, 5, nq)  -- one EXISTS for every claim and queue, 
 gathering()  -- the registries' writes of every take, once per key at the end (include/gather)
 for i = 5, #ARGV do
   local claim = ARGV[i]
-  if TAKES_CLEAR or redis.call('EXISTS', NS .. 'revoked:' .. claim) == 0 then
+  if TAKES_FREE or redis.call('EXISTS', NS .. 'revoked:' .. claim) == 0 then
     -- Only the last take may leave jobs behind for another idle child: it re-arms markers.
     last = take_next(claim, lease_ms, batch, KEYS[2], KEYS[3], 5, nq, i == #ARGV)
     if type(last) ~= 'table' then break end  -- every listened queue is empty

@@ -1,6 +1,6 @@
-"""The Lua steps of flow control (SPEC 11), beside steps.py (the other steps' one caller):
-changing a queue's flow settings, the enqueue of a unique or debounced job, and deleting
-the jobs parked behind their groups' caps."""
+"""The Lua steps of limits (SPEC 11), beside core.py (the other steps' one caller):
+changing a queue's limits (limit_settings.lua), the enqueue of a unique or debounced job,
+and deleting the jobs parked behind their groups' caps."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class UniqueReply(IntEnum):
 
 
 class FlowSteps:
-    """The flow-control steps bound to one client and namespace."""
+    """The limits steps bound to one client and namespace."""
 
     def __init__(
         self, client: redis.Redis, keys: KeySpace, wait: Optional[ReplicaWait] = None
@@ -41,13 +41,13 @@ class FlowSteps:
         return settings
 
     def change(self, queue: str, fields: Dict[str, str]) -> int:
-        """Set (or with "" remove) flow settings fields of `queue`; parked jobs go back."""
+        """Set (or with "" remove) limit fields of `queue` (flow:<queue>); parked jobs go back."""
         f, k = FlowKeys(self.keys, queue), self.keys
         keys = [f.settings, k.queue(queue), k.marker(queue), f.parked_groups, f.group_timers]
         args: List[Any] = [k.prefix, queue]
         for pair in fields.items():
             args += pair
-        return int(script("flow_settings")(self.client, keys, args))
+        return int(script("limit_settings")(self.client, keys, args))
 
     def enqueue_unique(
         self,

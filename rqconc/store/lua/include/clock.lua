@@ -1,4 +1,4 @@
---[[ clock (included by every step that reads the time, before lifecycle).
+--[[ clock (included by every step that reads the time, before the includes that need NOW).
 
 Defines NOW: Redis' clock (ms since the epoch, a string, as ARGV values are). Leases,
 deadlines, due times and expiries are set and compared with it, never with a worker's own
@@ -6,6 +6,7 @@ clock: a worker whose clock is off must neither lose the leases of its running j
 take the leases of another's (issue 14). Redis 6.2 replicates scripts by their effects
 (lua-replicate-commands, default since 5.0), which allows TIME before writes.
 ]]
+--#gives NOW
 local NOW
 do
   -- Seconds, then the first three of the six microsecond digits: string operations only

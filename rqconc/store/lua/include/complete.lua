@@ -1,10 +1,10 @@
---[[ complete_job (included by complete and complete_many; needs lifecycle, flow included).
+--[[ complete: complete_job, a job's return value recorded (complete and complete_many).
 
 complete_job(claim, id, result, serializer, done_grace, key, started, finished, done,
              chained, stage): record one job's return value, fenced by the claim of its run.
 
-The including script defines, beside NS, SEQ, EVENTS, WORKER: ACTIVE (leased jobs), CLAIMS
-(claim -> job id), CANCELING (jobs asked to stop while running). `key`, `started`,
+Context: NS, SEQ, EVENTS, WORKER, NOW (as the includes below need them), ACTIVE (leased
+jobs), CLAIMS (claim -> job id), CANCELING (jobs asked to stop while running). `key`, `started`,
 `finished`, `done`: job:<id>, started:<queue>, finished:<queue>, done:<id>. `chained`: a
 take follows for the same slot, so the `finished` event may share its entry with that
 take's `started` (hold_events). `stage`: nil, or the next stage of a flow
@@ -25,10 +25,22 @@ exists (in both refusals nothing is written).
 Every job pays for this, so it reads the job once (one HMGET) and skips what a plain job
 does not have: no dependents, callbacks, flow stage, group, waiter or kept result.
 ]]
--- True when the including step asked once, for all the jobs it completes, and none has
--- dependents waiting (complete_many): each then skips settle_dependents' own EXISTS. Only
--- an enqueue registers dependents, never a step that completes jobs.
-local NO_DEPENDENTS = false
+--#needs NS ACTIVE CLAIMS CANCELING
+--#include state
+--#include keys
+--#include metrics
+--#include gather
+--#include events
+--#include jobs
+--#include limits
+--#include dependents
+--#include followups
+--#include groups
+
+-- NO_DEPENDENTS: true when the including step asked once, for all the jobs it
+-- completes, and none has dependents waiting (complete and complete_many): each then skips
+-- settle_dependents' own EXISTS. Only an enqueue registers dependents, never a step that
+-- completes jobs.
 
 local function complete_job(claim, id, result, serializer, done_grace, key, started, finished,
     done, chained, stage)
@@ -63,8 +75,8 @@ local function complete_job(claim, id, result, serializer, done_grace, key, star
   registry_write('HDEL', CLAIMS, claim)
   registry_write('ZREM', ACTIVE, id)
   registry_write('ZREM', started, id)
-  if flow_taken then  -- taken under flow control: a capped queue or group may start its next
-    flow_released(id, queue)
+  if flow_taken then  -- taken under limits: a capped queue or group may start its next
+    limits_released(id, queue)
   end
   if cancel_requested then
     redis.call('SREM', CANCELING, id)  -- finishing first wins over a cancel request

@@ -1,5 +1,5 @@
---[[ gather (included by lifecycle, after metrics; used by the steps that end and start many
-runs at once: complete_many, take_many).
+--[[ gather: a step's registry writes sent as one command per key (used by the steps that
+end and start many runs at once: complete_many, take_many).
 
 Every job's run is written into three registries when it starts and again when it ends:
 claims (claim -> job id), active (lease expiry) and started:<queue>; a job kept for 0 s also
@@ -20,16 +20,17 @@ What a gathered write relies on (tests/queue/test_complete_many.py drives the ca
   jobs' order within the step cannot matter. (Measured: keeping each member's net effect
   instead, in a table per member, cost more than the commands it saved.)
 - Nothing in the step reads a gathered key before the flush, except flow control
-  (include/flow.lua: queue caps count started:<queue>), and `flow_lib` flushes first. A
+  (include/limits.lua: queue caps count started:<queue>), and each of its entries flushes
+  first. A
   caller of `registry_write` never needs the write's reply.
 - A job hash is only deleted (ttl 0) once its step has read everything it needs from it;
   complete_many refuses a job that appears twice in one step, which the still present hash
   would otherwise let complete twice.
 ]]
--- nil: write at once. Else key -> {removed members, added pairs, whether a hash}, the keys
--- in order at 1..n, and `deleted`: the job hashes to DEL.
-local GATHERED = nil
+--#include state
 
+-- GATHERED: false, write at once. Else key -> {removed members, added pairs, whether a
+-- hash}, the keys in order at 1..n, and `deleted`: the job hashes to DEL.
 local function gathering() GATHERED = {deleted = {}} end
 
 -- ZADD key score member, ZREM key member, HSET key field value or HDEL key field.
@@ -54,11 +55,12 @@ local function registry_write(command, key, a, b)
 end
 
 local function job_deleted(key)
-  if not GATHERED then return redis.call('DEL', key) end
-  GATHERED.deleted[#GATHERED.deleted + 1] = key
+  local gathered = GATHERED
+  if not gathered then return redis.call('DEL', key) end
+  gathered.deleted[#gathered.deleted + 1] = key
 end
 
--- Send what was noted; the step goes on gathering (flow_lib flushes in mid-step).
+-- Send what was noted; the step goes on gathering (limits flushes in mid-step).
 local function gathered_flush()
   local gathered = GATHERED
   if not gathered then return end

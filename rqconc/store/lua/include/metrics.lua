@@ -1,4 +1,4 @@
---[[ metrics (included by the steps that change a job's state, before lifecycle; SPEC 9).
+--[[ metrics (included by the steps that change a job's state; SPEC 9).
 
 The including script defines NS (the namespace prefix "{ns}:") and NOW (ms, a string;
 `--#include clock`, or the producer's clock in the enqueue steps).
@@ -24,6 +24,9 @@ runs and failures of {ns}:metrics as they stood when each minute began, in {ns}:
 subtracts one minute's copy from the next. Every worker's supervisor asks for the copy when
 it starts and at every tick (once per second; only the first ask of a minute copies).
 ]]
+--#needs NS NOW
+--#include state
+
 local function metrics_key() return NS .. 'metrics' end
 local function metrics_minute_key(minute) return NS .. 'metrics:' .. minute end
 
@@ -48,10 +51,13 @@ end
 
 -- NOW as a number, converted once per step: a tonumber of a string is a strtod in Redis'
 -- Lua (about 1,500 instructions), and a step of many jobs asked for it several times a job.
-local NOW_MS = nil
 local function now_ms()
-  if not NOW_MS then NOW_MS = tonumber(NOW) end
-  return NOW_MS
+  local now = NOW_NUMBER
+  if not now then
+    now = tonumber(NOW)
+    NOW_NUMBER = now
+  end
+  return now
 end
 
 -- Elapsed ms since `since` (a stored ms time; a corrupt or future one counts as 0).
@@ -68,8 +74,8 @@ end
 
 -- A step that starts and ends many runs (complete_many) sums their observations here and
 -- writes each field once at its end (metrics_flush): the same totals, with one HINCRBY per
--- field instead of one per job. nil: every observation is written at once.
-local METRIC_SUMS = nil
+-- field instead of one per job. METRIC_SUMS false: every observation is
+-- written at once.
 local function metrics_summed() METRIC_SUMS = {} end
 
 -- Write what metrics_summed collected (in the same step: a reader never sees a half).
@@ -78,7 +84,7 @@ local function metrics_flush()
   for field, n in pairs(METRIC_SUMS or {}) do
     redis.call('HINCRBY', key, field, n)
   end
-  METRIC_SUMS = nil
+  METRIC_SUMS = false
 end
 
 -- One observation: its bucket counted, and its time added to the sum (a time under a

@@ -1,4 +1,4 @@
---[[ take_next (included by take and complete; needs lifecycle included first).
+--[[ take: take_next, the lease of a waiting job (the take steps and complete's fused take).
 
 take_next(claim, lease_ms, batch, active, claims, first, nq, rearm): promote due scheduled
 jobs of the nq listened queues, then lease the best waiting job of the first non-empty one.
@@ -19,7 +19,17 @@ nil in the reply, where a field is absent), already started and leased under `cl
 when every listened queue is empty, how long (ms, >= 0) until the earliest of their
 scheduled jobs is due by Redis' clock (NOW), or -1 when none is scheduled. A delay, not a
 due time: a worker whose own clock is off would wait the wrong time for it (issue 14).
+Context: NS, WORKER (the taking worker's name), NOW.
 ]]
+--#needs NS WORKER NOW
+--#include state
+--#include keys
+--#include metrics
+--#include gather
+--#include events
+--#include jobs
+--#include limits
+
 -- What a worker needs to run a job, TAKE_FIELDS, in the order of scripts.TAKE_FIELDS (a test
 -- compares them): the fields of read()'s first HMGET between 'token' and 'enqueued_at',
 -- then those of its second. An HMGET of these, not HGETALL: a job hash holds twice as many
@@ -30,25 +40,24 @@ local TAKE_QUEUE = 6
 local TAKE_ATTEMPTS = 7
 local TAKE_EVENT_DETAIL = 9
 local TAKE_EXPIRES_AT = 16
--- Jobs one take may expire or park (include/flow.lua) before it answers "take again now":
+-- Jobs one take may expire or park (include/limits.lua) before it answers "take again now":
 -- bounds the time one take holds Redis.
-local FLOW_SKIPS = 500
+local LIMIT_SKIPS = 500
 local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
 
 -- Whether this step promoted its queues' due jobs already: NOW does not move within a step,
 -- so the later takes of complete_many and take_many find nothing more due (one
--- ZRANGEBYSCORE per queue and step, not per job).
-local PROMOTED = false
+-- ZRANGEBYSCORE per queue and step, not per job): PROMOTED.
 
 -- True once a step found, with one EXISTS for all the claims it takes for and all its
--- listened queues, no revoked claim and no flow settings: its takes then skip their own
+-- listened queues, no revoked claim and no limits: its takes then skip their own
 -- EXISTS (nothing in a step creates either). The listened queues' q:<queue> keys are at
 -- KEYS[first], every 4th. `also`: more keys the step wants to know about in the same call
 -- (the dependents:<id> of the jobs it completes); when the count is not 0, asking `also`
 -- again tells which part it was (takes_told).
--- FLOWING: true once the step knows that its one take's claim is revoked or a listened
--- queue has flow settings (take_next then skips straight to the revoked check).
-local TAKES_CLEAR, FLOWING = false, false
+-- TAKES_FREE holds the answer. LIMITED: true once the step knows that its one
+-- take's claim is revoked or a listened queue has limits (take_next then skips straight to
+-- the revoked check).
 local function takes_clear(claims_taking, first, nq, also)
   local asked = {unpack(also or {})}
   for _, claim in ipairs(claims_taking) do asked[#asked + 1] = NS .. 'revoked:' .. claim end
@@ -56,7 +65,7 @@ local function takes_clear(claims_taking, first, nq, also)
     asked[#asked + 1] = flow_key(string.sub(KEYS[first + 4 * (i - 1)], #NS + 3))
   end
   local found = redis.call('EXISTS', unpack(asked))
-  TAKES_CLEAR = found == 0
+  TAKES_FREE = found == 0
   return found
 end
 
@@ -64,27 +73,27 @@ end
 -- EXISTS), so the takes know whether the rest was clear. Returns that count.
 local function takes_told(found, also, one_take)
   local among = redis.call('EXISTS', unpack(also))
-  TAKES_CLEAR = among == found
-  FLOWING = one_take and among < found
+  TAKES_FREE = among == found
+  LIMITED = one_take and among < found
   return among
 end
 
 local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
   local now = now_ms()
   -- The claim's child was ended (its claims requeued) while this take was on its way; and
-  -- which listened queues have flow settings (include/flow.lua). One EXISTS asks both: a
-  -- plain queue pays no call of its own for flow control (SPEC 13).
-  local flows, flowing = {}, FLOWING
-  if not TAKES_CLEAR then
+  -- which listened queues have limits (include/limits.lua). One EXISTS asks both: a
+  -- plain queue pays no call of its own for limits (SPEC 13).
+  local queue_limits, limited = {}, LIMITED
+  if not TAKES_FREE then
     local revoked = NS .. 'revoked:' .. claim
-    if not flowing then
+    if not limited then
       local asked = {revoked}
       for i = 1, nq do
         asked[i + 1] = flow_key(string.sub(KEYS[first + 4 * (i - 1)], #NS + 3))
       end
-      flowing = redis.call('EXISTS', unpack(asked)) > 0
+      limited = redis.call('EXISTS', unpack(asked)) > 0
     end
-    if flowing and redis.call('EXISTS', revoked) == 1 then return -1 end
+    if limited and redis.call('EXISTS', revoked) == 1 then return -1 end
   end
 
   local function promote(scheduled)
@@ -150,19 +159,19 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     return KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
   end
 
-  -- Flow control (include/flow.lua): a queue's settings, nil for a plain queue; the
-  -- earliest moment a capped queue or group may start again (`flow_due`, ms).
-  local flow_due, skips = -1, 0
+  -- Limits (include/limits.lua): a queue's settings, nil for a plain queue; the
+  -- earliest moment a capped queue or group may start again (`limit_due`, ms).
+  local limit_due, skips = -1, 0
   local function note_wait(wait)
-    if wait > 0 and (flow_due < 0 or now + wait < flow_due) then flow_due = now + wait end
+    if wait > 0 and (limit_due < 0 or now + wait < limit_due) then limit_due = now + wait end
   end
 
   for i = 1, nq do
     local queue, _, scheduled = queue_keys(i)
     if not PROMOTED then promote(scheduled) end
-    flows[i] = flowing and flow_lib().flow_of(string.sub(queue, #NS + 3)) or false
-    if flows[i] and flows[i].grouped then
-      flow_lib().promote_group_timers(flows[i], now, batch)
+    queue_limits[i] = limited and limits_of(string.sub(queue, #NS + 3)) or false
+    if queue_limits[i] and queue_limits[i].grouped then
+      promote_group_timers(queue_limits[i], now, batch)
     end
   end
 
@@ -170,14 +179,14 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   local taken = nil
   for i = 1, nq do
     local queue, _, _, started = queue_keys(i)
-    local flow = flows[i]
+    local limits = queue_limits[i]
     local open = true
-    if flow then
-      local wait = flow_lib().queue_wait(flow, started, now)
+    if limits then
+      local wait = queue_wait(limits, started, now)
       note_wait(wait)
       open = wait == 0
     end
-    while open and not taken and skips < FLOW_SKIPS do
+    while open and not taken and skips < LIMIT_SKIPS do
       local popped = redis.call('ZPOPMIN', queue)
       if #popped == 0 then break end
       -- An id whose hash is gone (deleted meanwhile) is dropped and the next one tried.
@@ -185,15 +194,15 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
       local values, enqueued_at = read(key)
       if values then
         local admitted, wait = true, -1
-        if flow or values[TAKE_EXPIRES_AT + 1] then
-          admitted, wait = flow_lib().flow_admits(flow, popped[1], popped[2], key,
+        if limits or values[TAKE_EXPIRES_AT + 1] then
+          admitted, wait = limits_admit(limits, popped[1], popped[2], key,
             values[TAKE_EXPIRES_AT + 1], started, now)
         end
         if admitted then
           local expires_at
           taken, expires_at = lease(popped[1], key, values, enqueued_at, started)
-          if flow or expires_at then
-            flow_lib().flow_started(flow, popped[1], key, expires_at, claim, started, now)
+          if limits or expires_at then
+            limits_started(limits, popped[1], key, expires_at, claim, started, now)
           end
         else
           skips = skips + 1
@@ -208,18 +217,18 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     if rearm then
       for i = 1, nq do
         local queue, marker, _, started = queue_keys(i)
-        -- A capped queue's marker is set again by the step that frees it (flow_released).
+        -- A capped queue's marker is set again by the step that frees it (limits_released).
         if redis.call('ZCARD', queue) > 0
-            and (not flows[i] or flow_lib().queue_wait(flows[i], started, now) == 0) then
+            and (not queue_limits[i] or queue_wait(queue_limits[i], started, now) == 0) then
           redis.call('ZADD', marker, '0', '0')
         end
       end
     end
     return taken
   end
-  if skips >= FLOW_SKIPS then return 0 end  -- more to look at: take again at once
+  if skips >= LIMIT_SKIPS then return 0 end  -- more to look at: take again at once
 
-  local earliest = flow_due
+  local earliest = limit_due
   for i = 1, nq do
     local _, _, scheduled = queue_keys(i)
     local head = redis.call('ZRANGE', scheduled, 0, 0, 'WITHSCORES')

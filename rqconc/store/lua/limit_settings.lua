@@ -1,6 +1,6 @@
---[[ flow_settings: change a queue's flow settings (limits, group limits, pause; SPEC 11).
+--[[ limit_settings: change a queue's limits (limits, group limits, pause; SPEC 11).
 
-The fields are those of flow:<queue> (include/flow.lua). Caps may have risen or gone: every
+The fields are those of flow:<queue> (include/limits.lua). Caps may have risen or gone: every
 parked job of the queue's groups goes back into the queue with its own score (a take parks
 again whatever still has to wait), and an idle worker is woken to look.
 
