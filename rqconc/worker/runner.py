@@ -87,6 +87,19 @@ def _chord_results(serializer: Any, stored: str) -> List[Any]:
         ) from None
 
 
+def user_traceback(exc: BaseException) -> str:
+    """The traceback of a job's failure from the job's own code on: the frames of rqconc that
+    called it (this runner, calling.py, the event loop) say nothing to the job's author."""
+    frames = exc.__traceback__
+    while frames is not None and _is_rqconc(frames.tb_frame.f_globals.get("__name__", "")):
+        frames = frames.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, frames))
+
+
+def _is_rqconc(module: str) -> bool:
+    return module.startswith("rqconc.") and not module.startswith("rqconc.demo.")
+
+
 class Refused(Exception):
     """The job cannot even be started (corrupt, not allowed, unimportable): a final failure."""
 
@@ -128,7 +141,7 @@ class JobRunner:
             result = call_job_function(func, args, kwargs)
         except Exception as exc:  # the job's own failure; BaseException ends the child
             return Outcome(
-                exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
+                exc=(type_name(type(exc)), str(exc), user_traceback(exc)),
                 exc_mro=failure_names(exc),
                 error=exc,
             )
