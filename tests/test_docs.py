@@ -8,12 +8,15 @@ project's virtualenv first on PATH. After `<!-- test: run in background -->` a b
 and keeps running (a worker, say) while the document's later blocks run; it is killed at
 the end. After `<!-- test: file PATH -->` a block is a file the reader creates: it is
 written to PATH in a temporary directory, which is then the working directory of the
-document's blocks (else they run in the checkout). Every `rqconc ...` and
+document's blocks (else they run in the checkout). The README's block after
+`<!-- test: install -->` is its install section: `.ci/wheel_smoke.py` (run by `make test`)
+runs it as written in a fresh virtualenv, too slow for this file. Every `rqconc ...` and
 `python main.py ...` line of every bash block (runnable or not) must parse with the real
 command line: options, choices, ranges and arguments, without running it; every python
 block must compile.
 """
 
+import importlib.util
 import os
 import re
 import shlex
@@ -231,3 +234,34 @@ def test_runnable_blocks_run(doc, redis_server, tmp_path):
     finally:
         for process in background:
             end(process)
+
+
+INSTALL = "<!-- test: install -->"
+# The wheel smoke step is a script (.ci/ is no package): the function that finds its block.
+_SMOKE = ROOT / ".ci" / "wheel_smoke.py"
+
+
+def test_the_readme_install_block_is_the_one_the_wheel_smoke_step_runs():
+    spec = importlib.util.spec_from_file_location("wheel_smoke", _SMOKE)
+    smoke = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(smoke)
+    readme = ROOT / "README.md"
+    lines = readme.read_text().splitlines()
+    marked = [b for b in blocks(readme) if lines[b.line - 3 : b.line - 1][-1:] == [INSTALL]]
+    assert smoke.INSTALL_MARKER == INSTALL and len(marked) == 1, marked
+    assert smoke.install_block(readme.read_text()) == marked[0].text
+    assert "wheel-smoke" in (ROOT / "Makefile").read_text().split("\ntest:")[1].splitlines()[0]
+
+
+# What pip would install from PyPI (rqconc, the first argument after any options): rqconc is
+# not published there, so an instruction naming it bare would install nothing, or whatever
+# someone registers under the name later.
+BARE_NAME = re.compile(
+    r"""pip install(?:\s+-[-\w=]+)*\s+['"]?rqconc(\[[\w,]*\])?(?!\s*@)['"]?(?=[\s'"`),]|$)"""
+)
+
+
+@pytest.mark.parametrize("path", [*DOCS, *sorted((ROOT / "rqconc").rglob("*.py"))], ids=str)
+def test_no_install_instruction_names_rqconc_on_pypi(path):
+    found = [m.group(0) for m in BARE_NAME.finditer(path.read_text())]
+    assert not found, f"{path.relative_to(ROOT)}: {found}"

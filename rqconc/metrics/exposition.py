@@ -29,7 +29,8 @@ class _Prometheus:
             from prometheus_client import core, exposition, utils
         except ImportError:
             raise RQConcError(
-                "the Prometheus text format needs prometheus-client: pip install 'rqconc[metrics]'"
+                "the Prometheus text format needs prometheus-client: install rqconc with its "
+                "metrics extra (pip install '.[metrics]' in its checkout)"
             ) from None
         self.core, self.generate_latest = core, exposition.generate_latest
         self.float_to_go: Callable[[float], str] = utils.floatToGoString

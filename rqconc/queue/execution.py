@@ -49,6 +49,19 @@ class Outcome:
     error: Optional[BaseException] = None
 
 
+def user_traceback(exc: BaseException) -> str:
+    """The traceback of a job's failure from the job's own code on: the frames of rqconc that
+    called it (this module, calling.py, the event loop) say nothing to the job's author."""
+    frames = exc.__traceback__
+    while frames is not None and _is_rqconc(frames.tb_frame.f_globals.get("__name__", "")):
+        frames = frames.tb_next
+    return "".join(traceback.format_exception(type(exc), exc, frames))
+
+
+def _is_rqconc(module: str) -> bool:
+    return module.startswith("rqconc.") and not module.startswith("rqconc.demo.")
+
+
 class Refused(Exception):
     """The job cannot even be started (corrupt, not allowed, unimportable): a final failure."""
 
@@ -124,7 +137,7 @@ class Execution:
             result = call(func, args, kwargs)
         except Exception as exc:  # the job's own failure; BaseException ends the child
             return Outcome(
-                exc=(type_name(type(exc)), str(exc), traceback.format_exc()),
+                exc=(type_name(type(exc)), str(exc), user_traceback(exc)),
                 exc_mro=failure_names(exc),
                 error=exc,
             )

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Generic, List, Optional, Sequence, Tuple
 
 import redis
+from typing_extensions import TypeVar
 
 from rqconc import errors
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
@@ -71,7 +72,12 @@ def _datetime(value: Optional[str]) -> Optional[datetime]:
     return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc) if value else None
 
 
-class Job(Reporting):
+# What get() returns: a @task's `.delay()` knows it (Job[str] for a function returning str);
+# the default Any keeps a bare `Job` (Queue.enqueue's) valid under mypy --strict.
+Result = TypeVar("Result", default=Any)
+
+
+class Job(Reporting, Generic[Result]):
     """One job stored in Redis. Get one from `Queue.enqueue*` or `Job.fetch(id)`.
     Inside a job, `rqconc.get_current_job()` returns it (meta and progress: Reporting)."""
 
@@ -357,7 +363,7 @@ class Job(Reporting):
         return self._field(name)
 
     # ---- waiting for the outcome ----
-    def get(self, timeout: Optional[float] = None) -> Any:
+    def get(self, timeout: Optional[float] = None) -> Result:
         """Block until the job ends; its return value, or `JobFailed`. `TimeoutError` when
         `timeout` seconds pass first (None: wait as long as it takes)."""
         with translated_errors(self.connection):

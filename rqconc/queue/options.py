@@ -60,8 +60,20 @@ class Priority(IntEnum):
     HIGH = 2
 
 
+# RQ's names for rqconc's options: given to `enqueue`, they would go to the job's function,
+# which fails in the worker only (unexpected keyword argument): refused at enqueue instead.
+RQ_NAMES = {"job_timeout": "timeout"}
+
+
 def take_options(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """Take the enqueue options out of a call's keyword arguments (the rest are the call's)."""
+    rq_names = sorted(RQ_NAMES.keys() & kwargs.keys())
+    if rq_names:
+        name = rq_names[0]
+        raise TypeError(
+            f"{name}= is RQ's name: rqconc's option is {RQ_NAMES[name]}=; to pass {name} "
+            "to the function itself, use enqueue_call(func, args, kwargs)"
+        )
     return {name: kwargs.pop(name) for name in _OPTIONS.intersection(kwargs)}
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import sys
-from typing import Any, Callable, Dict, Generic, Optional, TypeVar, Union, overload
+from typing import Any, Callable, Coroutine, Dict, Generic, Optional, TypeVar, Union, overload
 
 from rqconc.connection.clients import ConnectionLike
 from rqconc.queue.job import Job
@@ -36,6 +36,7 @@ else:  # pragma: no cover - Python 3.9
 
 P = ParamSpec("P")
 R = TypeVar("R")
+T = TypeVar("T")
 
 # Where a Task sends its jobs, as opposed to the options stored with each job.
 _TARGET_NAMES = frozenset(("queue", "connection", "namespace"))
@@ -95,7 +96,17 @@ class Task(Generic[P, R]):
             self._queue = Queue(self.queue_name, self.connection, namespace=self.namespace)
         return self._queue
 
-    def delay(self, *args: P.args, **kwargs: P.kwargs) -> Job:
+    # job.get()'s type: what the function returns, what it awaits for an `async def` one
+    # (the worker runs the coroutine: rqconc/queue/calling.py).
+    @overload
+    def delay(
+        self: Task[P, Coroutine[Any, Any, T]], *args: P.args, **kwargs: P.kwargs
+    ) -> Job[T]: ...
+
+    @overload
+    def delay(self: Task[P, T], *args: P.args, **kwargs: P.kwargs) -> Job[T]: ...
+
+    def delay(self, *args: Any, **kwargs: Any) -> Job[Any]:
         """Enqueue `func(*args, **kwargs)` with the task's options; every keyword argument
         goes to the function (none is taken as an option)."""
         return self.queue().enqueue_call(self.func, args, kwargs, **self._options)

@@ -4,7 +4,8 @@
   every `extra` field of the record as ` key=value` (event=finished job_id=42 queue=default
   duration=0.012 worker=...), so the line can be grepped and still read by eye.
 - json: one object per line: ts (ISO 8601, UTC), level, logger, message, pid, every `extra`
-  field, and `exc` (the traceback text) when the record carries an exception.
+  field, and `exc` (the traceback text) when the record carries an exception, or a job's
+  failure line its traceback (the `exc` extra; in text it follows the line).
 
 A record logged while a job runs (by the job's own code too) carries that job's `job_id`
 (see `JOB_ID`), so a user's log lines can be tied to the job that wrote them.
@@ -103,10 +104,13 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)
         fields = extras(record)
+        trace = fields.pop("exc", None)  # a job's traceback: below the line, as logging's
         if fields:
             suffix = " ".join(f"{k}={_text_value(v)}" for k, v in fields.items())
             head, newline, rest = line.partition("\n")  # after the message, before a traceback
             line = f"{head} {suffix}{newline}{rest}"
+        if isinstance(trace, str) and trace:
+            line = f"{line}\n{trace.rstrip()}"
         return redact_text(line)
 
 

@@ -81,6 +81,8 @@ def log_transition(
     if exc is not None:
         extra["exc_type"] = exc[0]
         detail += f": {exc[0]}: {exc[1]}"[:300]
+        if exc[2]:  # the traceback: after the text line, the `exc` field in JSON (logs.py)
+            extra["exc"] = exc[2]
     log.info("job %s %s%s", func or "?", event, detail, extra=extra)
 
 

@@ -46,7 +46,8 @@ def test_failed_list_and_show_name_each_dead_letter_and_its_error(redis_url):
 
 def test_requeue_by_id_and_all_then_purge(redis_url):
     queue, jobs = dead_letters(redis_url, 3)
-    assert rqconc("requeue", jobs[0].id, "--url", redis_url).returncode == 0
+    one = rqconc("requeue", jobs[0].id, "--url", redis_url)
+    assert one.returncode == 0 and one.stdout.strip() == "requeued 1 job"
     assert queue.job_ids == [jobs[0].id] and jobs[0].attempts == 0
     assert rqconc("requeue", "--all", "--url", redis_url).stdout.strip() == "requeued 2 jobs"
     # Dead letters are ordered by failure time (ms): two of the same ms may come back in
@@ -56,6 +57,8 @@ def test_requeue_by_id_and_all_then_purge(redis_url):
     queue.empty()
     dead_letters(redis_url, 2)
     assert rqconc("failed", "purge", "--url", redis_url).stdout.strip() == "purged 2 dead letters"
+    dead_letters(redis_url, 1)
+    assert rqconc("failed", "purge", "--url", redis_url).stdout.strip() == "purged 1 dead letter"
     assert len(queue.failed) == 0
 
 

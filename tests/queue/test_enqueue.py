@@ -305,3 +305,14 @@ def test_a_pool_at_its_max_connections_still_enqueues_through_the_client(redis_u
     client.ping()  # the pool's only connection exists now
     job = Queue("capped", connection=client).enqueue(tasks.add, 1, 2)
     assert Queue("capped", connection=client).job_ids == [job.id]
+
+
+def test_rqs_job_timeout_is_refused_at_enqueue_with_rqconcs_name(queue):
+    # Passed on, it would reach the function and fail only in the worker (issue 32, item 5).
+    for enqueue in (queue.enqueue, lambda *a, **k: queue.enqueue_in(5, *a, **k)):
+        with pytest.raises(TypeError, match=r"job_timeout= is RQ's name: .*timeout="):
+            enqueue(tasks.add, 1, 2, job_timeout=30)
+    assert queue.count == 0
+    # A function that really takes job_timeout still gets it through enqueue_call.
+    job = queue.enqueue_call(tasks.add, (1,), {"job_timeout": 2})
+    assert job.kwargs == {"job_timeout": 2}

@@ -34,6 +34,7 @@ def send_sms(number: str, text: str) -> str:
 job: Job = send_sms.delay(4912345, "hi")  # an int where a str is expected
 length: int = send_sms("+49", "hi").upper()  # a str where an int is expected
 position: int = Queue("sms").enqueue(send_sms, "+49", "x").position  # may be None
+result: bytes = send_sms.delay("+49", "hi").get()  # get() returns the function's str
 """
 
 
@@ -82,6 +83,36 @@ def test_mypy_strict_catches_wrong_calls_of_the_public_api(user_python, tmp_path
     assert 'Argument 1 to "delay" of "Task" has incompatible type "int"' in result.stdout
     assert 'expression has type "str", variable has type "int"' in result.stdout
     assert 'expression has type "int | None", variable has type "int"' in result.stdout
+    assert 'expression has type "str", variable has type "bytes"' in result.stdout
+
+
+APP = """
+from rqconc import Queue, task
+
+
+@task("sms")
+def send(number: str) -> int:
+    return len(number)
+
+
+def main() -> int:
+    print(Queue("sms"))
+    return send.delay("+49").get(timeout=5)
+"""
+
+
+def test_mypy_strict_finds_rqconc_in_the_project_venv(tmp_path):
+    # A user's app beside `make venv`'s editable install, checked by that venv's mypy: the
+    # install must be one mypy can follow (Makefile: editable_mode=compat).
+    (tmp_path / "app.py").write_text(APP)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "app.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_the_package_ships_py_typed():

@@ -20,12 +20,22 @@ def count(words: List[str]) -> int:
     return len(words)
 
 
+@rqconc.task
+async def fetch(url: str) -> bytes:
+    return url.encode()
+
+
 def use_tasks() -> int:
     inline: str = send_sms("+49", "hi")
     job: Job = send_sms.delay("+49", "hi")
     urgent: Job = send_sms.options(priority=5, timeout=10).delay("+49", text="now")
     queue: Queue = send_sms.queue()
     signature = count.s(["a", "b"])
+    # get() returns the function's type: what it returns, what it awaits if async
+    sent: str = send_sms.delay("+49", "again").get(timeout=5)
+    counted: int = count.delay(["a"]).get()
+    body: bytes = fetch.delay("https://example.com").get()
+    print(sent, counted, body)
     return len(inline) + len(job.id) + len(urgent.id) + len(queue.name) + len(signature.args)
 
 

@@ -31,3 +31,8 @@ def hold(url: str, key: str, seconds: float = 60.0) -> str:
     if popped is None:
         raise TimeoutError(f"nobody pushed to {key} within {seconds} s")
     return popped[1].decode()
+
+
+def fail(message: str) -> None:
+    """A job of the user's that raises (its traceback must start here, in the worker's log)."""
+    raise ValueError(message)

@@ -106,3 +106,28 @@ def test_the_filter_masks_passwords_in_messages_extras_and_tracebacks():
     assert entries[0]["url"] == "redis://alice:***@db.internal:6379/0" and entries[0]["n"] == 1
     assert "ValueError" in entries[1]["exc"]
     assert "hunter2-secret" not in stream.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_a_failure_line_carries_the_jobs_traceback_from_its_own_code(
+    fmt, redis_server, start_worker
+):
+    worker = start_worker("forking", 1, redis_server.url, "--log-format", fmt)
+    job = Queue(connection=redis_server.url).enqueue("tests.worker.jobs:fail", "boom", retry=None)
+    with pytest.raises(JobFailed):
+        job.get(timeout=15)
+    output = stop(worker)
+    # The stored traceback starts at the job's code: no frame of rqconc's runner above it.
+    stored = job.exc_info[2]
+    first_frame = stored.splitlines()[1]
+    assert stored.startswith("Traceback") and "tests/worker/jobs.py" in first_frame, stored
+    assert "rqconc/" not in stored and stored.rstrip().endswith("ValueError: boom"), stored
+    if fmt == "json":
+        entries = [json.loads(line) for line in output.splitlines()]
+        (failed,) = [e for e in entries if e.get("event") == "failed"]
+        assert failed["level"] == "INFO" and failed["exc"] == stored, failed
+    else:
+        lines = output.splitlines()
+        (at,) = [i for i, line in enumerate(lines) if "event=failed" in line]
+        assert "exc=" not in lines[at] and lines[at + 1] == "Traceback (most recent call last):"
+        assert "ValueError: boom" in "\n".join(lines[at + 1 : at + len(stored.splitlines()) + 1])
