@@ -29,6 +29,9 @@ ARGV[6...]       the new job's field/value pairs (with unique_key, and unique_fo
 
 Returns {1, id} stored as a new job, {0, holder} the holder stays as it is,
         {2, holder} the holder was debounced (new arguments, later start).
+
+Only a new job counts in rqconc_jobs_enqueued_total (every job stored counts once, as in
+enqueue.lua): a holder returned or debounced was counted when it was stored.
 ]]
 local NS, SEQ, EVENTS, WORKER = ARGV[3], KEYS[1], KEYS[6], ''
 --#include clock
@@ -73,6 +76,7 @@ end
 
 redis.call('SADD', KEYS[2], queue)
 redis.call('HSET', KEYS[7], 'queue', queue, 'created_at', NOW, unpack(fields))
+metric_count('enqueued', queue)
 redis.call('SET', KEYS[8], id)
 if debounce then due = tostring(now + debounce) end
 if due ~= '' then
