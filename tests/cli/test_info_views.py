@@ -118,9 +118,7 @@ def test_interval_redraws_in_place_on_a_terminal(redis_server):
         os.close(controller)
 
 
-def test_a_paused_queue_and_the_limits_of_a_queue_show_in_text_and_json(
-    redis_server, start_worker
-):
+def test_a_paused_queue_and_the_limits_of_a_queue_show_in_text_and_json(redis_server, start_worker):
     """A paused queue's jobs wait while a worker serves it: info says it is paused (else it
     looks stuck), and shows each queue's caps; a plain queue's row keeps SPEC 7's shape."""
     url = redis_server.url
