@@ -1,5 +1,6 @@
-"""`rqconc info [QUEUE ...] [-W] [--by-queue] [--json] [-i S]`: queue counts and, with -W,
-the live workers; `-i` repeats it every S seconds until Ctrl+C (SPEC sections 7 and 14)."""
+"""`rqconc info [QUEUE ...] [-W] [--by-queue] [--json] [-i S]`: queue counts (and whether a
+queue is paused, its limits) and, with -W, the live workers; `-i` repeats it every S seconds
+until Ctrl+C (SPEC sections 7 and 14)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from rqconc.cli.common import client_for, namespace_option, table, unix_to_iso, 
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import COUNTS, queue_counts
-from rqconc.store.keys import check_queue_name
+from rqconc.queue.limits import Limits
+from rqconc.store.keys import KeySpace, check_queue_name
 from rqconc.worker.listened import EVERY
 from rqconc.worker.registry import list_workers
 
@@ -52,6 +54,10 @@ def gather(
     """The report: every known queue, or only `names` (and only the workers serving them)."""
     shown = list(names) if names else None
     report: Dict[str, Any] = {"queues": queue_counts(client, shown, namespace)}
+    with translated_errors(client):
+        found = Limits.read_many(client, KeySpace(namespace), [q["name"] for q in report["queues"]])
+    for row in report["queues"]:  # a paused queue must not look stuck: say so, and its caps
+        row.update(found[row["name"]].report())
     if is_suspended(client, namespace=namespace):  # only then: the SPEC's shape stays
         report["suspended"] = True
     if with_workers or by_queue:
@@ -88,13 +94,28 @@ def _workers_table(workers: List[Dict[str, Any]]) -> str:
     return table(WORKER_FIELDS[:-2] + ("jobs", "last_heartbeat"), rows)
 
 
+def settings_text(row: Dict[str, Any]) -> str:
+    """A queue's pause and caps in a few words ("paused, concurrency 2, rate 10/s"), or "-"."""
+    said = ["paused"] if row.get("paused") else []
+    said += [f"{name.replace('_', ' ')} {value}" for name, value in row.get("limits", {}).items()]
+    return ", ".join(said) or "-"
+
+
+def _queues_table(queues: List[Dict[str, Any]]) -> str:
+    """The counts of each queue; a column of settings once a queue has any, and how to
+    resume when one is paused."""
+    headers, rows = ("queue",) + COUNTS, [[q["name"]] + [q[c] for c in COUNTS] for q in queues]
+    if not any("paused" in q or "limits" in q for q in queues):
+        return table(headers, rows)
+    shown = table(headers + ("settings",), [r + [settings_text(q)] for r, q in zip(rows, queues)])
+    if any(q.get("paused") for q in queues):
+        shown += "\n\npaused: no worker takes a paused queue's jobs until `rqconc resume QUEUE`"
+    return shown
+
+
 def render(report: Dict[str, Any]) -> str:
     queues = report["queues"]
-    parts = [
-        table(("queue",) + COUNTS, [[q["name"]] + [q[c] for c in COUNTS] for q in queues])
-        if queues
-        else "no queues"
-    ]
+    parts = [_queues_table(queues) if queues else "no queues"]
     if "by_queue" in report:
         parts += [
             _group_text(q, served, report["workers"]) for q, served in report["by_queue"].items()

@@ -46,6 +46,7 @@ def describe_job(job: Job) -> Dict[str, Any]:
         seconds, micros = job.connection.time()
         now = datetime.fromtimestamp(seconds + micros / 1e6, tz=timezone.utc)
         report["elapsed"] = round((now - job.started_at).total_seconds(), 3)
+    report.update(_progress(job))
     if job.serializer == "json":  # pickled arguments stay opaque here
         report["args"], report["kwargs"] = job.args, job.kwargs
     if report["status"] == "finished":
@@ -56,12 +57,32 @@ def describe_job(job: Job) -> Dict[str, Any]:
     return report
 
 
+def _progress(job: Job) -> Dict[str, Any]:
+    """{"progress": {"percent", "message"}} as the job last reported it (job.set_progress),
+    or nothing before it reported any."""
+    fraction = job.field("progress")
+    if fraction is None:
+        return {}
+    return {
+        "progress": {"percent": percent(float(fraction)), "message": job.field("progress_message")}
+    }
+
+
+def percent(fraction: float) -> float:
+    """A fraction (0..1) as a percentage with at most one decimal: 1/3 is 33.3, not
+    33.333333333333336."""
+    return round(fraction * 100, 1)
+
+
 def render(report: Dict[str, Any]) -> str:
     lines = []
     for name, value in report.items():
         if name == "error":
             lines.append(f"{'error':<12} {value['type']}: {value['message']}")
             lines.extend("  " + line for line in value["traceback"].splitlines())
+        elif name == "progress":
+            message = f" · {value['message']}" if value["message"] else ""
+            lines.append(f"{name:<12} {value['percent']:g} %{message}")
         elif name == "elapsed":
             lines.append(f"{name:<12} {value:.1f} s (running)")
         elif name in ("args", "kwargs", "result"):

@@ -1,5 +1,5 @@
 """One job's page: its call, status, attempts, progress, outcome, its flow's stages, the
-dead letter it is (if it is one) and its events still in the stream."""
+dead letter it is (if it is one) and its events still in the stream (job_events.py)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,11 @@ import redis
 
 from rqconc import errors
 from rqconc.connection.clients import translated_errors
+from rqconc.dashboard.job_events import scan_job_events
 from rqconc.queue.dead_letters import DeadLetters
-from rqconc.queue.events import JOINED, entry_events
 from rqconc.queue.job import Job
 from rqconc.store.keys import KeySpace
 
-# The stream is capped (about 10,000 entries) and its ids are Redis-clock milliseconds: a
-# job's events come after it was created, so the page reads from then on, at most this many
-# entries, instead of the whole stream. created_at comes from the enqueuing client's clock:
-# a minute's margin covers hosts whose clocks disagree.
-EVENTS_SCANNED = 1000
-CLOCK_MARGIN_MS = 60_000
 FLOW_STAGES_SHOWN = 50
 
 
@@ -76,21 +70,9 @@ def _dead_letter(client: redis.Redis, keys: KeySpace, job: Job) -> Optional[str]
     return queue if job.id in DeadLetters(client, keys, queue) else None
 
 
-JOINED_JOB_ID = (JOINED + "job_id").encode()
-
-
-def _events(client: redis.Redis, keys: KeySpace, job: Job) -> List[Dict[str, Any]]:
-    created = job.field("created_at") or job.field("enqueued_at")
-    ended = job.field("ended_at")
-    since = f"{max(0, int(created) - CLOCK_MARGIN_MS)}-0" if created else "-"
-    until = f"{int(ended) + CLOCK_MARGIN_MS}-0" if ended else "+"
-    entries: Any = client.xrange(keys.events, since, until, count=EVENTS_SCANNED)
-    wanted, found = job.id.encode(), []
-    for entry_id, raw in entries:
-        # Decode only this job's entries (a joined entry names a second job under +job_id).
-        if raw.get(b"job_id") == wanted or raw.get(JOINED_JOB_ID) == wanted:
-            found += [e for e in entry_events(entry_id, raw) if e.get("job_id") == job.id]
-    return found
+def _events(client: redis.Redis, keys: KeySpace, job: Job) -> Dict[str, Any]:
+    stored = {name: job.field(name) for name in ("status", "created_at", "enqueued_at", "ended_at")}
+    return scan_job_events(client, keys, job.id, stored).as_page()
 
 
 def job_page(client: redis.Redis, namespace: str, job_id: str) -> Optional[Dict[str, Any]]:
@@ -114,7 +96,7 @@ def job_page(client: redis.Redis, namespace: str, job_id: str) -> Optional[Dict[
                 "flow": _flow(job),
                 "flow_id": job.flow_id,
                 "dead_letter_of": _dead_letter(client, keys, job),
-                "events": _events(client, keys, job),
+                **_events(client, keys, job),
                 **{name: _seconds(job.field(name)) for name in _TIMES},
                 **_call(job),
                 **_outcome(job, status),

@@ -18,6 +18,7 @@ from rqconc.queue.counts import queue_counts
 from rqconc.queue.dead_letters import newest_letters
 from rqconc.queue.events import EventStream, entry_events
 from rqconc.queue.job import Job
+from rqconc.queue.limits import Limits
 from rqconc.store.clock import redis_time
 from rqconc.store.keys import KeySpace
 from rqconc.store.steps.core import text
@@ -28,12 +29,17 @@ FEED_BATCH = 200  # events per live-feed answer at most
 
 
 def overview(client: redis.Redis, namespace: str) -> Dict[str, Any]:
-    """Every queue's counts by status, whether workers are suspended, how many are live."""
+    """Every queue's counts by status (and `paused`, `limits` where it has them, as in
+    `rqconc info --json`), whether workers are suspended, how many are live."""
     keys = KeySpace(namespace)
     with translated_errors(client):
+        queues = queue_counts(client, None, namespace)
+        settings = Limits.read_many(client, keys, [q["name"] for q in queues])
+        for row in queues:
+            row.update(settings[row["name"]].report())
         return {
             "namespace": namespace,
-            "queues": queue_counts(client, None, namespace),
+            "queues": queues,
             "suspended": is_suspended(client, namespace),
             "workers": int(client.zcount(keys.workers, redis_time(client, keys), "+inf")),
         }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import redis
 
@@ -64,8 +64,20 @@ class Limits:
 
     @classmethod
     def read(cls, client: redis.Redis, keys: KeySpace, queue: str) -> Limits:
-        raw = {k.decode(): v.decode() for k, v in FlowSteps(client, keys).settings(queue).items()}
-        return cls.from_fields(raw)
+        return cls.parse(FlowSteps(client, keys).settings(queue))
+
+    @classmethod
+    def read_many(
+        cls, client: redis.Redis, keys: KeySpace, queues: Sequence[str]
+    ) -> Dict[str, Limits]:
+        """{queue: its settings} for each of `queues`, in one round trip."""
+        found = FlowSteps(client, keys).settings_of(queues)
+        return {queue: cls.parse(raw) for queue, raw in zip(queues, found)}
+
+    @classmethod
+    def parse(cls, stored: Dict[bytes, bytes]) -> Limits:
+        """The settings from their stored hash (limit_settings.lua's fields)."""
+        return cls.from_fields({k.decode(): v.decode() for k, v in stored.items()})
 
     @classmethod
     def from_fields(cls, raw: Dict[str, str]) -> Limits:
@@ -87,6 +99,25 @@ class Limits:
             group_concurrency=number("group_concurrency"),
             group_rate=rate("group_"),
         )
+
+    def caps(self) -> Dict[str, Any]:
+        """The caps set, by name (concurrency, rate, group_concurrency, group_rate)."""
+        named = {
+            "concurrency": self.concurrency,
+            "rate": self.rate,
+            "group_concurrency": self.group_concurrency,
+            "group_rate": self.group_rate,
+        }
+        return {name: value for name, value in named.items() if value is not None}
+
+    def report(self) -> Dict[str, Any]:
+        """What a queue's row in `rqconc info --json` and the dashboard adds: `paused`
+        (true) when paused, `limits` (caps()) when a cap is set; a plain queue adds nothing,
+        so its row keeps the shape SPEC 7 gives."""
+        added: Dict[str, Any] = {"paused": True} if self.paused else {}
+        if self.caps():
+            added["limits"] = self.caps()
+        return added
 
 
 def limit_fields(prefix: str, concurrency: Any, rate: Any) -> Dict[str, str]:

@@ -151,9 +151,10 @@ class ProgressReply(IntEnum):
 class CronLeaseReply(IntEnum):
     """cron_lease.lua: the first element of its reply."""
 
-    OTHER_LEADS = 0
+    OTHER_LEADS = 0  # (on a release: or nobody leads)
     RENEWED = 1
     TAKEN = 2
+    RELEASED = 3
 
 
 class CronPutReply(IntEnum):

@@ -37,7 +37,7 @@ from rqconc.worker.presence import Presence
 from rqconc.worker.recording import Recorder
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.runner import JobRunner
-from rqconc.worker.scheduler import run_scheduler
+from rqconc.worker.scheduler import release_lease, run_scheduler
 from rqconc.worker.taking import MAX_BLOCK, STRATEGIES, Taker
 
 log = logging.getLogger("rqconc.worker")
@@ -149,6 +149,8 @@ class RedisSource(WorkSource):
     def supervisor_stopped(self, info: SupervisorInfo) -> None:
         self.ended.flush_before_exit()
         self.presence.stopped(info)
+        client, keys = self.connections.client, self.keys  # a live leader, or none, in cron list
+        self.guard.run("releasing the cron lease", lambda: release_lease(client, keys, self.name))
 
     def stop_waiting(self) -> None:
         self.ended.stop_waiting()

@@ -3,8 +3,8 @@ second); the one holding the leader lease turns cron ticks into jobs.
 
 Exactly once per tick, however many supervisors run, rests on two things:
 - one leader at a time: a lease (`scheduler:leader`, SET NX PX) that only its holder can
-  renew (lua/cron_lease.lua); a leader that dies stops renewing and loses it after
-  LEASE_MS;
+  renew (lua/cron_lease.lua); a leader that stops releases it (`release_lease`), one that
+  dies stops renewing and loses it after LEASE_MS;
 - idempotent ticks: a tick's job id is `cron.<id>.<tick>` and the enqueue step refuses an
   id that exists, so even two leaders (one paused past its lease) cannot double a tick.
   The latest enqueued tick of each entry is stored (`cron:last`), so ticks are never
@@ -108,6 +108,16 @@ class Scheduler:
     def fire(self, entry: CronEntry, tick: Tick, now: float) -> bool:
         """Enqueue the job of one tick; True if this call created it (queue/cron.py)."""
         return plan_tick(Steps(self.client, self.keys), entry, tick, now)
+
+
+def release_lease(client: redis.Redis, keys: KeySpace, worker_name: str) -> bool:
+    """The supervisor is stopping: give the lease up if it holds it (only then: the lease of
+    another supervisor, taken after this one's ran out, stays), so no exited worker is shown
+    as the leader and the next one leads at its next tick instead of after LEASE_MS."""
+    code = Steps(client, keys).cron_lease(holder_name(worker_name), 0)
+    if code is CronLeaseReply.RELEASED:
+        log.info("cron scheduler: %s no longer leads (stopping)", holder_name(worker_name))
+    return code is CronLeaseReply.RELEASED
 
 
 def run_scheduler(client: redis.Redis, keys: KeySpace, worker_name: str) -> int:

@@ -11,7 +11,7 @@ import sys
 
 from rqconc import Queue
 from rqconc.worker.registry import list_workers
-from tests.cli.test_commands import ENTRY, rqconc
+from tests.cli.test_commands import COUNTS, ENTRY, rqconc
 from tests.support.waiting import wait_for
 from tests.support.worker_process import ROOT, default_sigint
 
@@ -116,3 +116,33 @@ def test_interval_redraws_in_place_on_a_terminal(redis_server):
         live.kill()
         live.wait()
         os.close(controller)
+
+
+def test_a_paused_queue_and_the_limits_of_a_queue_show_in_text_and_json(redis_server, start_worker):
+    """A paused queue's jobs wait while a worker serves it: info says it is paused (else it
+    looks stuck), and shows each queue's caps; a plain queue's row keeps SPEC 7's shape."""
+    url = redis_server.url
+    held, capped, plain = (Queue(name, connection=url) for name in ("held", "capped", "plain"))
+    held.pause()
+    capped.set_limits(concurrency=2, rate="10/s")
+    capped.set_group_limits(concurrency=1)
+    waiting = held.enqueue("tests.worker.jobs:add", 1, 2)
+    ran = [q.enqueue("tests.worker.jobs:add", 3, 4) for q in (capped, plain)]
+    start_worker("threading", 2, url, "-q", "held,capped,plain")
+    wait_for(lambda: all(j.status == "finished" for j in ran), 30, message="the others ran")
+    assert waiting.status == "queued"
+    shown = {q["name"]: q for q in info_json(url)["queues"]}
+    assert shown["held"]["paused"] is True and shown["held"]["queued"] == 1
+    assert "limits" not in shown["held"] and "paused" not in shown["capped"]
+    caps = {"concurrency": 2, "rate": "10/s", "group_concurrency": 1}
+    assert shown["capped"]["limits"] == caps
+    assert list(shown["plain"]) == COUNTS
+    text = rqconc("info", "--url", url).stdout
+    rows = {line.split()[0]: line for line in text.splitlines() if line}
+    assert rows["queue"].split()[-1] == "settings"
+    assert rows["held"].endswith("  paused"), rows
+    assert rows["capped"].endswith("  concurrency 2, rate 10/s, group concurrency 1"), rows
+    assert rows["plain"].endswith("  -") and "rqconc resume QUEUE" in rows["paused:"]
+    assert rqconc("resume", "held", "--url", url).returncode == 0
+    wait_for(lambda: waiting.status == "finished", 30, message="the resumed queue's job ran")
+    assert "paused" not in info_json(url, "held")["queues"][0]

@@ -47,3 +47,13 @@ def test_rqconc_job_shows_leases_lost_and_no_elapsed_once_ended(redis_url):
     q.connection.hset(job.key, mapping={"lost": 2, "status": "failed"})
     report = json.loads(show(redis_url, job.id, "--json"))
     assert report["lost"] == 2 and "elapsed" not in report and "log_tag" not in report
+
+
+def test_rqconc_job_shows_the_progress_a_job_reported_rounded(redis_url, start_worker):
+    """Issue 32: progress printed raw floats (33.333333333333336)."""
+    job = Queue("default", connection=redis_url).enqueue("tests.dashboard.jobs:a_third")
+    start_worker("threading", 1, redis_url)
+    wait_for(lambda: job.refresh() or job.status is JobStatus.FINISHED, timeout=30)
+    shown = json.loads(show(redis_url, job.id, "--json"))["progress"]
+    assert shown == {"percent": 33.3, "message": "a third"}
+    assert "progress     33.3 % · a third\n" in show(redis_url, job.id)

@@ -31,3 +31,11 @@ def first_stage(n):
     from rqconc import Next
 
     return Next("default", "tests.dashboard.jobs:add", n, 1, result="handed on")
+
+
+def a_third():
+    """Reports a third done: 1/3, a float with many digits (shown as 33.3 %)."""
+    from rqconc import get_current_job
+
+    get_current_job().set_progress(1 / 3, "a third")
+    return "done"

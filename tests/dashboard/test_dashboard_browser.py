@@ -167,3 +167,78 @@ def test_the_failed_link_shows_dead_letters_of_a_queue_that_is_not_default(
     wait_for(lambda: job.status == "finished", 30, message="the requeued job finished")
     assert job.id not in q.failed
     assert console_errors(browser) == []
+
+
+def test_the_queues_page_shows_a_paused_queue_and_the_limits_of_a_queue(
+    browser, board, redis_server, start_worker
+):
+    held, capped = (Queue(n, connection=redis_server.url) for n in ("held", "capped"))
+    held.pause()
+    capped.set_limits(concurrency=2, rate="10/s")
+    capped.set_group_limits(concurrency=1)
+    waiting = held.enqueue("tests.dashboard.jobs:add", 1, 2)
+    ran = capped.enqueue("tests.dashboard.jobs:add", 1, 2)
+    start_worker("threading", 1, redis_server.url, "-q", "held,capped")
+    wait_for(lambda: ran.status == "finished", 30, message="the capped queue's job ran")
+    browser.get(board.base + "/")
+    wait_page(browser, 'tr[data-queue="held"][data-paused="true"] .badge.paused')
+    assert "no worker takes them" in _text(browser, "#paused-note")
+    assert _count(browser, "held", "queued") == "1" and waiting.status == "queued"
+    limits = _text(browser, 'tr[data-queue="capped"] .limits')
+    assert limits == "concurrency 2 · rate 10/s · per group: concurrency 1", limits
+    assert not browser.find_elements(By.CSS_SELECTOR, 'tr[data-queue="capped"] .badge.paused')
+    held.resume()  # shown without a reload, and the job runs
+    wait_for(lambda: not _text(browser, "tr[data-queue=held] .badge"), 20, message="resumed")
+    wait_for(lambda: waiting.status == "finished", 30, message="the resumed queue's job ran")
+    assert console_errors(browser) == []
+
+
+def test_an_unknown_job_says_there_is_no_such_job(browser, board):
+    browser.get(board.base + "/jobs/no-such-id")
+    shown = wait_page(browser, "#no-such-job")
+    assert shown.text.startswith("No such job")
+    assert "Loading" not in _text(browser, "#page") and "no-such-id" in _text(browser, "h1")
+    assert not browser.find_element(By.CSS_SELECTOR, "#banner").is_displayed()
+    errors = console_errors(browser)  # the browser's own line for the API's 404, only
+    assert all("404" in line and "/api/jobs/no-such-id" in line for line in errors), errors
+
+
+def test_progress_is_shown_rounded_and_its_event_badge_is_no_progress_bar(
+    browser, board, redis_server, start_worker
+):
+    q = Queue("default", connection=redis_server.url)
+    browser.get(board.base + "/events")
+    wait_page(browser, "#feed")
+    start_worker("threading", 1, redis_server.url)
+    job = q.enqueue("tests.dashboard.jobs:a_third")  # set_progress(1 / 3, "a third")
+    row = wait_page(browser, f'#feed tr[data-job-id="{job.id}"][data-event="progress"]')
+    badge = row.find_element(By.CSS_SELECTOR, ".badge.progress")
+    style = browser.execute_script(
+        "const s = getComputedStyle(arguments[0]); return [s.width, s.height, s.overflow]", badge
+    )
+    assert style[0] != "240px" and style[1] != "8px" and style[2] != "hidden", style
+    detail = _settled(lambda: row.text)
+    assert "progress=33.3 %" in detail and "0.333" not in detail, detail
+    browser.get(board.base + f"/jobs/{job.id}")
+    assert wait_page(browser, "#job-progress").text == "33.3 %"
+    assert browser.find_elements(By.CSS_SELECTOR, ".progress-bar > span[data-fraction]")
+    assert "a third" in _text(browser, "dl.facts")
+    assert console_errors(browser) == []
+
+
+def test_the_job_page_says_when_its_older_events_were_trimmed(
+    browser, board, redis_server, start_worker
+):
+    q = Queue("default", connection=redis_server.url)
+    start_worker("threading", 1, redis_server.url)
+    job = q.enqueue("tests.dashboard.jobs:add", 1, 2)
+    wait_for(lambda: job.status == "finished", 30, message="the job finished")
+    browser.get(board.base + f"/jobs/{job.id}")
+    wait_page(browser, '#job-events tr[data-event="finished"]')
+    assert "trimmed" not in _text(browser, "#page .note")
+    filler = Queue("filler", connection=redis_server.url)  # past the stream's cap
+    for _ in range(6):
+        filler.enqueue_many([("tests.dashboard.jobs:add", (i, 1)) for i in range(2000)])
+    wait_for(lambda: "trimmed" in _text(browser, "#page .note"), 20, message="the note")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#job-events tbody tr")
+    assert console_errors(browser) == []

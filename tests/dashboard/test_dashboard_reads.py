@@ -138,3 +138,52 @@ def test_the_failed_list_without_a_queue_holds_every_queues_dead_letters(
     one = board.get_json("/api/failed?queue=reports")
     assert one["total"] == 1 and [j["id"] for j in one["jobs"]] == [letters[1].id]
     assert board.get_json("/api/failed?queue=default")["jobs"] == []
+
+
+def test_the_overview_says_which_queue_is_paused_and_each_queues_limits(
+    board, redis_server, start_worker
+):
+    held, capped = (Queue(n, connection=redis_server.url) for n in ("held", "capped"))
+    held.pause()
+    capped.set_limits(rate="5/min")
+    capped.set_group_limits(concurrency=1, rate="2/s")
+    waiting = held.enqueue("tests.dashboard.jobs:add", 1, 2)
+    ran = capped.enqueue("tests.dashboard.jobs:add", 1, 2)
+    start_worker("threading", 1, redis_server.url, "-q", "held,capped")
+    wait_for(lambda: ran.status == "finished", 30, message="the capped queue's job ran")
+    rows = {q["name"]: q for q in board.get_json("/api/overview")["queues"]}
+    assert rows["held"]["paused"] is True and rows["held"]["queued"] == 1
+    assert waiting.status == "queued" and "limits" not in rows["held"]
+    caps = {"rate": "5/min", "group_concurrency": 1, "group_rate": "2/s"}
+    assert rows["capped"]["limits"] == caps and "paused" not in rows["capped"]
+    held.resume()
+    wait_for(lambda: waiting.status == "finished", 30, message="the resumed queue's job ran")
+    assert "paused" not in board.get_json("/api/overview")["queues"][1]
+
+
+def _fill_stream(redis_server, count):
+    """`count` events from other jobs: `queued` ones of a queue no worker serves."""
+    filler = Queue("filler", connection=redis_server.url)
+    for start in range(0, count, 2000):
+        size = min(2000, count - start)
+        filler.enqueue_many([("tests.dashboard.jobs:add", (i, 1)) for i in range(size)])
+
+
+def test_the_job_page_finds_its_events_in_a_busy_stream_and_says_when_they_were_trimmed(
+    board, redis_server, start_worker
+):
+    """Issue 32: past ~17 events/s the page read 1,000 entries of the minute before the job
+    and showed none of its own; and once the capped stream dropped them, nothing said so."""
+    _fill_stream(redis_server, 3000)  # the minute before the job: other jobs' events
+    q = Queue("default", connection=redis_server.url)
+    job = q.enqueue("tests.dashboard.jobs:a_third")
+    start_worker("threading", 1, redis_server.url)
+    wait_for(lambda: job.status == "finished", 30, message="the job finished")
+    _fill_stream(redis_server, 1500)  # after it: the scan stops at its end
+    page = board.get_json(f"/api/jobs/{job.id}")
+    assert [e["event"] for e in page["events"]] == ["queued", "started", "progress", "finished"]
+    assert page["events_trimmed"] is False and page["events_partial"] is False
+    _fill_stream(redis_server, 12000)  # past the stream's cap: the job's events are dropped
+    page = board.get_json(f"/api/jobs/{job.id}")
+    assert page["events"] == [] and page["events_trimmed"] is True
+    assert page["status"] == "finished" and page["progress"]["message"] == "a third"

@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from rqconc import group
 from rqconc.connection.clients import connect
 from rqconc.metrics.read import BOUNDS_MS, Histogram, snapshot, timeline
 from rqconc.queue.queue import Queue
@@ -18,6 +19,7 @@ from tests.support.waiting import wait_for
 NAP = "tests.metrics.metrics_jobs:nap"
 BOOM = "tests.metrics.metrics_jobs:boom"
 FAIL_FIRST = "tests.metrics.metrics_jobs:fail_first"
+COUNT = "tests.metrics.metrics_jobs:count"
 ENDED = ("finished", "failed")
 
 
@@ -70,6 +72,32 @@ def test_counters_are_exact_across_two_workers_of_different_backends(
     client = connect(redis_url)
     workers = {client.hget(job.key, "worker") for job in fast + failing + retried}
     assert len(workers) == 2, "both workers took jobs"
+
+
+def test_every_job_stored_counts_once_as_enqueued_unique_debounced_and_grouped_too(
+    redis_server, start_worker
+):
+    """enqueued_total counts each job stored once, whichever step stored it: a unique job
+    (its holder returned again is no new job), a debounced one (its waiting holder moved is
+    none either), a group and its chord callback, plain and scheduled jobs; so a queue's
+    enqueued equals its finished once every job ran (issue 32: 0 enqueued, 3 finished)."""
+    url = redis_server.url
+    q = Queue("u", connection=url)
+    unique = q.enqueue(NAP, 0, unique_key="report")
+    assert q.enqueue(NAP, 0, unique_key="report").id == unique.id  # the holder: no new job
+    debounced = q.enqueue(NAP, 0, unique_key="digest", debounce=0.3)
+    assert q.enqueue(NAP, 0.01, unique_key="digest", debounce=0.3).id == debounced.id
+    plain = [q.enqueue(NAP, 0), q.enqueue_in(0.2, NAP, 0)]
+    chord = group((NAP, (0,)), (NAP, (0,))).then(COUNT).enqueue(q)
+    assert snapshot(url).queue("u").enqueued == 7
+    start_worker("threading", 2, url, "-q", "u")
+    wait_ended([unique, debounced, *plain, *chord.jobs])
+    wait_for(lambda: chord.chord.status == "finished", 30, message="the chord's callback")
+    again = q.enqueue(NAP, 0, unique_key="report")  # its holder ended: the key is free
+    assert again.id != unique.id
+    wait_ended([again])
+    m = snapshot(url).queue("u")
+    assert (m.enqueued, m.finished) == (8, 8)
 
 
 def test_run_and_wait_histograms_hold_the_jobs_own_times(redis_server, start_worker):

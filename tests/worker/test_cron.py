@@ -7,10 +7,13 @@ import math
 import signal
 import time
 
+import pytest
+
 from rqconc.connection.clients import connect
 from rqconc.queue.queue import Queue
 from rqconc.store.keys import KeySpace
 from rqconc.worker.scheduler import LOOKAHEAD, leader
+from tests.cli.test_commands import rqconc
 from tests.support.waiting import wait_for
 
 KEYS = KeySpace()
@@ -108,3 +111,27 @@ def test_a_cron_of_every_second_on_three_supervisors_fires_once_per_tick_even_wh
         f"median {sorted(lateness.values())[len(ticks) // 2] * 1000:.1f} ms"
     )
     assert {json.loads(j["meta"])["tick"] for j in jobs.values()} == set(ticks)
+
+
+@pytest.mark.parametrize("backend", ["threading", "forking"])
+def test_a_leader_that_stops_releases_its_lease_and_only_its_own(
+    redis_server, start_worker, backend
+):
+    """`rqconc cron list` never names a worker that has exited: a stopping supervisor gives
+    the lease up at once (not LEASE_MS later), and one that does not lead leaves it alone."""
+    url = redis_server.url
+    client = connect(url)
+    Queue("cron", url).cron("0 0 1 1 *", "tests.worker.cron_jobs:record_run", url, "r", id="yearly")
+    first = start_worker(backend, 1, url, "-q", "cron", "--name", "lead-a")
+    wait_for(lambda: leader(client, KEYS), timeout=20, message="a leader")
+    assert leader(client, KEYS)[2] == "lead-a"
+    second = start_worker(backend, 1, url, "-q", "cron", "--name", "lead-b")
+    wait_for(lambda: client.zcard(KEYS.workers) == 2, timeout=20, message="both registered")
+    second.signal(signal.SIGTERM)
+    second.wait_exit(20)
+    assert leader(client, KEYS)[2] == "lead-a"  # not lead-b's lease: left as it was
+    first.signal(signal.SIGTERM)
+    first.wait_exit(20)
+    assert client.get(KEYS.scheduler_lease) is None  # released on stop, not expired later
+    listed = rqconc("cron", "list", "--url", url)
+    assert listed.stdout.splitlines()[-1] == "scheduler: no leader (no worker is running)"

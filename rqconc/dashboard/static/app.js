@@ -60,6 +60,11 @@ function ms(seconds) {
   return seconds < 1 ? (seconds * 1000).toFixed(1) + " ms" : seconds.toFixed(2) + " s";
 }
 
+// A fraction (0..1) as a percentage with at most one decimal: 1/3 shows "33.3 %".
+function percent(fraction) {
+  return Math.round(Number(fraction) * 1000) / 10 + " %";
+}
+
 function json(value) {
   return JSON.stringify(value, null, 2);
 }
@@ -89,7 +94,7 @@ function showError(message) {
 async function getJSON(path) {
   const response = await fetch(path, { headers: { Accept: "application/json" } });
   const body = await response.json().catch(() => ({ error: response.statusText }));
-  if (!response.ok) throw new Error(body.error || response.statusText);
+  if (!response.ok) throw Object.assign(new Error(body.error || response.statusText), { status: response.status });
   return body;
 }
 
@@ -182,8 +187,9 @@ async function queuesPage(main) {
   const headers = ["queue", ...counts.map((c) => ({ label: c, num: true })),
     { label: "finished/min", num: true }, { label: "failed/min", num: true },
     { label: "p50 run", num: true }, { label: "p95 run", num: true }];
-  const rows = data.queues.map((q) => el("tr", { "data-queue": q.name },
-    el("td", {}, el("strong", { text: q.name })),
+  const rows = data.queues.map((q) => el("tr", { "data-queue": q.name, "data-paused": q.paused ? "true" : null },
+    el("td", {}, el("strong", { text: q.name }), q.paused ? [" ", badge("paused")] : null,
+      q.limits ? el("div", { class: "muted limits", text: limitsText(q.limits) }) : null),
     counts.map((c) => c === "failed" && q[c]
       ? el("td", { class: "num", "data-count": c }, el("a", { href: "/failed?queue=" + encodeURIComponent(q.name), text: q[c] }))
       : numCell(q[c], c)),
@@ -194,9 +200,17 @@ async function queuesPage(main) {
   fill(main, 
     el("h1", { text: "Queues" }),
     el("p", { class: "muted", text: `${data.workers} live worker${data.workers === 1 ? "" : "s"} · finished/min, failed/min and run times: the last 60 s` }),
+    data.queues.some((q) => q.paused) ? el("p", { class: "muted", id: "paused-note", text: "A paused queue keeps its jobs: no worker takes them until it is resumed (rqconc resume QUEUE)." }) : null,
     data.queues.length ? table(headers, rows, { id: "queues" }) : el("p", { class: "muted", text: "No queue has received a job yet." }),
     el("h2", { text: "Last hour, every queue" }),
     el("div", { class: "panel chart" }, chart(data.timeline || []), legend()));
+}
+
+// A queue's caps in a few words: "concurrency 2 · rate 10/s · per group: concurrency 1".
+function limitsText(limits) {
+  const own = ["concurrency", "rate"].filter((k) => k in limits).map((k) => `${k} ${limits[k]}`);
+  const group = ["concurrency", "rate"].filter((k) => "group_" + k in limits).map((k) => `${k} ${limits["group_" + k]}`);
+  return own.concat(group.length ? ["per group: " + group.join(", ")] : []).join(" · ");
 }
 
 function workerCard(w) {
@@ -232,8 +246,8 @@ function bar(fraction) {
 
 function jobFacts(job) {
   const progress = job.progress
-    ? el("span", {}, el("span", { class: "progress" }, bar(job.progress.fraction)),
-        `${Math.round(job.progress.fraction * 100)} %`, job.progress.message ? " · " + job.progress.message : "")
+    ? el("span", {}, el("span", { class: "progress-bar" }, bar(job.progress.fraction)),
+        el("span", { id: "job-progress", text: percent(job.progress.fraction) }), job.progress.message ? " · " + job.progress.message : "")
     : null;
   return el("dl", { class: "facts" },
     fact("status", badge(job.status)), fact("function", el("code", { text: job.function })),
@@ -256,7 +270,7 @@ function jobOutcome(job) {
 
 function eventRow(e, fresh) {
   const detail = Object.entries(e).filter(([k]) => !["event", "job_id", "queue", "ts", "worker", "id"].includes(k))
-    .map(([k, v]) => `${k}=${v}`).join(" ");
+    .map(([k, v]) => `${k}=${k === "progress" && e.event === "progress" ? percent(v) : v}`).join(" ");
   return el("tr", { class: fresh ? "new" : null, "data-job-id": e.job_id, "data-event": e.event },
     el("td", { class: "muted", text: new Date(e.ts).toLocaleTimeString() }), el("td", {}, badge(e.event)),
     el("td", {}, e.job_id ? jobLink(e.job_id) : "–"), el("td", { text: e.queue || "" }),
@@ -265,9 +279,29 @@ function eventRow(e, fresh) {
 
 const EVENT_HEADERS = ["time", "event", "job", "queue", "worker", "detail"];
 
+// The job's events, and what the bounded read of the stream could not show.
+function jobEvents(job) {
+  const notes = [];
+  if (job.events_trimmed) notes.push("Older events of this job were trimmed from the event stream (it keeps about the latest 10,000 of the namespace).");
+  if (job.events_partial) notes.push("Only the job's first events are shown: the stream is read a bounded number of entries per view.");
+  return [el("h2", { text: "Events" }), notes.map((text) => el("p", { class: "muted note", text })),
+    table(EVENT_HEADERS, job.events.map((e) => eventRow(e, false)), { id: "job-events" })];
+}
+
+// A 404 is final (the id is wrong, or the job is gone for good): say so, and stop polling.
+function noSuchJob(main, id) {
+  window.clearInterval(timer);
+  fill(main, el("h1", {}, "Job ", el("span", { class: "mono", text: id })),
+    el("p", { id: "no-such-job", text: "No such job: it never existed, or it expired (its result_ttl or failure_ttl ran out) or was deleted." }));
+}
+
 async function jobPage(main) {
   const id = decodeURIComponent(location.pathname.slice("/jobs/".length));
-  const [job] = await Promise.all([getJSON("/api/jobs/" + encodeURIComponent(id)), header()]);
+  const [job] = await Promise.all([getJSON("/api/jobs/" + encodeURIComponent(id)).catch((error) => {
+    if (error.status === 404) return null;
+    throw error;
+  }), header()]);
+  if (job === null) return noSuchJob(main, id);
   const cancelable = ["queued", "scheduled", "deferred", "started"].includes(job.status);
   const flow = job.flow.length
     ? [el("h2", { text: "Flow" }), el("ol", { id: "flow" }, job.flow.map((s) => el("li", {}, s.id === job.id ? el("strong", { class: "mono", text: s.id }) : jobLink(s.id), " ", el("code", { text: s.function }), " ", badge(s.status))))]
@@ -275,8 +309,7 @@ async function jobPage(main) {
   fill(main, 
     el("h1", {}, "Job ", el("span", { class: "mono", text: job.id })),
     el("div", { class: "toolbar" }, cancelable ? el("button", { class: "danger", id: "cancel", onclick: action(`/api/jobs/${encodeURIComponent(job.id)}/cancel`, {}, "Cancel this job?"), text: "Cancel" }) : null),
-    el("div", { class: "panel" }, jobFacts(job)), jobOutcome(job), flow,
-    el("h2", { text: "Events" }), table(EVENT_HEADERS, job.events.map((e) => eventRow(e, false))));
+    el("div", { class: "panel" }, jobFacts(job)), jobOutcome(job), flow, jobEvents(job));
 }
 
 // `every`: the label of a first option for every queue at once (value ""); `counts`: a

@@ -29,6 +29,9 @@ ARGV[6...]       the new job's field/value pairs (with unique_key, and unique_fo
 
 Returns {1, id} stored as a new job, {0, holder} the holder stays as it is,
         {2, holder} the holder was debounced (new arguments, later start).
+
+Only a new job counts in rqconc_jobs_enqueued_total (every job stored counts once, as in
+enqueue.lua): a holder returned or debounced was counted when it was stored.
 ]]
 --#context NS=ARGV[3] SEQ=KEYS[1] EVENTS=KEYS[6] WORKER=''
 --#include clock
@@ -75,6 +78,7 @@ end
 
 redis.call('SADD', KEYS[2], queue)
 redis.call('HSET', KEYS[7], 'queue', queue, 'created_at', NOW, unpack(fields))
+metric_count('enqueued', queue)
 redis.call('SET', KEYS[8], id)
 if debounce then due = tostring(now + debounce) end
 if due ~= '' then

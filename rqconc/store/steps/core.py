@@ -356,7 +356,8 @@ class Steps:
 
     # ---- cron (lua/cron_*.lua) ----
     def cron_lease(self, holder: str, lease_ms: int) -> CronLeaseReply:
-        """Take or renew the scheduler's leader lease for `holder`."""
+        """Take or renew the scheduler's leader lease for `holder`; a `lease_ms` of 0
+        releases it, if `holder` holds it."""
         code, _ = script("cron_lease")(self.client, [self.keys.scheduler_lease], [holder, lease_ms])
         return CronLeaseReply(code)
 
