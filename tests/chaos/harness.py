@@ -260,8 +260,10 @@ class Chaos:
         if not worker.running():
             record.note = f"{worker.name}: not running"
             return
-        wait_until(lambda: runs_async_jobs(self.direct, self.keys, worker), 5)
+        seen = wait_until(lambda: runs_async_jobs(self.direct, self.keys, worker), 5)
+        record.at = time.monotonic()  # recovery counts from the signal, not the wait
         self.cold_shutdown(record, worker)
+        record.note += "" if seen else " (no async def job seen running)"
 
     def _restart(self, worker: ChaosWorker, record: FaultRecord) -> None:
         worker.start()
