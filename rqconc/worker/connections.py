@@ -69,18 +69,19 @@ class Orphans:
     (None: a slot whose thread cannot be told); their jobs go back once Redis answers.
 
     Race: a take's claims are not its sender's alone. Idle slots share a take step
-    (engine/take_combiner.py): one thread, the batch's leader, takes for every slot that
+    (engine/slots/takes.py): one thread, the batch's leader, takes for every slot that
     asked, and after a lost reply each slot takes again under the same claim
-    (slot_child.begin_take), in a take another thread may lead. Were orphans kept by the
-    thread whose take lost its reply, as they were, the next leader would lease a new job
-    under a claim whose lost job was never put back, and the first thread's late put-back
-    (it finds the job by its claim) would requeue that new job while it runs: it ran twice.
-    So the invariant, kept here: *no take goes out under a claim while it is an orphan, and
-    an orphan is put back by one thread at a time.* The sender of a take puts back the
-    orphans first (`checkout`: any thread may put back any, as no take under an orphan is
-    on its way); a claim of its take that another thread is putting back right now is left
-    out of the take (its slot takes again next round). Claims stay orphans until put back,
-    so a put-back that failed is tried again by the next take, whoever sends it.
+    (slots/child_side.begin_take), in a take another thread may lead. Were orphans kept by
+    the thread whose take lost its reply, as they were, the next leader would lease a new
+    job under a claim whose lost job was never put back, and the first thread's late
+    put-back (it finds the job by its claim) would requeue that new job while it runs: it
+    ran twice. So the invariant, kept here: *no take goes out under a claim while it is an
+    orphan, and an orphan is put back by one thread at a time.* The sender of a take puts
+    back the orphans first (`checkout`: any thread may put back any, as no take under an
+    orphan is on its way); a claim of its take that another thread is putting back right
+    now is left out of the take (its slot takes again next round). Claims stay orphans
+    until put back, so a put-back that failed is tried again by the next take, whoever
+    sends it.
     """
 
     def __init__(self) -> None:

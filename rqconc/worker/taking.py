@@ -103,7 +103,7 @@ class Taker:
     def take_many(self, claims: Sequence[str], timeout: float) -> List[WorkItem]:
         """Up to one job per claim in one step (store/steps/batch.take_many), each leased under
         its own claim; for a child whose several slots are idle at once. The first claim is
-        the caller's own (a combined take's leader asks first, engine/take_combiner.py)."""
+        the caller's own (a combined take's leader asks first, engine/slots/takes.py)."""
         found = self._guarded(claims, timeout, lambda s, c: self._take_many(s, c, timeout))
         return found or []
 

@@ -1,10 +1,11 @@
 """A combined take whose reply is lost (the asyncio backend; `--slots` children): the idle
-slots of one process share a take step (engine/take_combiner.py), and each slot takes again
-under the same claim after a lost reply (slot_child.begin_take, issue 14). Whichever thread
-sends that next take must first put back what the lost one leased under those claims; before
-the fix only the thread that had led the lost take knew of them, another thread's take
-leased new jobs under them, and the first thread's late put-back returned a running job to
-the queue: it ran twice. Real workers on a real Redis, the reply cut by a TCP proxy."""
+slots of one process share a take step (engine/slots/takes.py), and each slot takes again
+under the same claim after a lost reply (slots/child_side.begin_take, issue 14). Whichever
+thread sends that next take must first put back what the lost one leased under those
+claims; before the fix only the thread that had led the lost take knew of them, another
+thread's take leased new jobs under them, and the first thread's late put-back returned a
+running job to the queue: it ran twice. Real workers on a real Redis, the reply cut by a TCP
+proxy."""
 
 import pytest
 
