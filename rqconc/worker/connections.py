@@ -10,7 +10,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any, Dict, List, Optional, cast
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple, cast
 from urllib.parse import quote
 
 import redis
@@ -54,16 +54,80 @@ def url_of(client: redis.Redis) -> str:
 
 
 class ChildState:
-    """What one child owns alone: its connection's steps, and the claims whose take (or
-    completion that also took) may have leased a job although its reply was lost. Per child,
-    never shared: another child must not requeue (or pop) a claim it does not own."""
+    """What one child (process, thread or greenlet) owns alone: its connection's steps."""
 
-    __slots__ = ("steps", "pid", "orphans")
+    __slots__ = ("steps", "pid")
 
     def __init__(self, steps: Steps, pid: int) -> None:
         self.steps = steps
         self.pid = pid
-        self.orphans: List[str] = []
+
+
+class Orphans:
+    """The claims of one process whose take (or completion that also took) may have leased
+    a job although its reply was lost, keyed by claim, each with the child that owns it
+    (None: a slot whose thread cannot be told); their jobs go back once Redis answers.
+
+    Race: a take's claims are not its sender's alone. Idle slots share a take step
+    (engine/slots/takes.py): one thread, the batch's leader, takes for every slot that
+    asked, and after a lost reply each slot takes again under the same claim
+    (slots/child_side.begin_take), in a take another thread may lead. Were orphans kept by
+    the thread whose take lost its reply, as they were, the next leader would lease a new
+    job under a claim whose lost job was never put back, and the first thread's late
+    put-back (it finds the job by its claim) would requeue that new job while it runs: it
+    ran twice. So the invariant, kept here: *no take goes out under a claim while it is an
+    orphan, and an orphan is put back by one thread at a time.* The sender of a take puts
+    back the orphans first (`checkout`: any thread may put back any, as no take under an
+    orphan is on its way); a claim of its take that another thread is putting back right
+    now is left out of the take (its slot takes again next round). Claims stay orphans
+    until put back, so a put-back that failed is tried again by the next take, whoever
+    sends it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owners: Dict[str, Optional[ChildState]] = {}  # in the order filed
+        self._settling: Set[str] = set()  # checked out by a thread putting them back
+
+    def __bool__(self) -> bool:
+        # Without the lock, on every take: a claim is filed before the take that lost its
+        # reply returns, so before any later take under it can be sent.
+        return bool(self._owners)
+
+    def file(self, claims: Sequence[str], owner: ChildState, owned: int) -> None:
+        """Orphans from one lost reply: the first `owned` claims are `owner`'s own slot's."""
+        with self._lock:
+            for position, claim in enumerate(claims):
+                self._owners[claim] = owner if position < owned else None
+
+    def checkout(self, claims: Sequence[str]) -> Tuple[List[str], Set[str]]:
+        """Every orphan no other thread is putting back, now the caller's to put back (then
+        `settled` or `release`); and those of `claims` another thread is putting back."""
+        with self._lock:
+            mine = [claim for claim in self._owners if claim not in self._settling]
+            busy = {claim for claim in claims if claim in self._settling}
+            self._settling.update(mine)
+        return mine, busy
+
+    def settled(self, claim: str) -> None:
+        with self._lock:
+            self._owners.pop(claim, None)
+            self._settling.discard(claim)
+
+    def release(self, claims: Sequence[str]) -> None:
+        """Checked-out claims not put back (Redis away): orphans still, for the next take."""
+        with self._lock:
+            self._settling.difference_update(claims)
+
+    def hand_over(self, owner: ChildState) -> List[str]:
+        """The orphans of an ending child's own slot, no longer orphans here: it leaves them
+        in its slot for the supervisor (WorkSource.child_stopping). A slot's claim filed by
+        another thread's take stays, for a later take (or its lease) to settle."""
+        with self._lock:
+            own = [c for c, o in self._owners.items() if o is owner and c not in self._settling]
+            for claim in own:
+                del self._owners[claim]
+        return own
 
 
 # How often an outage is recalled while it lasts (s): once lost, then at most this often.
@@ -125,19 +189,21 @@ class Connections:
         # them too); children in processes of their own only log them at DEBUG.
         self._owner_pid = os.getpid()
         self._outage = _Outage()
+        self.orphans = Orphans()  # of this process's children, whichever sent the take
 
     def __getstate__(self) -> Dict[str, Any]:
         # No socket crosses a process boundary: each process opens its own client.
         state = self.__dict__.copy()
         state["_client"], state["_client_pid"], state["_steps"] = None, 0, None
         state["_steps_client"] = None
-        del state["_local"], state["_outage"]
+        del state["_local"], state["_outage"], state["orphans"]
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._local = threading.local()
         self._outage = _Outage()
+        self.orphans = Orphans()
 
     @property
     def connected(self) -> bool:

@@ -1,8 +1,9 @@
 """The child side of the work source: take a job, perform it, give it back.
 
 Redis going away never ends a child: a take logs one line and backs off (capped, shared by
-the children of one process), and a take whose reply was lost leaves its claim with the
-child as an *orphan*, put back at the front once Redis answers again.
+the children of one process), and a take whose reply was lost leaves its claims as
+*orphans* of the process (connections.Orphans), whose jobs go back at the front once Redis
+answers, before any take goes out under those claims again.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from rqconc.queue.serialization import mro_names, type_name
 from rqconc.store.steps.batch import take_many, wait_then_take_many
 from rqconc.store.steps.core import Steps, text
 from rqconc.worker import logs
-from rqconc.worker.connections import ChildState, Connections
+from rqconc.worker.connections import Connections
 from rqconc.worker.hooks import Hooks
 from rqconc.worker.job_scope import JobScope
 from rqconc.worker.listened import Listened
@@ -86,46 +87,56 @@ class Taker:
             self.runner.forget_functions()
 
     def child_stopping(self) -> List[str]:
-        """A child ending normally puts back what its lost replies may have taken; the
-        claims it could not (Redis away) are returned, for the supervisor to put back."""
-        child = self.connections.child()
-        if child.orphans:
+        """A child ending normally puts back what lost replies may have taken; the claims of
+        its own slot it could not (Redis away) are returned, for the supervisor to put back."""
+        orphans = self.connections.orphans
+        if orphans:
             try:
-                self._requeue_orphans(child)
+                self._put_back(orphans.checkout(())[0])
             except REDIS_DOWN as exc:
                 self.connections.redis_down(exc, "putting back jobs of lost take replies")
-        return list(child.orphans)
+        return orphans.hand_over(self.connections.child())
 
     def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
-        return self._guarded([claim], timeout, lambda steps: self._take(steps, claim, timeout))
+        return self._guarded([claim], timeout, lambda steps, c: self._take(steps, c[0], timeout))
 
     def take_many(self, claims: Sequence[str], timeout: float) -> List[WorkItem]:
         """Up to one job per claim in one step (store/steps/batch.take_many), each leased under
-        its own claim; for a child whose several slots are idle at once."""
-        found = self._guarded(claims, timeout, lambda s: self._take_many(s, claims, timeout))
+        its own claim; for a child whose several slots are idle at once. The first claim is
+        the caller's own (a combined take's leader asks first, engine/slots/takes.py)."""
+        found = self._guarded(claims, timeout, lambda s, c: self._take_many(s, c, timeout))
         return found or []
 
     def _guarded(
-        self, claims: Sequence[str], timeout: float, attempt: Callable[[Steps], Any]
+        self,
+        claims: Sequence[str],
+        timeout: float,
+        attempt: Callable[[Steps, Sequence[str]], Any],
     ) -> Any:
         """`attempt` with this child's steps, or None when Redis is away or refuses (never
         an end of the child). A take whose request left but whose reply was lost (ReplyLost)
-        may have run: its claims are kept as orphans, whose jobs go back once Redis answers.
-        One that never left (refused, unreachable) leased nothing: a child that ends then
-        leaves no claim behind for the supervisor to wait on."""
+        may have run: its claims are kept as orphans, whose jobs go back before any take
+        goes out under them again (connections.Orphans: whichever thread sends it). One that
+        never left (refused, unreachable) leased nothing: a child that ends then leaves no
+        claim behind for the supervisor to wait on."""
         wait = self._backoff.remaining()
         if wait > 0:
             time.sleep(min(wait, max(timeout, 0.0)))
             return None
-        child = self.connections.child()
+        child, orphans = self.connections.child(), self.connections.orphans
         sent = time.monotonic()
+        sending: Sequence[str] = ()
         try:
-            if child.orphans:
-                self._requeue_orphans(child)
-            found = attempt(child.steps)
+            if orphans:
+                claims = self._put_back_before(claims)
+                if not claims:  # another thread is putting their jobs back: take next round
+                    time.sleep(min(max(timeout, 0.0), MIN_BLOCK))
+                    return None
+            sending = claims
+            found = attempt(child.steps, claims)
         except REDIS_DOWN as exc:
-            if isinstance(exc, ReplyLost):  # it left: it may have run, and leased jobs
-                child.orphans.extend(c for c in claims if c not in child.orphans)
+            if isinstance(exc, ReplyLost) and sending:  # it left: it may have leased jobs
+                orphans.file(sending, child, owned=1)  # the first claim is this child's own
             delay = self._backoff.failed()
             if delay is not None:
                 self.connections.redis_down(exc, "taking a job", delay)
@@ -198,16 +209,28 @@ class Taker:
         items = [work_item(claim, job, self.recorder.callback_timeout) for claim, job in found]
         return [item for item in items if item is not None]
 
-    def _requeue_orphans(self, child: ChildState) -> None:
-        steps = self.connections.steps
-        while child.orphans:
-            claim = child.orphans[0]
-            found = steps.claimed_job(claim)
-            if found is not None:
-                job_id, fields = found
-                queue = text(fields.get("queue", b""))
-                steps.requeue_front(claim, job_id, queue, self.worker, "requeued")
-            child.orphans.pop(0)  # only once put back: a failure above keeps it
+    def _put_back_before(self, claims: Sequence[str]) -> Sequence[str]:
+        """Before a take: every orphan no other thread is putting back goes back first (so
+        none of `claims` is one when the take leaves); returns `claims` less those another
+        thread is putting back right now (see connections.Orphans)."""
+        mine, busy = self.connections.orphans.checkout(claims)
+        self._put_back(mine)
+        return [claim for claim in claims if claim not in busy] if busy else claims
+
+    def _put_back(self, claims: Sequence[str]) -> None:
+        """Put back the jobs of checked-out orphans; those Redis did not answer for (it
+        raises) stay orphans."""
+        orphans, steps = self.connections.orphans, self.connections.steps
+        try:
+            for claim in claims:
+                found = steps.claimed_job(claim)
+                if found is not None:
+                    job_id, fields = found
+                    queue = text(fields.get("queue", b""))
+                    steps.requeue_front(claim, job_id, queue, self.worker, "requeued")
+                orphans.settled(claim)  # only once put back: a failure above keeps it
+        finally:
+            orphans.release(claims)
 
     def perform(self, item: WorkItem, chain: Optional[NextClaim] = None) -> Optional[WorkItem]:
         fields, corrupt = decoded(item.payload)
@@ -258,7 +281,7 @@ class Taker:
             if next_claim is not None:
                 # The step may have run with its reply lost: a job it took under the next
                 # claim goes back once Redis answers; retries take nothing.
-                self.connections.child().orphans.append(next_claim)
+                self.connections.orphans.file([next_claim], self.connections.child(), owned=1)
         until_recorded(
             self.connections,
             lambda: self.recorder.record(item, fields, outcome, duration, notify=notify),

@@ -1,7 +1,7 @@
 """The chaos audit: every job accounted for, and every repeated run traced to a fault.
 
 Each run of a job left `"<pid> <time>"` on the recording Redis (tests/chaos/jobs.py; the pid
-is the child's for forking and multiprocessing, the supervisor's for threading and gevent).
+is the child's for forking and multiprocessing, the supervisor's for threading, gevent and asyncio).
 SPEC section 3: a job runs again only if its worker vanished mid-run. So every run of a job
 but its last must be matched by a fault from the driver's log (tests/chaos/harness.py):
 - its process was killed or cold-stopped while the run was underway (kill_child,

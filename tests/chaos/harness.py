@@ -27,7 +27,7 @@ import redis
 from rqconc import Queue, Retry
 from rqconc.store import scripts
 from tests.chaos.records import EventTail, FaultRecord, Violations, wait_until
-from tests.chaos.workers import LEASE_SECONDS, QUEUE, ChaosWorker, alive
+from tests.chaos.workers import LEASE_SECONDS, QUEUE, ChaosWorker, alive, runs_async_jobs
 from tests.support.clock import install_clock
 from tests.support.redis_server import RedisServer
 from tests.support.tcp_proxy import TcpProxy
@@ -41,12 +41,14 @@ WORKERS = [
     ("threading", 4, 3600.0),
     ("gevent", 8, 0.0),
     ("multiprocessing", 2, -5 * LEASE_SECONDS),
+    ("asyncio", 4, 0.0),
 ]
 FAULTS = {  # fault -> relative weight
     "kill_child": 24,
     "kill_supervisor": 12,
     "warm_shutdown": 12,
     "cold_shutdown": 12,
+    "cold_shutdown_async": 8,
     "redis_restart": 10,
     "proxy_drop": 15,
     "proxy_stall": 15,
@@ -234,8 +236,8 @@ class Chaos:
             self.violations.add(f"{worker.name}: warm shutdown exited {code}, not 0")
         self._restart(worker, record)
 
-    def cold_shutdown(self, record: FaultRecord) -> None:
-        worker = self._pick()
+    def cold_shutdown(self, record: FaultRecord, worker: Optional[ChaosWorker] = None) -> None:
+        worker = worker or self._pick()
         record.victims, record.hit = {worker.pid, *worker.children()}, True
         record.wall = time.time()
         worker.process.send_signal(signal.SIGTERM)
@@ -250,6 +252,18 @@ class Chaos:
             self.violations.add(f"{worker.name}: cold shutdown exited {code}")
         record.struck = time.time()
         self._restart(worker, record)
+
+    def cold_shutdown_async(self, record: FaultRecord) -> None:
+        # The asyncio worker cold-stopped while it runs `async def` jobs: their tasks are
+        # cancelled at an await and each job goes back unattempted, as a plain one does.
+        worker = next(w for w in self.workers if w.backend == "asyncio")
+        if not worker.running():
+            record.note = f"{worker.name}: not running"
+            return
+        seen = wait_until(lambda: runs_async_jobs(self.direct, self.keys, worker), 5)
+        record.at = time.monotonic()  # recovery counts from the signal, not the wait
+        self.cold_shutdown(record, worker)
+        record.note += "" if seen else " (no async def job seen running)"
 
     def _restart(self, worker: ChaosWorker, record: FaultRecord) -> None:
         worker.start()

@@ -1,4 +1,4 @@
-"""Seeded chaos: workers of all four backends lose children, supervisors, Redis, their
+"""Seeded chaos: workers of all five backends lose children, supervisors, Redis, their
 network and replies, and run with wrong clocks, while jobs flow; afterwards every job is
 accounted for (SPEC section 3: at-least-once, nothing lost, no duplicate unless its worker
 vanished mid-run).

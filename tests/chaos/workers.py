@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import List, Optional
 
 import psutil
+import redis
 
+from rqconc.store.keys import KeySpace
 from tests.support.clock import clock_env
 from tests.support.worker_process import WorkerProcess, main_py_argv
 
@@ -99,3 +101,13 @@ class ChaosWorker:
 
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+
+def runs_async_jobs(direct: redis.Redis, keys: KeySpace, worker: ChaosWorker) -> bool:
+    """Whether `worker` is running an `async def` job now (tests/chaos/jobs.record_async)."""
+    running = [i.decode() for i in direct.zrange(keys.started(QUEUE), 0, -1)]
+    pipe = direct.pipeline(transaction=False)
+    for job_id in running:
+        pipe.hmget(keys.job(job_id), "worker", "func")
+    mine = (worker.name.encode(), b"tests.chaos.jobs:record_async")
+    return any(tuple(fields) == mine for fields in pipe.execute())

@@ -37,7 +37,13 @@ class CombinedTakes(WorkSource):
             return None
 
     def _take_batch(self, requests: Sequence[Tuple[str, float]]) -> List[Optional[WorkItem]]:
-        claim, timeout = requests[0]  # the leader's wait stands for the batch
+        # The leader's claim goes first and its wait stands for the batch. Race: after a
+        # lost reply every slot of the batch takes again under the same claim, in a batch
+        # any slot may lead, so the source must put back what a lost take leased under a
+        # claim before whichever thread sends the next take under it (the Redis source:
+        # worker/connections.Orphans); a source that kept that with the leader's thread
+        # would lease a new job under the claim, then put that running job back.
+        claim, timeout = requests[0]
         if len(requests) == 1:
             return [self.source.take(claim, timeout)]
         items = self.source.take_many([c for c, _ in requests], timeout)
