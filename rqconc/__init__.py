@@ -27,13 +27,13 @@ _EXPORTS = {
     "WorkerLost": "rqconc.errors",
     "NotAllowed": "rqconc.errors",
     "JobCanceled": "rqconc.errors",
-    "Dependency": "rqconc.queue.dependency",
-    "Next": "rqconc.queue.flows",
+    "Dependency": "rqconc.queue.workflow.dependency",
+    "Next": "rqconc.queue.workflow.flows",
     "EventStream": "rqconc.queue.events",
     "task": "rqconc.queue.task",
     "Task": "rqconc.queue.task",
-    "group": "rqconc.queue.groups",
-    "Group": "rqconc.queue.groups",
+    "group": "rqconc.queue.workflow.groups",
+    "Group": "rqconc.queue.workflow.groups",
     "get_current_job": "rqconc.queue.current",
 }
 
@@ -52,17 +52,17 @@ if TYPE_CHECKING:
     from rqconc.errors import NotAllowed as NotAllowed
     from rqconc.errors import WorkerLost as WorkerLost
     from rqconc.queue.current import get_current_job as get_current_job
-    from rqconc.queue.dependency import Dependency as Dependency
     from rqconc.queue.events import EventStream as EventStream
-    from rqconc.queue.flows import Next as Next
-    from rqconc.queue.groups import Group as Group
-    from rqconc.queue.groups import group as group
     from rqconc.queue.job import Job as Job
     from rqconc.queue.queue import Priority as Priority
     from rqconc.queue.queue import Queue as Queue
     from rqconc.queue.retry import Retry as Retry
     from rqconc.queue.task import Task as Task
     from rqconc.queue.task import task as task
+    from rqconc.queue.workflow.dependency import Dependency as Dependency
+    from rqconc.queue.workflow.flows import Next as Next
+    from rqconc.queue.workflow.groups import Group as Group
+    from rqconc.queue.workflow.groups import group as group
     from rqconc.store.status import JobStatus as JobStatus
     from rqconc.worker.redis_supervisor import Supervisor as Supervisor
 

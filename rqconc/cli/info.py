@@ -16,7 +16,7 @@ from rqconc.cli.common import client_for, namespace_option, table, unix_to_iso, 
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import COUNTS, queue_counts
-from rqconc.queue.limits import Limits
+from rqconc.queue.limits.settings import Limits
 from rqconc.store.keys import KeySpace, check_queue_name
 from rqconc.worker.listened import EVERY
 from rqconc.worker.registry import list_workers

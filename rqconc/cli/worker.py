@@ -23,7 +23,7 @@ from rqconc.engine.fake_source import FakeSource
 from rqconc.engine.pool import Pool
 from rqconc.engine.source import WorkSource
 from rqconc.engine.supervisor import check_slots
-from rqconc.queue.callbacks import CALLBACK_TIMEOUT
+from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
 from rqconc.store.keys import check_queue_name
 from rqconc.worker import logs, webhooks
 from rqconc.worker.hooks import Hooks

@@ -12,13 +12,13 @@ from typing import Any, Dict, List, Optional
 import redis
 
 from rqconc.connection.clients import translated_errors
-from rqconc.queue import cron
 from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import queue_counts
 from rqconc.queue.dead_letters import newest_letters
 from rqconc.queue.events import EventStream, entry_events
 from rqconc.queue.job import Job
-from rqconc.queue.limits import Limits
+from rqconc.queue.limits.settings import Limits
+from rqconc.queue.schedule import cron
 from rqconc.store.clock import redis_time
 from rqconc.store.keys import KeySpace
 from rqconc.store.steps.core import text

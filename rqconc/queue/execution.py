@@ -17,9 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN
-from rqconc.queue.callbacks import callback_arguments
 from rqconc.queue.calling import call_job_function
-from rqconc.queue.flows import Next
 from rqconc.queue.retry import failure_names
 from rqconc.queue.serialization import (
     get_serializer,
@@ -28,6 +26,8 @@ from rqconc.queue.serialization import (
     split_function_name,
     type_name,
 )
+from rqconc.queue.workflow.callbacks import callback_arguments
+from rqconc.queue.workflow.flows import Next
 
 Call = Callable[[Callable[..., Any], List[Any], Dict[str, Any]], Any]
 

@@ -23,7 +23,7 @@ from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue import admin
 from rqconc.queue.job_outcome import missing_job, outcome_now, wait_for_outcome
 from rqconc.queue.job_reporting import Reporting
-from rqconc.queue.parked import parked_position
+from rqconc.queue.limits.parked import parked_position
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import get_serializer
 from rqconc.store.defaults import (

@@ -16,11 +16,11 @@ from enum import IntEnum
 from functools import partial
 from typing import Any, Callable, Dict, Tuple, Union
 
-from rqconc.queue.callbacks import followup_fields
-from rqconc.queue.dependency import parents_of
-from rqconc.queue.limit_options import FLOW_OPTION_NAMES, flow_fields
+from rqconc.queue.limits.options import FLOW_OPTION_NAMES, flow_fields
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import check_utf8, get_serializer
+from rqconc.queue.workflow.callbacks import followup_fields
+from rqconc.queue.workflow.dependency import parents_of
 from rqconc.store.defaults import (
     DEFAULT_FAILURE_TTL,
     DEFAULT_PRIORITY,

@@ -20,16 +20,15 @@ from rqconc.connection.direct import ReplyLost
 from rqconc.connection.pooled import pooled_or_plain
 from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
 from rqconc.queue import admin
-from rqconc.queue.cron import CronEntry
 from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.eager import EagerRunner, eager_mode
 from rqconc.queue.eager.group import EagerGroup
 from rqconc.queue.eager.limits import EagerLimiter
-from rqconc.queue.group_result import Group, new_group_id, prepare_group
 from rqconc.queue.job import Job
 from rqconc.queue.job_fields import JobFields
-from rqconc.queue.limit_options import with_expiry
-from rqconc.queue.limits import Limiter, Limits
+from rqconc.queue.limits.options import with_expiry
+from rqconc.queue.limits.parked import waiting_count
+from rqconc.queue.limits.settings import Limiter, Limits
 from rqconc.queue.options import (
     Call,
     Func,
@@ -42,12 +41,13 @@ from rqconc.queue.options import (
     queue_defaults,
     take_options,
 )
-from rqconc.queue.parked import waiting_count
 from rqconc.queue.placement import check_call, check_options
 from rqconc.queue.retry import Retry
-from rqconc.queue.scheduling import CronTab
+from rqconc.queue.schedule.cron import CronEntry
+from rqconc.queue.schedule.crontab import CronTab
 from rqconc.queue.serialization import get_serializer
-from rqconc.queue.signature import Signature
+from rqconc.queue.workflow.group_result import Group, new_group_id, prepare_group
+from rqconc.queue.workflow.signature import Signature
 from rqconc.store.keys import KeySpace, check_queue_name
 from rqconc.store.steps.core import EnqueueReply, Steps, now_ms, text
 from rqconc.store.steps.limits import FlowSteps
@@ -174,7 +174,7 @@ class Queue:
     ) -> Union[Group, EagerGroup]:
         """Store a group of jobs (Signatures or (func, args[, kwargs]) tuples), and a chord's
         callback (run with their results once all finished), in one step; what
-        `rqconc.group(...).enqueue(queue)` calls (rqconc/queue/groups.py). An eager queue runs
+        `rqconc.group(...).enqueue(queue)` calls (queue/workflow/groups.py). An eager queue runs
         them inline (rqconc/queue/eager/__init__.py)."""
         for call in calls:
             check_call(self.keys.namespace, "a job of the group", call)

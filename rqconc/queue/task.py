@@ -26,7 +26,7 @@ from rqconc.queue.options import OPTION_NAMES, common_fields
 from rqconc.queue.queue import Queue
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import function_name
-from rqconc.queue.signature import Signature
+from rqconc.queue.workflow.signature import Signature
 from rqconc.store.keys import KeySpace, check_queue_name
 
 if sys.version_info >= (3, 10):

@@ -17,9 +17,9 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.source import WorkItem
-from rqconc.queue.callbacks import CALLBACK_TIMEOUT
 from rqconc.queue.retry import policy_of
 from rqconc.queue.serialization import mro_names, type_name
+from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
 from rqconc.store.defaults import DEFAULT_TIMEOUT
 from rqconc.store.steps.core import CompleteReply, text
 from rqconc.worker.completions import CombinedCompletions

@@ -23,7 +23,7 @@ import redis
 
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
-from rqconc.queue.callbacks import CALLBACK_TIMEOUT
+from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
 from rqconc.store.keys import KeySpace
 from rqconc.worker import webhooks
 from rqconc.worker.cancels import Cancels

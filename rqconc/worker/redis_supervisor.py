@@ -15,7 +15,7 @@ from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
 from rqconc.engine.source import WorkSource
 from rqconc.engine.states import SupervisorState
 from rqconc.engine.supervisor import BaseSupervisor
-from rqconc.queue.callbacks import CALLBACK_TIMEOUT
+from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
 from rqconc.worker import webhooks
 from rqconc.worker.hooks import Hooks, HookSpec
 from rqconc.worker.namespaces import source_for

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from rqconc.queue.execution import Execution, Outcome, Refused
-from rqconc.queue.flows import Next
 from rqconc.queue.job import Job
-from rqconc.queue.next_stage import prepare_next_stage
+from rqconc.queue.workflow.flows import Next
+from rqconc.queue.workflow.next_stage import prepare_next_stage
 from rqconc.store.steps.core import text
 from rqconc.worker.connections import Connections
 

@@ -32,8 +32,8 @@ from typing import List, Optional, Tuple
 
 import redis
 
-from rqconc.queue.cron import LOOKAHEAD, CronEntry, due_ticks, plan_tick  # noqa: F401 (tests)
-from rqconc.queue.intervals import Tick
+from rqconc.queue.schedule.cron import LOOKAHEAD, CronEntry, due_ticks, plan_tick  # noqa: F401 (tests)
+from rqconc.queue.schedule.intervals import Tick
 from rqconc.store.clock import redis_time
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import CronLeaseReply

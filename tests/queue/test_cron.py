@@ -12,9 +12,9 @@ import time
 import pytest
 
 from rqconc.errors import NoSuchJob
-from rqconc.queue.cron import LOOKAHEAD, STALE_GRACE_MS, entries, remove, tick_job_id
 from rqconc.queue.job import Job, JobStatus
 from rqconc.queue.queue import Queue
+from rqconc.queue.schedule.cron import LOOKAHEAD, STALE_GRACE_MS, entries, remove, tick_job_id
 from rqconc.store.keys import KeySpace
 from rqconc.worker.redis_source import RedisSource
 from rqconc.worker.scheduler import LEASE_MS, Scheduler, leader

@@ -16,7 +16,7 @@ import rqconc
 from rqconc import Dependency, JobFailed, JobStatus, Retry
 from rqconc.queue.eager import forget_jobs
 from rqconc.queue.queue import Queue
-from rqconc.queue.signature import Signature
+from rqconc.queue.workflow.signature import Signature
 from tests.queue import eager_tasks
 from tests.queue.eager_tasks import Flaky
 from tests.support.redis_server import free_port

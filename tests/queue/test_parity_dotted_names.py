@@ -6,10 +6,10 @@ from click.testing import CliRunner
 
 from rqconc import errors
 from rqconc.cli.app import cli
-from rqconc.queue.flows import Next
 from rqconc.queue.job import JobStatus
 from rqconc.queue.queue import Queue
 from rqconc.queue.serialization import function_name, resolve_function, split_function_name
+from rqconc.queue.workflow.flows import Next
 from tests.queue import parity_tasks
 from tests.queue.helpers import take_and_run
 

@@ -5,8 +5,8 @@ import pytest
 
 import rqconc
 from rqconc import Job, JobStatus, Priority, Queue, Retry, task
-from rqconc.queue.signature import Signature
 from rqconc.queue.task import Task
+from rqconc.queue.workflow.signature import Signature
 from tests.queue import task_jobs
 from tests.support.worker_process import BACKENDS
 

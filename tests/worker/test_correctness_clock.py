@@ -11,7 +11,7 @@ import time
 import pytest
 
 from rqconc import JobStatus, Queue
-from rqconc.queue.cron import LOOKAHEAD
+from rqconc.queue.schedule.cron import LOOKAHEAD
 from rqconc.store.keys import KeySpace
 from rqconc.worker.registry import heartbeat_age, list_workers
 from tests.support.clock import clock_env, install_clock

@@ -12,7 +12,7 @@ JOBS = "tests.worker.jobs"
 
 def test_registration_returns_and_logs_the_next_three_fire_times(redis_server, caplog):
     q = Queue(connection=redis_server.url)
-    with caplog.at_level(logging.INFO, logger="rqconc.queue.cron"):
+    with caplog.at_level(logging.INFO, logger="rqconc.queue.schedule.cron"):
         entry = q.cron("*/2 * * * * *", f"{JOBS}:add", 1, 2, id="even-minutes")
     now = time.time()
     runs = entry.next_runs

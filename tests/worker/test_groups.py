@@ -9,7 +9,7 @@ import pytest
 
 import rqconc
 from rqconc import Group, JobFailed, Queue, Retry
-from rqconc.queue.signature import Signature
+from rqconc.queue.workflow.signature import Signature
 from rqconc.worker.registry import list_workers
 from tests.support.waiting import wait_for
 from tests.support.worker_process import BACKENDS

@@ -32,12 +32,12 @@ from rqconc.queue.eager.run import (
     timeout_of,
 )
 from rqconc.queue.execution import Execution, Outcome
-from rqconc.queue.flows import Next
 from rqconc.queue.job import Job
-from rqconc.queue.limit_options import with_expiry
+from rqconc.queue.limits.options import with_expiry
 from rqconc.queue.options import Call, refuse, take_options
 from rqconc.queue.retry import policy_of
-from rqconc.queue.signature import signature_of
+from rqconc.queue.workflow.flows import Next
+from rqconc.queue.workflow.signature import signature_of
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import now_ms
 from rqconc.store.status import JobStatus
@@ -245,7 +245,7 @@ class EagerRunner:
             fields["exc_type"], fields["exc_message"], fields["traceback"] = exc
         memory.release_waiting()  # its dependents, if they waited for it
 
-    # ---- groups (rqconc/queue/groups.py calls Queue.enqueue_group) ----
+    # ---- groups (rqconc/queue/workflow/groups.py calls Queue.enqueue_group) ----
     def enqueue_group(self, signatures: Sequence[Any], chord: Any = None) -> EagerGroup:
         """Run every job of the group in order, then the chord's `func(results, *args)` when
         all of them finished; an object with `Group`'s interface."""

@@ -1,4 +1,4 @@
-"""What an eager queue's `enqueue_group` returns: `Group`'s interface (rqconc/queue/groups.py)
+"""What an eager queue's `enqueue_group` returns: `Group`'s interface (queue/workflow/groups.py)
 over jobs that have all ended."""
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Dict, Optional
 
 from rqconc.queue.eager import memory
-from rqconc.queue.limits import Limits, limit_fields
+from rqconc.queue.limits.settings import Limits, limit_fields
 
 
 class EagerLimiter:
-    """`Limiter`'s interface (rqconc/queue/limits.py) over this process's settings."""
+    """`Limiter`'s interface (rqconc/queue/limits/settings.py) over this process's settings."""
 
     def __init__(self, namespace: str, name: str) -> None:
         self.namespace = namespace

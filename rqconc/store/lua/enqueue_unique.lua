@@ -38,6 +38,7 @@ enqueue.lua): a holder returned or debounced was counted when it was stored.
 --#include keys
 --#include events
 --#include jobs
+--#include metrics
 
 local queue, due, id, now = ARGV[1], ARGV[2], ARGV[5], tonumber(NOW)
 local fields = {unpack(ARGV, 6)}

@@ -8,9 +8,9 @@ from typing import Any, Dict, Tuple
 
 import redis
 
-from rqconc.queue.flows import Next
 from rqconc.queue.placement import namespaces_of, refuse_foreign
 from rqconc.queue.queue import Queue
+from rqconc.queue.workflow.flows import Next
 
 
 def prepare_next_stage(

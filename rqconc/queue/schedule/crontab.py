@@ -1,5 +1,5 @@
 """A queue's cron and interval entries, the object behind `q.cron(...)`, `q.every(...)`,
-`q.crons()` and `q.remove_cron(id)`. The entries live in rqconc/queue/cron.py; the worker's
+`q.crons()` and `q.remove_cron(id)`. The entries live in rqconc/queue/schedule/cron.py; the worker's
 scheduler (rqconc/worker/scheduler.py) fires them, exactly once per tick."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 import redis
 
 from rqconc.connection.replicas import ReplicaWait
-from rqconc.queue import cron, intervals
-from rqconc.queue.cron import CronEntry
 from rqconc.queue.options import Call, Func, refuse, take_options
+from rqconc.queue.schedule import cron, intervals
+from rqconc.queue.schedule.cron import CronEntry
 from rqconc.queue.serialization import function_name
 from rqconc.store.keys import KeySpace
 

@@ -32,14 +32,14 @@ from croniter import croniter
 
 from rqconc.connection.clients import translated_errors
 from rqconc.connection.replicas import ReplicaWait
-from rqconc.queue import intervals
-from rqconc.queue.intervals import Tick
 from rqconc.queue.job import description_of
+from rqconc.queue.schedule import intervals
+from rqconc.queue.schedule.intervals import Tick
 from rqconc.store.keys import KeySpace, check_queue_name
 from rqconc.store.scripts import CronAdvanceReply, CronPutReply
 from rqconc.store.steps.core import Steps, text
 
-log = logging.getLogger("rqconc.queue.cron")
+log = logging.getLogger("rqconc.queue.schedule.cron")
 
 ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 # Fields of a prepared job that belong to one job, not to the template.

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any, Optional, Tuple, Union
 
 from rqconc.queue.eager.group import EagerGroup
-from rqconc.queue.group_result import Group
 from rqconc.queue.queue import Queue
-from rqconc.queue.signature import Func, Signature, signature_of
+from rqconc.queue.workflow.group_result import Group
+from rqconc.queue.workflow.signature import Func, Signature, signature_of
 
 
 class GroupSpec:

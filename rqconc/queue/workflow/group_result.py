@@ -1,5 +1,5 @@
 """A group of jobs enqueued together, as `Queue.enqueue_group` returns it: `Group` (its id,
-jobs, `status()`, `get()`), and the preparation of its members (rqconc/queue/groups.py
+jobs, `status()`, `get()`), and the preparation of its members (rqconc/queue/workflow/groups.py
 builds groups and chords; lua/enqueue_group.lua stores them; docs/architecture.md, Groups).
 """
 
@@ -17,7 +17,7 @@ from rqconc import errors
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
 from rqconc.queue.job import Job
 from rqconc.queue.options import refuse, take_options
-from rqconc.queue.signature import Signature, signature_of
+from rqconc.queue.workflow.signature import Signature, signature_of
 from rqconc.store.defaults import DEFAULT_RESULT_TTL
 from rqconc.store.keys import KeySpace
 from rqconc.store.status import JobStatus
