@@ -43,8 +43,10 @@ lua: venv
 # Test files run on 4 processes: the tests mostly wait on real processes, signals and
 # Redis, so 4 on 2 cores still leave a third of the CPU idle (user + sys 11 min in an 8.5-min
 # run). A file stays on one process, since some share module fixtures and order within it.
+# Files start in the order tests/conftest.py gives them (the longest first), not xdist's
+# (most tests first), which left one-test files such as the chaos run to end the run alone.
 test: lint wheel-smoke
-	$(BIN)/python -m pytest -q -n 4 --dist loadfile
+	$(BIN)/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder
 
 # The wheel in a fresh virtualenv outside the tree: `rqconc --help` and one job (< 30 s).
 wheel-smoke: venv
@@ -68,7 +70,7 @@ bench: venv
 
 # Long chaos run: 5,000 jobs under faults (< 15 min); rewrites the table in docs/reliability.md.
 # Then a Sentinel failover under 2,000 jobs, with and without wait_replicas (docs/reliability.md),
-# and the Redis restart case of tests/connection 4 times per backend (make test: twice).
+# and the Redis restart case of tests/connection 4 times per backend (make test: once).
 chaos: venv
 	CHAOS_JOBS=$${CHAOS_JOBS:-5000} $(BIN)/python -m pytest -q -s -m chaos tests/chaos
 	RESTART_ROUNDS=4 $(BIN)/python -m pytest -q tests/connection/test_redis_restart.py

@@ -112,6 +112,11 @@ class RedisClusterProcesses:
             "0",
             "--cluster-require-full-coverage",
             "no",
+            # CLUSTER SLOTS (Redis 7) lists a replica once it has a replication offset, and a
+            # master of an empty data set moves its offset only by its pings to replicas:
+            # every 10 s by default, which each cluster start waited for.
+            "--repl-ping-replica-period",
+            "1",
         )
         if password:
             args += ("--masterauth", password)
