@@ -31,7 +31,7 @@ import click
 import pytest
 
 from rqconc.cli.app import cli, main_py
-from rqconc.cli.worker import check_backend_and_size
+from rqconc.cli.worker import check_size
 from tests.support.worker_process import ROOT
 
 MARKER = "<!-- test: run -->"
@@ -139,7 +139,7 @@ def parse(words: List[str]) -> None:
         assert command is not None, f"{' '.join(words)!r}: no command {name!r}"
     ctx = command.make_context(name, list(args), parent=parent)
     if command.name in ("worker", "main.py"):
-        check_backend_and_size(ctx.params["backend"], ctx.params["size"])
+        check_size(ctx.params["backend"], ctx.params["size"])
 
 
 def test_the_docs_mark_runnable_blocks_and_have_commands_to_parse():

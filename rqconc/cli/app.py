@@ -10,12 +10,11 @@ import click
 import redis
 
 from rqconc import __version__, errors
-from rqconc.cli.worker import check_backend_and_size, env_option, run_worker, worker_options
-from rqconc.engine.backends import backend_names
+from rqconc.cli.worker import BackendName, check_size, env_option, run_worker, worker_options
 from rqconc.worker.logs import redact_text
 
-# A click.Choice: a typo is refused with the valid names, and shell completion offers them.
-BACKEND = click.Choice(backend_names())
+# A typo is refused with the valid names, and shell completion offers them.
+BACKEND = BackendName()
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -44,7 +43,7 @@ def cli() -> None:
 @worker_options
 def worker(backend: str, size: int, **options: Any) -> None:
     """Run a worker (the same as `python main.py BACKEND SIZE`)."""
-    check_backend_and_size(backend, size)
+    check_size(backend, size)
     sys.exit(run_worker(backend, size, options))
 
 
@@ -54,7 +53,7 @@ def worker(backend: str, size: int, **options: Any) -> None:
 @worker_options
 def main_py(backend: str, size: int, **options: Any) -> None:
     """python main.py BACKEND SIZE [options]: run a worker."""
-    check_backend_and_size(backend, size)
+    check_size(backend, size)
     sys.exit(run_worker(backend, size, options))
 
 

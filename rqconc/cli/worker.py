@@ -18,7 +18,7 @@ from rqconc.cli.settings import describe, load_settings
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.connection.clients import check_settings, connect
 from rqconc.demo import run_demo
-from rqconc.engine.backends import backend_names, pool_class
+from rqconc.engine.backends import backend_name, backend_names, pool_class
 from rqconc.engine.fake_source import FakeSource
 from rqconc.engine.pool import Pool
 from rqconc.engine.source import WorkSource
@@ -347,11 +347,21 @@ def max_size(pool: Type[Pool]) -> Tuple[int, str]:
     return MAX_THREADS, "threads"
 
 
-def check_backend_and_size(backend: str, size: int) -> None:
-    if backend not in backend_names():
-        raise click.UsageError(
-            f"unknown backend {backend!r}: choose one of {', '.join(backend_names())}"
-        )
+class BackendName(click.Choice):
+    """The backend names, offered by shell completion and shown in --help; a name is
+    checked by the engine's one resolver, whose ValueError is the one-line usage error."""
+
+    def __init__(self) -> None:
+        super().__init__(backend_names())
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Any) -> str:
+        try:
+            return backend_name(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def check_size(backend: str, size: int) -> None:
     if size < 1:
         raise click.UsageError(f"size must be at least 1, not {size}")
     bound, children = max_size(pool_class(backend))

@@ -77,7 +77,7 @@ class BaseSupervisor:
         on_tick: Optional[Callable[[BaseSupervisor], None]] = None,
         slots: int = 1,
     ) -> None:
-        chosen = pool_class(backend) if isinstance(backend, str) else backend
+        chosen = pool_class(backend)
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"size must be an integer >= 1, not {size!r}")
         self.slots_per_child = check_slots(slots, chosen)
