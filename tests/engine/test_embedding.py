@@ -78,9 +78,10 @@ def test_gevent_in_an_unpatched_process_raises_a_clear_error():
     assert "monkey" in result.stderr.splitlines()[-1]
 
 
-def test_an_unknown_backend_is_a_value_error_naming_the_valid_ones():
+@pytest.mark.parametrize("backend", ["fibers", 42, None, object])
+def test_an_unknown_backend_is_a_value_error_naming_the_valid_ones(backend):
     with pytest.raises(ValueError) as info:
-        BaseSupervisor(backend="fibers")
+        BaseSupervisor(backend=backend)
     assert all(name in str(info.value) for name in BACKENDS)
 
 

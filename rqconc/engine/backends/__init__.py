@@ -25,7 +25,7 @@ def backend_name(name: Any) -> str:
     """`name` if it names a backend; ValueError naming the valid ones otherwise."""
     if not isinstance(name, str) or name not in BACKENDS:
         valid = ", ".join(repr(n) for n in BACKENDS)
-        raise ValueError(f"unknown backend {name!r}: not one of {valid}")
+        raise ValueError(f"backend {name!r} is not one of {valid}")
     return name
 
 
