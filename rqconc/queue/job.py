@@ -21,8 +21,9 @@ from rqconc import errors
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue import admin
+from rqconc.queue.job_fields import description_of
 from rqconc.queue.job_outcome import missing_job, outcome_now, wait_for_outcome
-from rqconc.queue.job_reporting import Reporting
+from rqconc.queue.job_reporting import JobReport
 from rqconc.queue.limits.parked import parked_position
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import get_serializer
@@ -45,29 +46,6 @@ MAX_STAGES = 10_000
 # default policy), meta, description (derived from the call), depends_on and on_* fields.
 
 
-def describe_call(name: str, args: Sequence[Any], kwargs: Dict[str, Any]) -> str:
-    """The description of a job enqueued without one: its call, cut at 200 characters."""
-    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
-    call = f"{name}({', '.join(parts)})"
-    return call if len(call) <= 200 else call[:197] + "..."
-
-
-def description_of(fields: Dict[str, str]) -> Optional[str]:
-    """A job's description: as given at enqueue, else its call (None if unreadable). A
-    pickled call is never unpickled for it: enqueue stored its description."""
-    stored = fields.get("description")
-    if stored is not None or fields.get("serializer", "json") != "json":
-        return stored
-    try:
-        args = json.loads(fields.get("args") or "[]")
-        kwargs = json.loads(fields.get("kwargs") or "{}")
-    except ValueError:
-        return None
-    if not isinstance(args, list) or not isinstance(kwargs, dict):
-        return None
-    return describe_call(fields.get("func") or "?", args, kwargs)
-
-
 def _datetime(value: Optional[str]) -> Optional[datetime]:
     return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc) if value else None
 
@@ -77,9 +55,9 @@ def _datetime(value: Optional[str]) -> Optional[datetime]:
 Result = TypeVar("Result", default=Any)
 
 
-class Job(Reporting, Generic[Result]):
+class Job(Generic[Result]):
     """One job stored in Redis. Get one from `Queue.enqueue*` or `Job.fetch(id)`.
-    Inside a job, `rqconc.get_current_job()` returns it (meta and progress: Reporting)."""
+    Inside a job, `rqconc.get_current_job()` returns it (meta and progress: JobReport)."""
 
     # wait_replicas of the queue that handed the job out (Queue sets it): cancel() and
     # delete() return once that many replicas hold the change, as its enqueue did.
@@ -99,6 +77,7 @@ class Job(Reporting, Generic[Result]):
         self._keys = KeySpace(namespace)
         self.namespace = namespace
         self._fields: Dict[str, str] = {text(k): text(v) for k, v in (fields or {}).items()}
+        self._report = JobReport(self.id, self.connection, self._keys, self._fields)
         # Unpickling runs code chosen by whoever can write to Redis: only a job whose queue
         # opted in (Queue(..., serializer="pickle")) reads pickled values.
         self.allow_pickle = allow_pickle
@@ -112,6 +91,7 @@ class Job(Reporting, Generic[Result]):
         job = cls.__new__(cls)
         job.id, job.connection, job._keys, job.namespace = job_id, client, keys, keys.namespace
         job._fields = fields
+        job._report = JobReport(job_id, client, keys, fields)
         job.allow_pickle = fields.get("serializer") == "pickle"  # the queue's own choice
         return job
 
@@ -151,7 +131,7 @@ class Job(Reporting, Generic[Result]):
         if not raw:
             raise self._missing()
         self._fields = {text(k): text(v) for k, v in raw.items()}
-        self._forget_meta()
+        self._report = JobReport(self.id, self.connection, self._keys, self._fields)
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, func={self.func_name!r}, queue={self.queue_name!r})"
@@ -361,6 +341,33 @@ class Job(Reporting, Generic[Result]):
     def field(self, name: str) -> Optional[str]:
         """A raw stored field as of the last fetch (on_success, success_url, ...)."""
         return self._field(name)
+
+    # ---- what it reports while it runs (job_reporting.py) ----
+    @property
+    def meta(self) -> Dict[str, Any]:
+        """The job's meta, as of the last fetch; change it in place and `save_meta()`."""
+        return self._report.meta
+
+    def save_meta(self) -> None:
+        """Store `meta` as it is now (JSON); NoSuchJob if the job is gone."""
+        self._report.save_meta()
+
+    def mark_meta_unread(self) -> None:
+        """The fields were read without `meta` (a worker's take returns only what a run
+        needs): `meta` is read from Redis on first use."""
+        self._report.mark_meta_unread()
+
+    def set_progress(self, fraction: float, message: Optional[str] = None) -> bool:
+        """Store how far the job is (0.0 to 1.0, and a message) and append a `progress`
+        event. ValueError for a fraction outside 0..1; False (nothing stored) when the job
+        no longer runs (canceled, timed out or ended meanwhile)."""
+        return self._report.set_progress(fraction, message)
+
+    @property
+    def progress(self) -> Tuple[float, Optional[str]]:
+        """(fraction, message) as the job last reported it, read from Redis; (0.0, None)
+        before it reported any."""
+        return self._report.progress
 
     # ---- waiting for the outcome ----
     def get(self, timeout: Optional[float] = None) -> Result:

@@ -6,16 +6,39 @@ is left out (rqconc/queue/job.py reads a missing one as that default).
 
 from __future__ import annotations
 
+import json
 import socket
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from rqconc.queue.job import describe_call
 from rqconc.queue.options import Call, Func, common_fields, job_id_of, with_defaults
 from rqconc.queue.placement import check_options
 from rqconc.queue.serialization import check_utf8, dump_arguments, function_name
 from rqconc.store.scripts import now_ms
 
 Prepared = Tuple[str, int, Dict[str, str]]
+
+
+def describe_call(name: str, args: Sequence[Any], kwargs: Dict[str, Any]) -> str:
+    """The description of a job enqueued without one: its call, cut at 200 characters."""
+    parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+    call = f"{name}({', '.join(parts)})"
+    return call if len(call) <= 200 else call[:197] + "..."
+
+
+def description_of(fields: Dict[str, str]) -> Optional[str]:
+    """A job's description: as given at enqueue, else its call (None if unreadable). A
+    pickled call is never unpickled for it: enqueue stored its description."""
+    stored = fields.get("description")
+    if stored is not None or fields.get("serializer", "json") != "json":
+        return stored
+    try:
+        args = json.loads(fields.get("args") or "[]")
+        kwargs = json.loads(fields.get("kwargs") or "{}")
+    except ValueError:
+        return None
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        return None
+    return describe_call(fields.get("func") or "?", args, kwargs)
 
 
 class JobFields:

@@ -1,5 +1,7 @@
 """What a job tells about itself while it runs: `meta` saved with `save_meta()`, and
-`set_progress(fraction, message)` read back by any client as `progress` (a mixin of Job)."""
+`set_progress(fraction, message)` read back by any client as `progress`. `Job` holds a
+`JobReport` and answers those names through it (eager mode's jobs hold their own,
+queue/eager/job.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any, Dict, Optional, Tuple
 import redis
 
 from rqconc.connection.clients import translated_errors
+from rqconc.queue.job_outcome import missing_job
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import ProgressReply, text
 from rqconc.store.steps.reporting import ReportSteps
@@ -25,69 +28,56 @@ def check_progress(fraction: Any, message: Any) -> None:
         raise ValueError(f"a progress message must be a str, not {message!r}")
 
 
-class Reporting:
-    """`meta`, `save_meta()`, `set_progress()` and `progress` of a `Job`."""
+class JobReport:
+    """The meta and progress of one stored job, over the fields its `Job` last read (the
+    same dict: a save is seen in them). A reload makes a new one."""
 
-    id: str
-    connection: redis.Redis
-    _keys: KeySpace
-    _fields: Dict[str, str]
-    _missing: Any
+    def __init__(
+        self, job_id: str, client: redis.Redis, keys: KeySpace, fields: Dict[str, str]
+    ) -> None:
+        self.job_id, self.client, self.keys, self.fields = job_id, client, keys, fields
+        self._meta: Optional[Dict[str, Any]] = None
+        self._meta_unread = False
 
     @property
     def meta(self) -> Dict[str, Any]:
-        """The job's meta, as of the last fetch; change it in place and `save_meta()`."""
-        cached: Optional[Dict[str, Any]] = self.__dict__.get("_meta")
-        if cached is None:
-            stored = self._fields.get("meta")
-            if stored is None and self.__dict__.pop("_meta_unread", False):
-                with translated_errors(self.connection):
-                    raw = self.connection.hget(self._keys.job(self.id), "meta")
+        if self._meta is None:
+            stored = self.fields.get("meta")
+            if stored is None and self._meta_unread:
+                self._meta_unread = False
+                with translated_errors(self.client):
+                    raw = self.client.hget(self.keys.job(self.job_id), "meta")
                 stored = None if raw is None else text(raw)
-            cached = json.loads(stored or "{}")
-            self.__dict__["_meta"] = cached
-        return cached
+            self._meta = json.loads(stored or "{}")
+        return self._meta
 
     def mark_meta_unread(self) -> None:
-        """The fields were read without `meta` (a worker's take returns only what a run
-        needs): `meta` is read from Redis on first use."""
-        self.__dict__["_meta_unread"] = True
-
-    def _forget_meta(self) -> None:
-        """After a reload: `meta` is read from the fields again."""
-        self.__dict__.pop("_meta", None)
-        self.__dict__.pop("_meta_unread", None)
+        self._meta_unread = True
 
     def save_meta(self) -> None:
-        """Store `meta` as it is now (JSON); NoSuchJob if the job is gone."""
         data = json.dumps(self.meta)
-        with translated_errors(self.connection):
-            stored = ReportSteps(self.connection, self._keys).save_meta(self.id, data)
+        with translated_errors(self.client):
+            stored = ReportSteps(self.client, self.keys).save_meta(self.job_id, data)
         if not stored:
-            raise self._missing()
-        self._fields["meta"] = data
+            raise missing_job(self.job_id)
+        self.fields["meta"] = data
 
-    def set_progress(self, fraction: float, message: Optional[str] = None) -> bool:
-        """Store how far the job is (0.0 to 1.0, and a message) and append a `progress`
-        event. ValueError for a fraction outside 0..1; False (nothing stored) when the job
-        no longer runs (canceled, timed out or ended meanwhile)."""
+    def set_progress(self, fraction: float, message: Optional[str]) -> bool:
         check_progress(fraction, message)
-        with translated_errors(self.connection):
-            code = ReportSteps(self.connection, self._keys).progress(self.id, fraction, message)
+        with translated_errors(self.client):
+            code = ReportSteps(self.client, self.keys).progress(self.job_id, fraction, message)
         if code is ProgressReply.MISSING:
-            raise self._missing()
+            raise missing_job(self.job_id)
         return code is ProgressReply.STORED
 
     @property
     def progress(self) -> Tuple[float, Optional[str]]:
-        """(fraction, message) as the job last reported it, read from Redis; (0.0, None)
-        before it reported any."""
-        with translated_errors(self.connection):
-            status, fraction, message = self.connection.hmget(
-                self._keys.job(self.id), ["status", "progress", "progress_message"]
+        with translated_errors(self.client):
+            status, fraction, message = self.client.hmget(
+                self.keys.job(self.job_id), ["status", "progress", "progress_message"]
             )
         if status is None:
-            raise self._missing()
+            raise missing_job(self.job_id)
         if fraction is None:
             return 0.0, None
         return float(text(fraction)), None if message is None else text(message)

@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from rqconc import errors
 from rqconc.queue.job import Job
-from rqconc.queue.job_reporting import check_progress
+from rqconc.queue.job_reporting import JobReport, check_progress
 from rqconc.store.keys import KeySpace
 from rqconc.store.status import JobStatus
 
@@ -27,6 +27,7 @@ class EagerJob(Job):
         self._fields = fields
         self.allow_pickle = fields.get("serializer") == "pickle"  # its queue's own choice
         self._fields.setdefault("status", JobStatus.QUEUED.value)
+        self._report = EagerReport(job_id, keys, fields)
         self.next_stage: Optional[EagerJob] = None  # a flow's next stage, once it returned Next
         self.followups: List[EagerJob] = []  # its on_success / on_failure callbacks' jobs
 
@@ -71,27 +72,34 @@ class EagerJob(Job):
             stage = stage.next_stage
         return found
 
-    # Reporting (meta, progress) as a worker stores it, in the fields (no progress event).
-    def save_meta(self) -> None:
-        self._fields["meta"] = json.dumps(self.meta)
 
-    def set_progress(self, fraction: float, message: Optional[str] = None) -> bool:
+class EagerReport(JobReport):
+    """An eager job's meta and progress, stored in its fields as a worker stores them in
+    Redis (no progress event: there is no stream)."""
+
+    def __init__(self, job_id: str, keys: KeySpace, fields: Dict[str, str]) -> None:
+        super().__init__(job_id, None, keys, fields)  # type: ignore[arg-type]
+
+    def save_meta(self) -> None:
+        self.fields["meta"] = json.dumps(self.meta)
+
+    def set_progress(self, fraction: float, message: Optional[str]) -> bool:
         check_progress(fraction, message)
-        if self._fields.get("status") != JobStatus.STARTED:
+        if self.fields.get("status") != JobStatus.STARTED:
             return False
-        self._fields["progress"] = repr(float(fraction))
+        self.fields["progress"] = repr(float(fraction))
         if message is None:
-            self._fields.pop("progress_message", None)
+            self.fields.pop("progress_message", None)
         else:
-            self._fields["progress_message"] = message
+            self.fields["progress_message"] = message
         return True
 
     @property
     def progress(self) -> Tuple[float, Optional[str]]:
-        fraction = self._fields.get("progress")
+        fraction = self.fields.get("progress")
         if fraction is None:
             return 0.0, None
-        return float(fraction), self._fields.get("progress_message")
+        return float(fraction), self.fields.get("progress_message")
 
 
-__all__ = ["EagerJob"]
+__all__ = ["EagerJob", "EagerReport"]

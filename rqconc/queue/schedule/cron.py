@@ -32,7 +32,7 @@ from croniter import croniter
 
 from rqconc.connection.clients import translated_errors
 from rqconc.connection.replicas import ReplicaWait
-from rqconc.queue.job import description_of
+from rqconc.queue.job_fields import description_of
 from rqconc.queue.schedule import intervals
 from rqconc.queue.schedule.intervals import Tick
 from rqconc.store.keys import KeySpace, check_queue_name
