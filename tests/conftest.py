@@ -2,7 +2,12 @@ import collections
 import os
 
 import pytest
+import redis
 
+from rqconc.queue.queue import Queue
+from rqconc.store.keys import KeySpace
+from rqconc.store.steps.core import Steps
+from rqconc.worker.redis_source import RedisSource
 from tests.support.redis_server import RedisServer, bundled_redis_binary, system_redis_binary
 from tests.support.waiting import wait_for
 from tests.support.worker_process import WorkerProcesses
@@ -113,3 +118,45 @@ def start_worker(tmp_path):
     workers = WorkerProcesses(tmp_path)
     yield workers
     workers.close()
+
+
+# The store, a queue and a worker's source on the test's Redis: used by the tests of the
+# store (tests/store/), the queue (tests/queue/) and the deployments (tests/scale/, whose
+# conftest gives `redis_url` and `client` of each deployment).
+ALLOW = ["tests.queue.tasks"]
+
+
+@pytest.fixture
+def client(redis_url):
+    client = redis.Redis.from_url(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def keys():
+    return KeySpace()
+
+
+@pytest.fixture
+def steps(client, keys):
+    return Steps(client, keys)
+
+
+@pytest.fixture
+def queue(redis_url):
+    return Queue("default", connection=redis_url)
+
+
+@pytest.fixture
+def make_source(redis_url):
+    def make(queues=("default",), **options):
+        options.setdefault("allow", ALLOW)
+        return RedisSource(redis_url, list(queues), **options)
+
+    return make
+
+
+@pytest.fixture
+def source(make_source):
+    return make_source()

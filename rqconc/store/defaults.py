@@ -3,7 +3,7 @@
 A job's hash stores only the fields that differ from their defaults, so every reader —
 Python here, the Lua steps there — fills a missing field with the same value. Lua cannot
 import them: each Lua file declares the ones it uses as `local NAME = value`, and
-tests/queue/test_lua_steps.py (test_numbers_lua_and_python_share_agree) fails when a
+tests/store/test_lua_steps.py (test_numbers_lua_and_python_share_agree) fails when a
 value differs from the one below.
 """
 

@@ -11,7 +11,7 @@ import re
 _BAD_NAME = re.compile(r"[\s,{}]")
 
 # The score layout of q:<queue>, computed in Lua (queue_score in lua/include/jobs.lua
-# and its inlined copy in lua/enqueue.lua; tests/queue/test_correctness_lua.py checks they
+# and its inlined copy in lua/enqueue.lua; tests/store/test_correctness_lua.py checks they
 # agree with queue_score below). Priority p (0..100) owns the band
 # [(100 - p) * SCORE_BAND, (101 - p) * SCORE_BAND); a job scores the band's middle plus the
 # namespace counter n (INCR seq) when it joins the back, minus n when it is put back at the

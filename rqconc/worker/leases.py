@@ -8,6 +8,7 @@ import logging
 import time
 from typing import Sequence, Tuple
 
+from rqconc.store.steps.maintenance import MaintenanceSteps
 from rqconc.worker.connections import Connections
 from rqconc.worker.guard import RENEWING, Guard
 
@@ -55,7 +56,8 @@ class Leases:
         )
         if not gate:
             return 0, 0
-        steps = self.connections.steps
+        connections = self.connections
+        steps = MaintenanceSteps(connections.client, connections.keys, connections.wait)
         requeued, dead = steps.recover(self.max_lost)
         if requeued or dead:
             log.warning(

@@ -38,6 +38,7 @@ from rqconc.store.clock import redis_time
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import CronLeaseReply
 from rqconc.store.steps.core import Steps, text
+from rqconc.store.steps.cron import CronSteps
 
 log = logging.getLogger("rqconc.worker.scheduler")
 
@@ -72,7 +73,7 @@ class Scheduler:
 
     def lead(self) -> bool:
         """Take or renew the lease; whether this supervisor leads."""
-        code = Steps(self.client, self.keys).cron_lease(self.holder, LEASE_MS)
+        code = CronSteps(self.client, self.keys).lease(self.holder, LEASE_MS)
         if code is CronLeaseReply.TAKEN:
             log.info("cron scheduler: %s now leads", self.holder)
         return code is not CronLeaseReply.OTHER_LEADS
@@ -114,7 +115,7 @@ def release_lease(client: redis.Redis, keys: KeySpace, worker_name: str) -> bool
     """The supervisor is stopping: give the lease up if it holds it (only then: the lease of
     another supervisor, taken after this one's ran out, stays), so no exited worker is shown
     as the leader and the next one leads at its next tick instead of after LEASE_MS."""
-    code = Steps(client, keys).cron_lease(holder_name(worker_name), 0)
+    code = CronSteps(client, keys).lease(holder_name(worker_name), 0)
     if code is CronLeaseReply.RELEASED:
         log.info("cron scheduler: %s no longer leads (stopping)", holder_name(worker_name))
     return code is CronLeaseReply.RELEASED

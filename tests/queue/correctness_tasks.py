@@ -1,4 +1,4 @@
-"""Jobs for tests/queue/test_correctness_lua.py (imported by workers under --allow tests)."""
+"""Jobs for tests/store/test_correctness_lua.py (imported by workers under --allow tests)."""
 
 from rqconc import Next
 

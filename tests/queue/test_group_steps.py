@@ -9,6 +9,7 @@ import rqconc
 from rqconc import JobFailed
 from rqconc.queue.job import JobStatus
 from rqconc.store.steps.core import CompleteReply, FailReply
+from rqconc.store.steps.maintenance import MaintenanceSteps
 
 TASK = "tests.queue.tasks:add"
 
@@ -73,7 +74,7 @@ def test_a_member_ending_without_finishing_cancels_the_chord(how, queue, steps, 
             steps.cancel(member.id, claim, "worker-1")
         else:
             client.zadd(keys.active, {member.id: 0})  # its lease ran out long ago
-            assert steps.recover(max_lost=1) == (0, 1)
+            assert MaintenanceSteps(client, keys).recover(max_lost=1) == (0, 1)
     assert group.chord.status is JobStatus.CANCELED
     with pytest.raises(JobFailed) as info:
         group.chord.get(timeout=1)

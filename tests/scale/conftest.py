@@ -14,7 +14,6 @@ import pytest
 from redis.cluster import RedisCluster
 
 from rqconc.connection.clients import connect
-from tests.queue.conftest import keys, make_source, queue, source, steps  # noqa: F401
 from tests.support.cluster import RedisClusterProcesses
 from tests.support.sentinel import SentinelDeployment
 

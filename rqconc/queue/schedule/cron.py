@@ -38,6 +38,7 @@ from rqconc.queue.schedule.intervals import Tick
 from rqconc.store.keys import KeySpace, check_queue_name
 from rqconc.store.scripts import CronAdvanceReply, CronPutReply
 from rqconc.store.steps.core import Steps, text
+from rqconc.store.steps.cron import CronSteps
 
 log = logging.getLogger("rqconc.queue.schedule.cron")
 
@@ -284,7 +285,7 @@ def _put(
                     version, queue = old.version, old.queue
                 except (ValueError, KeyError, TypeError):  # unreadable: replaced or removed
                     pass
-            code = Steps(client, keys, wait).cron_put(
+            code = CronSteps(client, keys, wait).put(
                 cron_id, queue, version, entry.to_json() if entry is not None else "", planned
             )
         if code is not CronPutReply.CHANGED:
@@ -338,7 +339,7 @@ def plan_tick(steps: Steps, entry: CronEntry, tick: Tick, now: float) -> bool:
         stale_at = intervals.tick_ms(next_tick(entry.expr, tick)) + STALE_GRACE_MS
         fields["stale_at"] = str(stale_at)
     created = steps.enqueue(entry.queue, [(job_id, fields)], entry.priority, due_ms) is None
-    recorded = steps.cron_advance(
+    recorded = CronSteps(steps.client, steps.keys).advance(
         entry.id,
         entry.version,
         entry.queue,

@@ -14,7 +14,7 @@ and this pass moves each marked definition into one builder, `cold()`, that make
 on its first call in a step and hands back the table of them; each use of a cold function
 `name(` becomes `cold().name(`. A step that never reaches one pays for two locals.
 
-Rules for the includes (tests/queue/test_lua_cold.py checks them on every script):
+Rules for the includes (tests/store/test_lua_cold.py checks them on every script):
 - a cold function is only called (`name(`), never passed as a value;
 - its definition has the shape build/prune.py reads: `local function NAME(` at column 0, on
   one line or up to the next line that is exactly `end`;

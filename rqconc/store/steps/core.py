@@ -1,8 +1,10 @@
 """The one caller of the Lua steps (rqconc/store/lua/*.lua, loaded by scripts.py).
 
-`Steps` wraps each script with the keys it needs, built by `KeySpace`, so the rest of the
-code never lists KEYS by hand, and turns its reply into the enum of scripts.py. No other
-module calls a script (tests/queue/test_lua_steps.py holds this).
+`Steps` wraps each step of a job's lifecycle (enqueue, take, renew, complete, fail, requeue,
+cancel, await) with the keys it needs, built by `KeySpace`, so the rest of the code never
+lists KEYS by hand, and turns its reply into the enum of scripts.py. Its siblings in steps/
+do the same for the other concerns (maintenance, cron, batches, limits, metrics,
+reporting); no other module calls a script (tests/store/test_lua_steps.py holds this).
 """
 
 from __future__ import annotations
@@ -13,16 +15,12 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import redis
 
 from rqconc.connection.replicas import ReplicaWait, replicated
-from rqconc.store.clock import redis_time_ms
 from rqconc.store.fields import id_check, lean_marks
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import (
     AwaitReply,
     CancelReply,
     CompleteReply,
-    CronAdvanceReply,
-    CronLeaseReply,
-    CronPutReply,
     EnqueueGroupReply,
     EnqueueReply,
     FailReply,
@@ -37,10 +35,6 @@ from rqconc.store.scripts import (
 PROMOTE_BATCH = 100
 # How long done:<id> outlives a job kept for 0 s, so that waiters already blocked see it.
 DONE_GRACE_SECONDS = 10
-# Bounds of one maintenance trim: entries dropped per set, queues per script call (each
-# call holds Redis while it runs).
-TRIM_BATCH = 1000
-TRIM_QUEUES_PER_CALL = 50
 # Far longer than a take can be on its way to Redis: afterwards the key just expires.
 REVOKED_MS = 600_000
 
@@ -317,83 +311,3 @@ class Steps:
         if not fields or text(fields.get("token", "")) != claim:
             return None
         return text(job_id), fields
-
-    def recover(self, max_lost: int, limit: int = 500) -> Tuple[int, int]:
-        """Requeue (or dead-letter) jobs whose lease expired: (requeued, dead)."""
-        k = self.keys
-        # Redis' clock, as the step's own check: a recovering worker's clock may be off.
-        now = redis_time_ms(self.client, k)
-        expired = [
-            text(i) for i in self.client.zrangebyscore(k.active, "-inf", now, start=0, num=limit)
-        ]
-        if not expired:
-            return 0, 0
-        pipe = self.client.pipeline(transaction=False)
-        for job_id in expired:
-            pipe.hmget(k.job(job_id), "queue", "token")
-        keys = [k.seq, k.active, k.claims, k.events, k.canceling]
-        args: List[Any] = [max_lost, k.prefix]
-        for job_id, (queue, token) in zip(expired, pipe.execute()):
-            name = text(queue) if queue is not None else "-"
-            keys += [k.job(job_id), k.started(name), k.failed(name), k.failed_expiry(name)]
-            keys.append(k.done(job_id))
-            args += [job_id, text(token) if token is not None else ""]
-        requeued, dead = script("recover")(self.client, keys, args)
-        return int(requeued), int(dead)
-
-    def trim_ended(self, limit: int = TRIM_BATCH) -> int:
-        """Drop expired entries from every known queue's finished and dead-letter sets (up
-        to `limit` per set); returns how many."""
-        k = self.keys
-        names = sorted(text(n) for n in self.client.smembers(k.queues))
-        dropped = 0
-        for start in range(0, len(names), TRIM_QUEUES_PER_CALL):
-            keys: List[str] = []
-            for name in names[start : start + TRIM_QUEUES_PER_CALL]:
-                keys += [k.finished(name), k.failed(name), k.failed_expiry(name)]
-            dropped += int(script("trim_ended")(self.client, keys, [limit]))
-        return dropped
-
-    # ---- cron (lua/cron_*.lua) ----
-    def cron_lease(self, holder: str, lease_ms: int) -> CronLeaseReply:
-        """Take or renew the scheduler's leader lease for `holder`; a `lease_ms` of 0
-        releases it, if `holder` holds it."""
-        code, _ = script("cron_lease")(self.client, [self.keys.scheduler_lease], [holder, lease_ms])
-        return CronLeaseReply(code)
-
-    def cron_advance(
-        self,
-        cron_id: str,
-        version: str,
-        queue: str,
-        tick: str,
-        created: bool,
-        job_id: str,
-        retention_ms: int,
-    ) -> CronAdvanceReply:
-        """Record that tick's job `job_id` (`created` by this caller) is enqueued (`tick` as
-        intervals.tick_text writes it); UNDONE
-        deletes the job this caller created when its entry changed or the tick ran before."""
-        k = self.keys
-        keys = [k.crons, k.cron_last, k.cron_planned(cron_id), k.job(job_id)]
-        keys += [k.scheduled(queue), k.queue(queue)]
-        args = [cron_id, version, tick, "1" if created else "0", job_id, now_ms(), retention_ms]
-        return CronAdvanceReply(script("cron_advance")(self.client, keys, args))
-
-    def cron_put(
-        self, cron_id: str, queue: str, version: str, entry: str, planned: Sequence[str]
-    ) -> CronPutReply:
-        """Write the entry JSON (or remove it, with ""), taking back the `planned` jobs of
-        the current entry (of `queue`, version `version`, as the caller read them)."""
-        k = self.keys
-        keys = [
-            k.crons,
-            k.cron_last,
-            k.cron_planned(cron_id),
-            k.scheduled(queue),
-            k.queue(queue),
-            *map(k.job, planned),
-        ]
-        args = [cron_id, version, entry, len(planned), *planned]
-        code, _ = script("cron_put")(self.client, keys, args)
-        return CronPutReply(code)

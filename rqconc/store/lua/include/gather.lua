@@ -12,7 +12,7 @@ all of them (plus one DEL of the hashes): about 10,000 instructions less per job
 eight slots (bench/step_cost.py). Without it, `registry_write` writes at once, so the
 one-job steps share the code.
 
-What a gathered write relies on (tests/queue/test_complete_many.py drives the cases):
+What a gathered write relies on (tests/store/test_complete_many.py drives the cases):
 - Within one step, every removal concerns a run that began before the step (the claim and
   job a completion presents, or a taken job's previous token) and every addition a run that
   begins in it (a take's new claim and job): no member is added and then removed in one

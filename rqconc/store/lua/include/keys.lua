@@ -1,7 +1,7 @@
 --[[ keys: the key names a step only learns while it runs (the id a take pops, the
 dependents a completion releases, the follow-ups it creates), completed from the namespace
 prefix NS ("{ns}:", a hash tag) so every key stays in the step's cluster slot. The patterns
-mirror rqconc/store/keys.py (KeySpace); tests/queue/test_lua_steps.py
+mirror rqconc/store/keys.py (KeySpace); tests/store/test_lua_steps.py
 (test_key_names_built_inside_lua_match_keyspace) checks that they agree.
 ]]
 --#needs NS

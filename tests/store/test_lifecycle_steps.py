@@ -231,7 +231,7 @@ def events_of(redis_url, job):
 
 
 def test_a_requeued_dead_letter_a_handed_back_job_and_a_recovered_one_are_requeued_events(
-    queue, source, steps, redis_url
+    queue, source, steps, maintenance, redis_url
 ):
     handed = queue.enqueue(tasks.add, 1, 1)
     source.give_back(source.take("c1", 0.1))  # e.g. its child was suspended after the take
@@ -240,7 +240,7 @@ def test_a_requeued_dead_letter_a_handed_back_job_and_a_recovered_one_are_requeu
 
     lost = queue.enqueue(tasks.add, 2, 2)
     steps.take("c3", ["default"], 0, "vanished-worker")  # its lease ends at once
-    assert steps.recover(max_lost=3) == (1, 0)
+    assert maintenance.recover(max_lost=3) == (1, 0)
     events = EventStream(redis_url).for_job(lost.id)
     assert [e["event"] for e in events] == ["queued", "started", "requeued", "queued"]
     assert events[2]["reason"] == "lease expired"

@@ -23,11 +23,13 @@ def counters(redis_url, queue="default"):
     }
 
 
-def test_lost_leases_count_as_retries_and_a_poison_pill_as_failed(redis_url, queue, steps):
+def test_lost_leases_count_as_retries_and_a_poison_pill_as_failed(
+    redis_url, queue, steps, maintenance
+):
     job = queue.enqueue(TASK, 1, 2)
     for n in range(3):
         assert take(steps, f"claim-{n}", lease_ms=0)[0] == job.id
-        steps.recover(max_lost=3)
+        maintenance.recover(max_lost=3)
     assert counters(redis_url) == {
         "enqueued": 1,
         "finished": 0,

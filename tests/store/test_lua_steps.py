@@ -238,29 +238,33 @@ def test_requeue_front_with_an_unknown_or_stale_claim_is_a_no_op(queue, steps, c
     assert job.status is JobStatus.STARTED and len(queue) == 0
 
 
-def test_recover_requeues_jobs_whose_lease_expired_at_the_front(queue, steps, client, keys):
+def test_recover_requeues_jobs_whose_lease_expired_at_the_front(
+    queue, steps, maintenance, client, keys
+):
     job = queue.enqueue("tests.queue.tasks:add", 1, 2)
     take(steps, "claim-1", lease_ms=0)  # the lease ends at once, as if the worker vanished
     waiting = queue.enqueue("tests.queue.tasks:add", 3, 4)
-    assert steps.recover(max_lost=3) == (1, 0)
+    assert maintenance.recover(max_lost=3) == (1, 0)
     assert queue.job_ids == [job.id, waiting.id]
     assert job.status is JobStatus.QUEUED and job.lost == 1
     assert client.hget(keys.claims, "claim-1") is None
     assert steps.complete("claim-1", job.id, "default", "3", "json") == CompleteReply.STALE
 
 
-def test_recover_leaves_live_leases_alone(queue, steps):
+def test_recover_leaves_live_leases_alone(queue, steps, maintenance):
     job = queue.enqueue("tests.queue.tasks:add", 1, 2)
     take(steps, "claim-1")
-    assert steps.recover(max_lost=3) == (0, 0)
+    assert maintenance.recover(max_lost=3) == (0, 0)
     assert job.status is JobStatus.STARTED
 
 
-def test_recover_dead_letters_a_poison_pill_after_three_lost_leases(queue, steps, client, keys):
+def test_recover_dead_letters_a_poison_pill_after_three_lost_leases(
+    queue, steps, maintenance, client, keys
+):
     job = queue.enqueue("tests.queue.tasks:add", 1, 2)
     for n in range(3):
         assert take(steps, f"claim-{n}", lease_ms=0)[0] == job.id
-        assert steps.recover(max_lost=3) == ((1, 0) if n < 2 else (0, 1))
+        assert maintenance.recover(max_lost=3) == ((1, 0) if n < 2 else (0, 1))
     assert job.status is JobStatus.FAILED and job.lost == 3
     exc_type, message, _ = job.exc_info
     assert exc_type == "rqconc.errors.WorkerLost" and "poison pill" in message

@@ -1,0 +1,66 @@
+"""The maintenance steps (lua/recover.lua, lua/trim_ended.lua): what a worker's supervisor
+runs behind the maintenance gate (worker/leases.py), about every job of the namespace
+rather than one job's lifecycle (core.py)."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional, Tuple
+
+import redis
+
+from rqconc.connection.replicas import ReplicaWait, replicated
+from rqconc.store.clock import redis_time_ms
+from rqconc.store.keys import KeySpace
+from rqconc.store.scripts import script, text
+
+# Bounds of one maintenance trim: entries dropped per set, queues per script call (each
+# call holds Redis while it runs).
+TRIM_BATCH = 1000
+TRIM_QUEUES_PER_CALL = 50
+
+
+class MaintenanceSteps:
+    """Lease recovery and the trim of expired entries, bound to one client and namespace."""
+
+    def __init__(
+        self, client: redis.Redis, keys: KeySpace, wait: Optional[ReplicaWait] = None
+    ) -> None:
+        self.client = replicated(client, wait)  # wait_replicas: WAIT after each step
+        self.keys = keys
+
+    def recover(self, max_lost: int, limit: int = 500) -> Tuple[int, int]:
+        """Requeue (or dead-letter) jobs whose lease expired: (requeued, dead)."""
+        k = self.keys
+        # Redis' clock, as the step's own check: a recovering worker's clock may be off.
+        now = redis_time_ms(self.client, k)
+        expired = [
+            text(i) for i in self.client.zrangebyscore(k.active, "-inf", now, start=0, num=limit)
+        ]
+        if not expired:
+            return 0, 0
+        pipe = self.client.pipeline(transaction=False)
+        for job_id in expired:
+            pipe.hmget(k.job(job_id), "queue", "token")
+        keys = [k.seq, k.active, k.claims, k.events, k.canceling]
+        args: List[Any] = [max_lost, k.prefix]
+        for job_id, (queue, token) in zip(expired, pipe.execute()):
+            name = text(queue) if queue is not None else "-"
+            keys += [k.job(job_id), k.started(name), k.failed(name), k.failed_expiry(name)]
+            keys.append(k.done(job_id))
+            args += [job_id, text(token) if token is not None else ""]
+        requeued, dead = script("recover")(self.client, keys, args)
+        return int(requeued), int(dead)
+
+    def trim_ended(self, limit: int = TRIM_BATCH) -> int:
+        """Drop expired entries from every known queue's finished and dead-letter sets (up
+        to `limit` per set); returns how many."""
+        k = self.keys
+        names = sorted(text(n) for n in self.client.smembers(k.queues))
+        dropped = 0
+        for start in range(0, len(names), TRIM_QUEUES_PER_CALL):
+            keys: List[str] = []
+            for name in names[start : start + TRIM_QUEUES_PER_CALL]:
+                keys += [k.finished(name), k.failed(name), k.failed_expiry(name)]
+            dropped += int(script("trim_ended")(self.client, keys, [limit]))
+        return dropped
+
