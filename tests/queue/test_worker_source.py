@@ -15,8 +15,8 @@ from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import is_allowed
 from rqconc.worker.redis_source import RedisSource
 from rqconc.worker.registry import list_workers
-from tests.queue import tasks
 from tests.conftest import ALLOW
+from tests.queue import tasks
 from tests.queue.helpers import take_and_run, wait_for
 from tests.support.tcp_proxy import TcpProxy
 

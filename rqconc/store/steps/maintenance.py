@@ -63,4 +63,3 @@ class MaintenanceSteps:
                 keys += [k.finished(name), k.failed(name), k.failed_expiry(name)]
             dropped += int(script("trim_ended")(self.client, keys, [limit]))
         return dropped
-
