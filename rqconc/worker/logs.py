@@ -26,8 +26,9 @@ import os
 import re
 import sys
 import time
+from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any, Dict, Optional, TextIO
+from typing import Any, Dict, Iterator, Optional, TextIO
 
 from rqconc.connection.clients import redact
 
@@ -162,3 +163,35 @@ def configure_from_env() -> None:
     fmt = os.environ.get(FORMAT_ENV)
     if fmt in FORMATS:
         configure(os.environ.get(LEVEL_ENV, "INFO"), fmt, export=False)
+
+
+# The namespace whose work the calling thread or greenlet does now, for the log lines of a
+# worker serving several (a ContextVar: per thread, and per greenlet under gevent).
+_SERVING: ContextVar[Optional[str]] = ContextVar("rqconc_namespace", default=None)
+
+
+@contextmanager
+def serving(namespace: str) -> Iterator[None]:
+    token = _SERVING.set(namespace)
+    try:
+        yield
+    finally:
+        _SERVING.reset(token)
+
+
+class NamespaceField(logging.Filter):
+    """Adds `namespace` to the worker's log records written while serving one namespace of
+    several (`job ... started ... namespace=b`): queue names and job ids repeat across them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        namespace = _SERVING.get()
+        if namespace is not None and not hasattr(record, "namespace"):
+            record.namespace = namespace
+        return True
+
+
+def name_namespaces_in_logs() -> None:
+    """Install `NamespaceField` on the worker's logger (once per process)."""
+    logger = logging.getLogger("rqconc.worker")
+    if not any(isinstance(f, NamespaceField) for f in logger.filters):
+        logger.addFilter(NamespaceField())

@@ -4,13 +4,14 @@ A namespace is the unit of placement: all its keys share one hash tag, so on Red
 it is one slot on one master, and every atomic step stays inside it. This source is a
 round-robin over one `RedisSource` per namespace, and adds nothing atomic of its own:
 
-- child side: a child takes from each namespace in turn, starting one further along after
-  each take, so a busy namespace never starves another. A completion may take the child's
-  next job of the same namespace in the same step (the round trip it saves is most of a
-  no-op job's cost), at most CHAIN_LIMIT jobs in a row; then the turn moves on. A child
-  that found no work anywhere blocks on its *home* namespace (its index modulo the number
-  of namespaces): with at least one child per namespace, a job is seen at once wherever it
-  is enqueued; with fewer, within one take wait.
+- child side (`Rotation`, rotation.py): a child takes from each namespace in turn, starting
+  one further along after each take, so a busy namespace never starves another. A
+  completion may take the child's next job of the same namespace in the same step (the
+  round trip it saves is most of a no-op job's cost), at most CHAIN_LIMIT jobs in a row;
+  then the turn moves on. A child that found no work anywhere blocks on its *home*
+  namespace (its index modulo the number of namespaces): with at least one child per
+  namespace, a job is seen at once wherever it is enqueued; with fewer, within one take
+  wait.
 - supervisor side: leases, recovery, the cron scheduler, the registry, suspend and cancel
   are each namespace's own source's. A claim is unique to its take, so the supervisor's
   calls about claims go to every namespace and only the one holding the claim acts
@@ -24,38 +25,18 @@ round-robin over one `RedisSource` per namespace, and adds nothing atomic of its
 from __future__ import annotations
 
 import dataclasses
-import logging
-import os
 import threading
-import time
-from contextlib import contextmanager
-from contextvars import ContextVar
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    Iterator,
-    List,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-    TypeVar,
-    Union,
-)
+from typing import Any, Callable, List, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 import redis
 
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
+from rqconc.worker.logs import name_namespaces_in_logs, serving
 from rqconc.worker.redis_source import RedisSource
+from rqconc.worker.rotation import Rotation
 
 T = TypeVar("T")
-# Jobs a child takes from one namespace in a row (by chained takes) before its turn moves.
-CHAIN_LIMIT = 8
-# How long a child trusts what it read of a namespace's suspend flag (s): the supervisor
-# reads it about once a second, so a child's cached copy is never the slower of the two.
-SUSPEND_REFRESH = 0.5
 
 
 def split_namespaces(namespace: Any) -> List[str]:
@@ -78,38 +59,6 @@ def source_for(
     if len(names) == 1:
         return build(names[0])
     return NamespacesSource([build(name) for name in names])
-
-
-# The namespace whose work the calling thread or greenlet does now, for the log lines of a
-# worker serving several (a ContextVar: per thread, and per greenlet under gevent).
-_SERVING: ContextVar[Optional[str]] = ContextVar("rqconc_namespace", default=None)
-
-
-@contextmanager
-def serving(namespace: str) -> Iterator[None]:
-    token = _SERVING.set(namespace)
-    try:
-        yield
-    finally:
-        _SERVING.reset(token)
-
-
-class NamespaceField(logging.Filter):
-    """Adds `namespace` to the worker's log records written while serving one namespace of
-    several (`job ... started ... namespace=b`): queue names and job ids repeat across them."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        namespace = _SERVING.get()
-        if namespace is not None and not hasattr(record, "namespace"):
-            record.namespace = namespace
-        return True
-
-
-def name_namespaces_in_logs() -> None:
-    """Install `NamespaceField` on the worker's logger (once per process)."""
-    logger = logging.getLogger("rqconc.worker")
-    if not any(isinstance(f, NamespaceField) for f in logger.filters):
-        logger.addFilter(NamespaceField())
 
 
 def each(sources: Sequence[RedisSource], call: Callable[[int, RedisSource], T]) -> List[T]:
@@ -138,26 +87,6 @@ def _stop(source: RedisSource, info: SupervisorInfo) -> None:
         source.supervisor_stopped(info)
 
 
-class _Turns:
-    """One child's place in the rotation (per thread, greenlet or process)."""
-
-    __slots__ = ("pid", "home", "next", "streak", "owners", "paused")
-
-    def __init__(self, pid: int, home: int = 0) -> None:
-        self.pid = pid
-        self.home = home  # the namespace it blocks on while there is no work anywhere
-        self.next = home  # the namespace the next take looks at first
-        self.streak = 0  # jobs taken in a row from the current namespace
-        self.owners: Dict[str, int] = {}  # claim -> namespace index, for perform/give_back
-        self.paused: Dict[int, Tuple[float, bool]] = {}  # index -> (read at, suspended)
-
-    def took(self, claim: str, index: int, count: int, item: WorkItem) -> WorkItem:
-        """`item` was taken from namespace `index`: the next take starts at the next one."""
-        self.owners[claim] = index
-        self.next, self.streak = (index + 1) % count, 1
-        return item
-
-
 class NamespacesSource(WorkSource):
     """Jobs from the same queues in each of several namespaces (one `RedisSource` each)."""
 
@@ -168,25 +97,9 @@ class NamespacesSource(WorkSource):
         self.sources = list(sources)
         self.namespaces = names
         self.name = sources[0].name
-        self._local = threading.local()  # greenlet-local under gevent, as Connections'
+        self.rotation = Rotation(self.sources)  # child side: pickled to process children
         self._suspended: Set[int] = set()  # supervisor side: the namespaces suspended now
         name_namespaces_in_logs()
-
-    def __getstate__(self) -> Dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_local"]
-        return state
-
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._local = threading.local()
-        name_namespaces_in_logs()  # a spawned child: a fresh interpreter
-
-    def _turns(self) -> _Turns:
-        turns: Optional[_Turns] = getattr(self._local, "turns", None)
-        if turns is None or turns.pid != os.getpid():
-            turns = self._local.turns = _Turns(os.getpid())
-        return turns
 
     @property
     def lease_seconds(self) -> float:
@@ -197,76 +110,23 @@ class NamespacesSource(WorkSource):
         for source in self.sources:
             source.lease_seconds = seconds
 
-    # ---- child side ----
+    # ---- child side: the rotation over the namespaces (rotation.py) ----
     def child_started(self, child_index: int) -> None:
-        home = child_index % len(self.sources)
-        self._local.turns = _Turns(os.getpid(), home)
+        self.rotation.child_started(child_index)
         for source in self.sources:
             source.child_started(child_index)
 
     def child_stopping(self) -> Sequence[str]:
         return [claim for source in self.sources for claim in source.child_stopping()]
 
-    def _paused(self, turns: _Turns, index: int) -> bool:
-        """Whether namespace `index` is suspended, as this child last read it."""
-        read_at, paused = turns.paused.get(index, (float("-inf"), False))
-        now = time.monotonic()
-        if now - read_at < SUSPEND_REFRESH:
-            return paused
-        source = self.sources[index]
-        try:
-            client = source.connections.child().steps.client
-            paused = bool(client.execute("EXISTS", source.keys.suspended))
-        except REDIS_DOWN:
-            pass  # keep the last answer: the take that follows meets the outage anyway
-        turns.paused[index] = (now, paused)
-        return paused
-
     def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
-        turns = self._turns()
-        count = len(self.sources)
-        order = [(turns.next + k) % count for k in range(count)]
-        order = [i for i in order if not self._paused(turns, i)]
-        if not order:  # every namespace suspended: the supervisor pauses the children soon
-            time.sleep(min(max(timeout, 0.0), 0.1))
-            return None
-        for index in order:  # a look that costs one round trip each, in turn
-            with serving(self.namespaces[index]):
-                item = self.sources[index].take(claim, 0.0)
-            if item is not None:
-                return turns.took(claim, index, count, item)
-            if self.sources[index].taker.backing_off():
-                # Redis is away (the claim may be leased under a lost reply: it is that
-                # namespace's orphan now); one outage, one backoff, not one per namespace.
-                return None
-        # Nothing anywhere: block on the child's home namespace, so that with a child per
-        # namespace each has one woken at once by its next job (the others are looked at
-        # again after at most one take wait).
-        home = turns.home if turns.home in order else order[0]
-        with serving(self.namespaces[home]):
-            item = self.sources[home].take(claim, timeout)
-        if item is not None:
-            return turns.took(claim, home, count, item)
-        turns.next = (turns.next + 1) % count
-        return None
+        return self.rotation.take(claim, timeout)
 
     def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None) -> Optional[WorkItem]:
-        turns = self._turns()
-        index = turns.owners.pop(item.claim)
-        chain = next_claim
-        if turns.streak >= CHAIN_LIMIT or self._paused(turns, index):
-            chain = None  # the turn moves on: the next take starts at another namespace
-        with serving(self.namespaces[index]):
-            following = self.sources[index].perform(item, chain)
-        if following is not None:
-            turns.owners[following.claim] = index
-            turns.streak += 1
-        return following
+        return self.rotation.perform(item, next_claim)
 
     def give_back(self, item: WorkItem) -> None:
-        index = self._turns().owners.pop(item.claim)
-        with serving(self.namespaces[index]):
-            self.sources[index].give_back(item)
+        self.rotation.give_back(item)
 
     # ---- supervisor side: each namespace's own duties ----
     def _info(self, index: int, info: SupervisorInfo) -> SupervisorInfo:

@@ -9,8 +9,8 @@ import pytest
 from rqconc import Job, JobStatus, Queue, Supervisor
 from rqconc.queue import control
 from rqconc.store.keys import KeySpace
-from rqconc.worker.namespaces import CHAIN_LIMIT
 from rqconc.worker.registry import list_workers
+from rqconc.worker.rotation import CHAIN_LIMIT
 from rqconc.worker.scheduler import leader
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.worker_process import wait_for
