@@ -1,5 +1,6 @@
-"""Deleting and promoting jobs (SPEC section 12): what `Queue.delete`, `Queue.promote` and
-`Job.delete` do, through the Lua steps lua/delete_jobs.lua and lua/promote.lua.
+"""Emptying, deleting and promoting (SPEC section 12): what `Queue.empty`, `Queue.delete`,
+`Queue.promote` and `Job.delete` do, through the Lua steps lua/delete_jobs.lua,
+lua/drop_parked.lua and lua/promote.lua.
 
 What `q.delete()` does to running jobs: nothing. A job's worker owns it while it runs, and
 stopping it is `job.cancel()`'s business; it finishes (or fails) as usual, its outcome is
@@ -10,7 +11,7 @@ jobs end in are still trimmed.
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import redis
 
@@ -92,3 +93,20 @@ def promote(
     if reply is PromoteReply.OTHER_QUEUE:
         raise ValueError(f"job {job_id} is not a job of queue {queue!r}")
     return reply is PromoteReply.PROMOTED
+
+
+def empty_queue(
+    client: redis.Redis, keys: KeySpace, queue: str, wait: Optional[ReplicaWait]
+) -> int:
+    """Delete every waiting job of `queue`, those parked behind their group's cap too;
+    returns how many. Jobs are popped before they are deleted, so none can be taken
+    half-deleted."""
+    removed = 0
+    with translated_errors(client):
+        while True:
+            popped: Any = client.zpopmin(keys.queue(queue), 1000)
+            if not popped:
+                return removed + FlowSteps(client, keys, wait).drop_parked(queue, settle=False)
+            ids = [text(member) for member, _ in popped]
+            client.delete(*[keys.job(i) for i in ids], *[keys.done(i) for i in ids])
+            removed += len(ids)
