@@ -7,14 +7,14 @@ is the only one running, and its start is not delayed by a rate (no time passes 
 
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict
 
 from rqconc.queue.eager import memory
-from rqconc.queue.limits.settings import Limits, limit_fields
+from rqconc.queue.limits.settings import LimitChanges, Limits
 
 
-class EagerLimiter:
-    """`Limiter`'s interface (rqconc/queue/limits/settings.py) over this process's settings."""
+class EagerLimiter(LimitChanges):
+    """A queue's limits and pause (rqconc/queue/limits/settings.py) in this process's settings."""
 
     def __init__(self, namespace: str, name: str) -> None:
         self.namespace = namespace
@@ -25,18 +25,6 @@ class EagerLimiter:
         settings.update(fields)
         if settings.get("paused") != "1":
             memory.release_held(self.namespace, self.name)
-
-    def set(self, concurrency: Optional[int] = None, rate: Optional[str] = None) -> None:
-        self.change(limit_fields("", concurrency, rate))
-
-    def set_group(self, concurrency: Optional[int] = None, rate: Optional[str] = None) -> None:
-        self.change(limit_fields("group_", concurrency, rate))
-
-    def pause(self) -> None:
-        self.change({"paused": "1"})
-
-    def resume(self) -> None:
-        self.change({"paused": ""})
 
     def read(self) -> Limits:
         return Limits.from_fields(memory.settings(self.namespace, self.name))

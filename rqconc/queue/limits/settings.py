@@ -9,6 +9,7 @@ A plain queue has no settings hash at all, which is all its takes check (SPEC 13
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -131,23 +132,18 @@ def limit_fields(prefix: str, concurrency: Any, rate: Any) -> Dict[str, str]:
     return fields
 
 
-class Limiter:
-    """A queue's limits and pause (`q.limiter`; `q.set_limits()`, `q.pause()` ... delegate
-    here), written to its settings hash, which the take step reads. `client` is called on
-    each use: a Queue connects on first use."""
+class LimitChanges(ABC):
+    """What a queue's limits and pause offer (`q.set_limits()`, `q.pause()` ... delegate
+    here), each a change of the queue's settings: in Redis (`Limiter`) or, for an eager
+    queue, in this process (queue/eager/limits.py)."""
 
-    def __init__(
-        self, client: Callable[[], redis.Redis], keys: KeySpace, name: str, wait: ReplicaWait
-    ) -> None:
-        self.client = client
-        self.keys = keys
-        self.name = name
-        self.wait = wait  # wait_replicas: the queue's steps return once replicas hold them
-
+    @abstractmethod
     def change(self, fields: Dict[str, str]) -> None:
-        client = self.client()
-        with translated_errors(client):
-            FlowSteps(client, self.keys, self.wait).change(self.name, fields)
+        """Write these settings fields ("" removes one)."""
+
+    @abstractmethod
+    def read(self) -> Limits:
+        """The queue's settings (pause, caps, group caps)."""
 
     def set(self, concurrency: Optional[int] = None, rate: Optional[str] = None) -> None:
         """Cap the queue's running jobs and its starts ("100/s", "20/min", "5/h", a sliding
@@ -165,6 +161,25 @@ class Limiter:
 
     def resume(self) -> None:
         self.change({"paused": ""})
+
+
+class Limiter(LimitChanges):
+    """A queue's limits and pause in Redis (`q.limiter`), written to its settings hash,
+    which the take step reads. `client` is called on each use: a Queue connects on first
+    use."""
+
+    def __init__(
+        self, client: Callable[[], redis.Redis], keys: KeySpace, name: str, wait: ReplicaWait
+    ) -> None:
+        self.client = client
+        self.keys = keys
+        self.name = name
+        self.wait = wait  # wait_replicas: the queue's steps return once replicas hold them
+
+    def change(self, fields: Dict[str, str]) -> None:
+        client = self.client()
+        with translated_errors(client):
+            FlowSteps(client, self.keys, self.wait).change(self.name, fields)
 
     def read(self) -> Limits:
         """The queue's settings (pause, caps, group caps)."""

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import redis
 
-from rqconc.connection.replicas import ReplicaWait, replicated
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.store.fields import id_check, lean_marks
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import (
@@ -30,6 +30,7 @@ from rqconc.store.scripts import (
     taken,
     text,
 )
+from rqconc.store.steps.bound import BoundSteps
 
 # How many due scheduled jobs one take promotes per queue: bounds the cost of a take.
 PROMOTE_BATCH = 100
@@ -39,14 +40,13 @@ DONE_GRACE_SECONDS = 10
 REVOKED_MS = 600_000
 
 
-class Steps:
+class Steps(BoundSteps):
     """The Lua steps bound to one client and namespace."""
 
     def __init__(
         self, client: redis.Redis, keys: KeySpace, wait: Optional[ReplicaWait] = None
     ) -> None:
-        self.client = replicated(client, wait)  # wait_replicas: WAIT after each step
-        self.keys = keys
+        super().__init__(client, keys, wait)
         # take_keys of each take order seen: the same few orders come back for every job.
         self._take_keys: Dict[Tuple[str, ...], List[str]] = {}
 

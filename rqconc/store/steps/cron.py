@@ -3,23 +3,14 @@ scheduler's leader lease and the record of each tick enqueued (worker/scheduler.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Sequence
 
-import redis
-
-from rqconc.connection.replicas import ReplicaWait, replicated
-from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import CronAdvanceReply, CronLeaseReply, CronPutReply, now_ms, script
+from rqconc.store.steps.bound import BoundSteps
 
 
-class CronSteps:
+class CronSteps(BoundSteps):
     """The cron steps bound to one client and namespace."""
-
-    def __init__(
-        self, client: redis.Redis, keys: KeySpace, wait: Optional[ReplicaWait] = None
-    ) -> None:
-        self.client = replicated(client, wait)  # wait_replicas: WAIT after each step
-        self.keys = keys
 
     def lease(self, holder: str, lease_ms: int) -> CronLeaseReply:
         """Take or renew the scheduler's leader lease for `holder`; a `lease_ms` of 0

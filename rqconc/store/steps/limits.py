@@ -7,11 +7,9 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-import redis
-
-from rqconc.connection.replicas import ReplicaWait, replicated
-from rqconc.store.keys import FlowKeys, KeySpace, unique_key
+from rqconc.store.keys import FlowKeys, unique_key
 from rqconc.store.scripts import script, text
+from rqconc.store.steps.bound import BoundSteps
 
 # Parked jobs popped and deleted per step: bounds how long one step holds Redis.
 DROP_BATCH = 500
@@ -27,14 +25,8 @@ class UniqueReply(IntEnum):
     DEBOUNCED = 2  # the waiting job got the new arguments and starts `debounce` later
 
 
-class FlowSteps:
+class FlowSteps(BoundSteps):
     """The limits steps bound to one client and namespace."""
-
-    def __init__(
-        self, client: redis.Redis, keys: KeySpace, wait: Optional[ReplicaWait] = None
-    ) -> None:
-        self.client = replicated(client, wait)  # wait_replicas: WAIT after each step
-        self.keys = keys
 
     def settings(self, queue: str) -> Dict[bytes, bytes]:
         settings: Dict[bytes, bytes] = self.client.hgetall(FlowKeys(self.keys, queue).settings)

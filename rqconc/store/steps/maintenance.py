@@ -4,14 +4,11 @@ rather than one job's lifecycle (core.py)."""
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Tuple
 
-import redis
-
-from rqconc.connection.replicas import ReplicaWait, replicated
 from rqconc.store.clock import redis_time_ms
-from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import script, text
+from rqconc.store.steps.bound import BoundSteps
 
 # Bounds of one maintenance trim: entries dropped per set, queues per script call (each
 # call holds Redis while it runs).
@@ -19,14 +16,8 @@ TRIM_BATCH = 1000
 TRIM_QUEUES_PER_CALL = 50
 
 
-class MaintenanceSteps:
+class MaintenanceSteps(BoundSteps):
     """Lease recovery and the trim of expired entries, bound to one client and namespace."""
-
-    def __init__(
-        self, client: redis.Redis, keys: KeySpace, wait: Optional[ReplicaWait] = None
-    ) -> None:
-        self.client = replicated(client, wait)  # wait_replicas: WAIT after each step
-        self.keys = keys
 
     def recover(self, max_lost: int, limit: int = 500) -> Tuple[int, int]:
         """Requeue (or dead-letter) jobs whose lease expired: (requeued, dead)."""

@@ -1,23 +1,17 @@
 """The Lua steps a running job uses to report on itself: `job.save_meta()` and
-`job.set_progress()` (lua/save_meta.lua, lua/progress.lua). Beside steps.py, which holds
-the job lifecycle's steps and is the only other caller of scripts."""
+`job.set_progress()` (lua/save_meta.lua, lua/progress.lua). Beside core.py, which holds
+the job lifecycle's steps."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-import redis
-
-from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import ProgressReply, script
+from rqconc.store.steps.bound import BoundSteps
 
 
-class ReportSteps:
+class ReportSteps(BoundSteps):
     """The reporting steps bound to one client and namespace."""
-
-    def __init__(self, client: redis.Redis, keys: KeySpace) -> None:
-        self.client = client
-        self.keys = keys
 
     def save_meta(self, job_id: str, meta_json: str) -> bool:
         """Store the job's meta; False if the job does not exist."""
