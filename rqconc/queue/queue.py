@@ -50,7 +50,6 @@ from rqconc.queue.workflow.group_result import Group, new_group_id, prepare_grou
 from rqconc.queue.workflow.signature import Signature
 from rqconc.store.keys import KeySpace, check_queue_name
 from rqconc.store.steps.core import EnqueueReply, Steps, now_ms, text
-from rqconc.store.steps.limits import FlowSteps
 
 
 def _refusal(reason: EnqueueReply, job_id: str) -> ValueError:
@@ -378,21 +377,10 @@ class Queue:
 
     def empty(self) -> int:
         """Delete every waiting job, those parked behind their group's cap too (not
-        scheduled or running ones); returns how many. Jobs are popped before they are
-        deleted, so none can be taken half-deleted."""
-        removed = 0
-        with translated_errors(self.connection):
-            while True:
-                popped: Any = self.connection.zpopmin(self.keys.queue(self.name), 1000)
-                if not popped:
-                    return removed + FlowSteps(self.connection, self.keys, self.wait).drop_parked(
-                        self.name, settle=False
-                    )
-                ids = [text(member) for member, _ in popped]
-                self.connection.delete(
-                    *[self.keys.job(i) for i in ids], *[self.keys.done(i) for i in ids]
-                )
-                removed += len(ids)
+        scheduled or running ones); returns how many. Each ends as a deleted job does
+        (admin.py): its dependents canceled, its group's chord canceled, its unique key
+        ended, its waiters woken with JobCanceled."""
+        return admin.empty_queue(self.connection, self.keys, self.name, self.wait)
 
     purge = empty
 

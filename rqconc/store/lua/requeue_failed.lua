@@ -42,6 +42,11 @@ local unique = redis.call('HGET', key, 'unique_key')
 if unique and redis.call('GET', NS .. 'unique:' .. unique) == id then
   redis.call('PERSIST', NS .. 'unique:' .. unique)
 end
+-- A chord's callback runs again with its group's results, kept while it was a dead letter.
+local chord_of = redis.call('HGET', key, 'chord_of')
+if chord_of and redis.call('HGET', group_key(chord_of), 'results_kept') == '1' then
+  redis.call('PERSIST', group_key(chord_of))
+end
 local queue = redis.call('HGET', key, 'queue')
 emit('requeued', id, queue)
 push_queued(id, key, false)

@@ -292,14 +292,6 @@ class Steps:
         keys = [k.job(job_id), k.scheduled(queue), k.deferred(queue), k.seq, k.events]
         return PromoteReply(script("promote")(self.client, keys, [job_id, k.prefix, queue]))
 
-    def delete_jobs(self, job_ids: Sequence[str], queue: str = "") -> Tuple[int, int]:
-        """Delete the jobs not running (of `queue` only, if given): (deleted, left running)."""
-        k = self.keys
-        keys = [k.seq, k.events, *map(k.job, job_ids)]
-        args = [k.prefix, queue, DONE_GRACE_SECONDS, *job_ids]
-        deleted, running = script("delete_jobs")(self.client, keys, args)
-        return int(deleted), int(running)
-
     def await_outcome(self, job_id: str) -> Tuple[AwaitReply, List[Any]]:
         """(PUSHED, [outcome]); (MISSING, []) when the job does not exist; else (PENDING,
         [status, serializer, result, exc_type, exc_message, traceback]), and the job is
