@@ -173,11 +173,20 @@ class Steps:
         return known
 
     def requeue_failed(self, queue: str, job_id: str) -> bool:
-        """Move a dead letter back into its queue; False if it is not one."""
+        """Move a dead letter back into its queue; False if it is not one. ValueError if
+        another job holds its unique key (nothing changed)."""
         k = self.keys
         keys = [k.seq, k.failed(queue), k.job(job_id), k.done(job_id), k.events]
         keys.append(k.failed_expiry(queue))
-        return script("requeue_failed")(self.client, keys, [job_id, k.prefix]) == 1
+        reply = script("requeue_failed")(self.client, keys, [job_id, k.prefix])
+        if isinstance(reply, list):
+            holder, unique = text(reply[1]), text(reply[2])
+            raise ValueError(
+                f"cannot requeue job {job_id}: job {holder} holds its unique_key {unique!r} "
+                "(waiting, running, or ended within its unique_for); requeue it once that "
+                "job has ended and its unique_for passed"
+            )
+        return bool(reply == 1)
 
     def purge_failed(self, queue: str, job_ids: Sequence[str]) -> int:
         keys = [self.keys.failed(queue), self.keys.failed_expiry(queue)]
