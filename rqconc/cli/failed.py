@@ -133,7 +133,10 @@ def requeue(
         if requeue_all:
             count = sum(q.failed.requeue_all() for q in queues)
         else:
-            missing = [i for i in job_ids if not any(q.failed.requeue(i) for q in queues)]
+            try:
+                missing = [i for i in job_ids if not any(q.failed.requeue(i) for q in queues)]
+            except ValueError as exc:  # another job holds its unique key
+                raise click.ClickException(str(exc)) from None
             if missing:
                 raise click.ClickException(f"not dead letters: {' '.join(missing)}")
             count = len(job_ids)

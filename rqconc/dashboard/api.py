@@ -123,7 +123,11 @@ async def requeue(request: Request) -> JSONResponse:
     if body.get("all"):
         return JSONResponse({"requeued": await _in_thread(letters.requeue_all)})
     job_id = body.get("job_id")
-    if not isinstance(job_id, str) or not await _in_thread(letters.requeue, job_id):
+    try:
+        requeued = isinstance(job_id, str) and await _in_thread(letters.requeue, job_id)
+    except ValueError as exc:  # another job holds its unique key
+        raise HTTPException(409, str(exc)) from None
+    if not requeued:
         raise HTTPException(404, f"not a dead letter of queue {letters.name}")
     return JSONResponse({"requeued": 1})
 

@@ -1,6 +1,12 @@
-"""Emptying, deleting and promoting (SPEC section 12): what `Queue.empty`, `Queue.delete`,
-`Queue.promote` and `Job.delete` do, through the Lua steps lua/delete_jobs.lua,
-lua/drop_parked.lua and lua/promote.lua.
+"""Deleting and promoting jobs (SPEC section 12): what `Queue.delete`, `Queue.promote` and
+`Job.delete` and `Queue.empty` do, through the Lua steps lua/delete_jobs.lua,
+lua/empty_queue.lua, lua/drop_parked.lua and lua/promote.lua.
+
+What removing a job that has not ended does (`job.delete()`, `q.delete()`, `q.empty()`
+alike, lua/include/removal.lua): it ends as a job that did not finish. Its dependents are
+canceled (those that allow failure are released), its group fails and its chord callback
+is canceled, its unique key ends, and a caller blocked in its `get()` wakes with
+`JobFailed` (`JobCanceled`).
 
 What `q.delete()` does to running jobs: nothing. A job's worker owns it while it runs, and
 stopping it is `job.cancel()`'s business; it finishes (or fails) as usual, its outcome is
@@ -11,7 +17,7 @@ jobs end in are still trimmed.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import List, Optional
 
 import redis
 
@@ -20,7 +26,7 @@ from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.job_outcome import missing_job
 from rqconc.store.keys import KeySpace
 from rqconc.store.steps.core import PromoteReply, Steps, text
-from rqconc.store.steps.limits import FlowSteps
+from rqconc.store.steps.removal import RemovalSteps
 
 # Ids read and deleted per step: bounds how long one step holds Redis.
 DELETE_BATCH = 500
@@ -41,7 +47,7 @@ def delete_queue(
     group's cap, scheduled, deferred, finished, dead letters); returns how many. Its cron
     entries go first (Queue.delete)."""
     with translated_errors(client):
-        steps, deleted = Steps(client, keys, wait), 0
+        steps, deleted = RemovalSteps(client, keys, wait), 0
         sets = [keys.queue(name), keys.scheduled(name), keys.deferred(name)]
         sets += [keys.finished(name), keys.failed(name), keys.failed_expiry(name)]
         # Every id a pass reads leaves these sets (lua/delete_jobs.lua), so passes end
@@ -52,7 +58,7 @@ def delete_queue(
             if ids:
                 deleted += steps.delete_jobs(ids, name)[0]
                 continue
-            dropped = FlowSteps(client, keys, wait).drop_parked(name, settle=True)
+            dropped = steps.drop_parked(name)
             deleted += dropped
             if not dropped and not client.zcard(keys.queue(name)):
                 break
@@ -62,13 +68,23 @@ def delete_queue(
     return deleted
 
 
+def empty_queue(
+    client: redis.Redis, keys: KeySpace, name: str, wait: Optional[ReplicaWait] = None
+) -> int:
+    """Delete every waiting job of queue `name`, those parked behind a group's cap too;
+    returns how many. Each step pops and ends a batch, so no take sees a job half-deleted."""
+    with translated_errors(client):
+        steps = RemovalSteps(client, keys, wait)
+        return steps.empty_queue(name) + steps.drop_parked(name)
+
+
 def delete_job(
     client: redis.Redis, keys: KeySpace, job_id: str, wait: Optional[ReplicaWait] = None
 ) -> bool:
     """Delete one job that is not running; False if there was none. ValueError for a
     running job: cancel() it, or delete it once it ended."""
     with translated_errors(client):
-        deleted, running = Steps(client, keys, wait).delete_jobs([job_id])
+        deleted, running = RemovalSteps(client, keys, wait).delete_jobs([job_id])
     if running:
         raise ValueError(
             f"job {job_id} is running: cancel() it first, or delete it once it has ended"
@@ -93,20 +109,3 @@ def promote(
     if reply is PromoteReply.OTHER_QUEUE:
         raise ValueError(f"job {job_id} is not a job of queue {queue!r}")
     return reply is PromoteReply.PROMOTED
-
-
-def empty_queue(
-    client: redis.Redis, keys: KeySpace, queue: str, wait: Optional[ReplicaWait]
-) -> int:
-    """Delete every waiting job of `queue`, those parked behind their group's cap too;
-    returns how many. Jobs are popped before they are deleted, so none can be taken
-    half-deleted."""
-    removed = 0
-    with translated_errors(client):
-        while True:
-            popped: Any = client.zpopmin(keys.queue(queue), 1000)
-            if not popped:
-                return removed + FlowSteps(client, keys, wait).drop_parked(queue, settle=False)
-            ids = [text(member) for member, _ in popped]
-            client.delete(*[keys.job(i) for i in ids], *[keys.done(i) for i in ids])
-            removed += len(ids)

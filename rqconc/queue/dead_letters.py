@@ -127,13 +127,21 @@ class DeadLetters:
 
     def requeue(self, job_id: str) -> bool:
         """Run it again: back at the end of its queue, same id, attempts reset.
-        False if `job_id` is not a dead letter of this queue."""
+        False if `job_id` is not a dead letter of this queue; ValueError (naming the
+        holder) if it is a unique job and another job holds its key."""
         with translated_errors(self.client):
             return self._steps.requeue_failed(self.name, job_id)
 
     def requeue_all(self) -> int:
-        """Requeue every dead letter (in failure order); returns how many."""
-        return sum(self.requeue(job_id) for job_id in self.job_ids)
+        """Requeue every dead letter (in failure order); returns how many. A unique job
+        whose key another job holds stays a dead letter (`requeue(job_id)` says which)."""
+        requeued = 0
+        for job_id in self.job_ids:
+            try:
+                requeued += self.requeue(job_id)
+            except ValueError:
+                continue
+        return requeued
 
     def purge(self) -> int:
         """Delete every dead letter and its data; returns how many."""

@@ -82,13 +82,25 @@ def _loads(serializer: Any, data: Optional[str], empty_text: str, empty: type) -
     return serializer.loads(data)
 
 
-def _chord_results(serializer: Any, stored: str) -> List[Any]:
-    """The group's results, in group order, that the step firing the chord copied into its
-    callback job (lua/include/groups.lua fire_chord): a JSON list of serialized values
-    (the group's queue is the callback's, so is their serializer)."""
+def _chord_results(serializer: Any, values: Sequence[Any]) -> List[Any]:
+    """The group's results, in group order, as serialized values (the group's queue is the
+    callback's, so is their serializer); None for a member that has none."""
+    try:
+        return [serializer.loads(v) if isinstance(v, str) else None for v in values]
+    except Exception as exc:
+        raise Refused(
+            "ValueError", f"corrupt chord data: cannot decode its results: {exc}"
+        ) from None
+
+
+def _copied_chord_results(stored: str) -> List[Any]:
+    """The JSON list of results that a chord fired by an older rqconc copied into its
+    callback job (`chord_results`); a job fired since reads them from its group."""
     try:
         values = json.loads(stored)
-        return [serializer.loads(v) if isinstance(v, str) else None for v in values]
+        if not isinstance(values, list):
+            raise ValueError("not a list")
+        return values
     except Exception as exc:
         raise Refused(
             "ValueError", f"corrupt chord data: cannot decode its results: {exc}"
@@ -174,9 +186,36 @@ class Execution:
             ) from None
         if fields.get("callback_of"):  # a callback or webhook: (job, result or error) first
             args = [*self._callback_arguments(fields), *args]
-        if "chord_results" in fields:  # a chord's callback: its group's results first
-            args = [_chord_results(serializer, fields["chord_results"]), *args]
+        if "chord_results" in fields:  # a chord's callback fired by an older rqconc
+            results = _chord_results(serializer, _copied_chord_results(fields["chord_results"]))
+            args = [results, *args]
+        elif fields.get("chord_of"):  # a chord's callback: its group's results first
+            args = [_chord_results(serializer, self._kept_results(fields["chord_of"])), *args]
         return func, args, kwargs, serializer
+
+    def _kept_results(self, group_id: str) -> List[Optional[str]]:
+        try:
+            kept = self.group_results(group_id)
+        except REDIS_DOWN:
+            raise
+        except Exception as exc:
+            raise Refused(
+                "ValueError",
+                f"corrupt chord data: cannot read the results of group {group_id}: {exc}",
+            ) from None
+        if kept is None:
+            raise Refused(
+                "ValueError",
+                f"the results of group {group_id} are not kept: its chord was not fired "
+                "by its last job (promoted early?), or the group's record is gone",
+            )
+        return kept
+
+    def group_results(self, group_id: str) -> Optional[List[Optional[str]]]:
+        """The serialized results of a fired chord's group, in group order, read where the
+        step firing it kept them (the worker's JobRunner: the group's hash in Redis); None
+        if they are not kept. Eager mode calls a chord with its results directly."""
+        return None
 
     def _allowed_function(self, name: str) -> Callable[..., Any]:
         """The function a job names, checked against the allow-list before any import."""

@@ -377,8 +377,9 @@ class Queue:
 
     def empty(self) -> int:
         """Delete every waiting job, those parked behind their group's cap too (not
-        scheduled or running ones); returns how many. Jobs are popped before they are
-        deleted, so none can be taken half-deleted."""
+        scheduled or running ones); returns how many. Each ends as a deleted job does
+        (admin.py): its dependents canceled, its group's chord canceled, its unique key
+        ended, its waiters woken with JobCanceled."""
         return admin.empty_queue(self.connection, self.keys, self.name, self.wait)
 
     purge = empty

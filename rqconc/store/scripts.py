@@ -45,8 +45,9 @@ TAKE_FIELDS = (
     "parent_serializer",
     "parent_result",
     "parent_exc",
-    "chord_results",  # a chord callback's: its group's results (lua/include/groups.lua)
+    "chord_results",  # a chord callback fired by an older rqconc: its group's results
     "expires_at",  # a job with a ttl: the take expires it past then (lua/include/limits.lua)
+    "chord_of",  # a chord callback's group, whose hash keeps the results (include/groups.lua)
 )
 
 # A job enqueued without any of these fields is stored `lean` ("1", steps.enqueue): the hot

@@ -7,7 +7,7 @@ command line, and decoding the fields a take returned. Nothing here writes to Re
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from rqconc.queue.execution import Execution, Outcome, Refused
 from rqconc.queue.job import Job
@@ -52,6 +52,19 @@ class JobRunner(Execution):
         client, keys = self.connections.client, self.connections.keys
         stored = client.hgetall(keys.job(parent_id))
         return Job(parent_id, client, keys.namespace, stored, allow_pickle=self.allow_pickle)
+
+    def group_results(self, group_id: str) -> Optional[List[Optional[str]]]:
+        """A fired chord's results, kept in its group's hash until the callback ended
+        (lua/include/groups.lua): one HGET a member, so that no single command copies more
+        than one result however many and large they are."""
+        client, group = self.connections.client, self.connections.keys.group(group_id)
+        kept, total = client.hmget(group, "results_kept", "total")
+        if kept != b"1":
+            return None
+        pipe = client.pipeline(transaction=False)
+        for index in range(1, int(total) + 1):
+            pipe.hget(group, f"r{index}")
+        return [None if value is None else text(value) for value in pipe.execute()]
 
     def _next_stage(self, stage: Next) -> Tuple[str, Dict[str, Any]]:
         return prepare_next_stage(stage, self.connections.client, self.connections.keys.namespace)

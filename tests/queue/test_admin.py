@@ -1,6 +1,8 @@
 """The admin API (SPEC section 12): q.delete(), job.delete(), job.position, q.promote(),
 q.fetch_jobs(), against a real Redis and, where a worker matters, a real worker."""
 
+import threading
+
 import pytest
 
 from rqconc import Dependency, JobFailed, JobStatus, NoSuchJob, Queue
@@ -137,3 +139,31 @@ def test_a_promoted_job_is_run_by_a_worker(redis_url, start_worker):
     start_worker("threading", 1, redis_url, "-q", "admin")
     q.promote(later.id)
     assert later.get(timeout=15) == 42
+
+
+def test_empty_ends_each_job_as_delete_does(queue, client, keys):
+    """q.empty() popped and deleted in Python: dependents waited for ever and a caller
+    blocked in get() waited out its timeout. Now each job ends as a deleted one."""
+    parent = queue.enqueue(ADD, 1, 1)
+    other = Queue("other", connection=queue.connection)
+    child = other.enqueue(ADD, 2, 2, depends_on=parent)
+    lenient = other.enqueue(ADD, 3, 3, depends_on=Dependency(parent, allow_failure=True))
+    outcome = []
+
+    def wait():
+        try:
+            outcome.append(parent.get(timeout=20))
+        except JobFailed as exc:
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=wait)
+    waiter.start()
+    wait_for(lambda: client.hget(keys.job(parent.id), "waiters"), message="get() waiting")
+    assert queue.empty() == 1
+    waiter.join(5)
+    assert not waiter.is_alive()
+    assert isinstance(outcome[0], JobFailed)
+    assert outcome[0].exc_type == "rqconc.errors.JobCanceled"
+    assert child.status is JobStatus.CANCELED
+    assert lenient.status is JobStatus.QUEUED
+    assert not client.exists(keys.job(parent.id))

@@ -81,14 +81,28 @@ def test_debounce_under_20_concurrent_producers_runs_once_with_the_latest_argume
     assert run["start"] >= last_enqueue + 0.9
 
 
-def test_debounce_enqueues_anew_once_the_job_started(redis_url, start_worker):
+@pytest.mark.parametrize("backend", ["threading", "forking"])
+def test_debounce_while_the_job_runs_waits_behind_it_and_runs_the_latest_arguments_once(
+    redis_url, start_worker, backend
+):
+    """Two jobs of one key never run at once: a debounce while the holder runs stores a
+    job deferred behind it (it ran beside it before), and later debounces replace that
+    job's arguments."""
     q = Queue("debounced", connection=redis_url)
+    client = q.connection
     first = q.enqueue(JOB, redis_url, "runs", 1.0, "first", unique_key="d", debounce=0.1)
-    start_worker("threading", 2, redis_url, "-q", "debounced")
+    start_worker(backend, 2, redis_url, "-q", "debounced")
     wait_for(lambda: first.status == "started", timeout=15)
     second = q.enqueue(JOB, redis_url, "runs", 0, "second", unique_key="d", debounce=0.1)
-    assert second.id != first.id
+    assert second.id != first.id and second.status == "deferred"
+    third = q.enqueue(JOB, redis_url, "runs", 0, "third", unique_key="d", debounce=0.1)
+    assert third.id == second.id
     wait_for(lambda: second.status == "finished", timeout=15)
+    wait_for(lambda: client.llen("runs") >= 2, timeout=5)
+    time.sleep(0.3)  # a third run would have started by now: there must be none
+    done, latest = [json.loads(entry) for entry in client.lrange("runs", 0, -1)]
+    assert (done["tag"], latest["tag"]) == ("first", "third")
+    assert latest["start"] >= done["end"]  # one at a time
 
 
 @pytest.mark.parametrize(

@@ -103,3 +103,41 @@ def test_requeueing_a_dead_letter_holds_its_key_again(redis_url):
     assert q.connection.pttl(unique_key(q.keys, "dl")) > 0
     assert q.failed.requeue(job.id)
     assert q.connection.ttl(unique_key(q.keys, "dl")) == -1 and held(q, "dl") == job.id.encode()
+
+
+def test_requeueing_a_dead_letter_whose_key_another_job_holds_is_refused(redis_url):
+    """Two waiting jobs held one key: the requeue is refused, naming the holder, until
+    the key is free again; then the requeued job takes it."""
+    q = Queue("uniq-requeued", connection=redis_url)
+    steps = Steps(q.connection, q.keys)
+    failed = q.enqueue(JOB, redis_url, "runs", unique_key="dl")
+    assert steps.take("c1", ["uniq-requeued"], 30_000, "w")[0] == failed.id
+    steps.fail("c1", failed.id, "uniq-requeued", ("ValueError", "no", ""))
+    holder = q.enqueue(JOB, redis_url, "runs", unique_key="dl")
+    assert holder.id != failed.id
+    with pytest.raises(ValueError, match=f"job {holder.id} holds its unique_key 'dl'"):
+        q.failed.requeue(failed.id)
+    assert q.failed.requeue_all() == 0  # it stays a dead letter
+    assert q.failed.job_ids == [failed.id] and q.job_ids == [holder.id]
+    assert held(q, "dl") == holder.id.encode()
+    assert holder.cancel()  # the key is free again
+    assert q.failed.requeue(failed.id)
+    assert held(q, "dl") == failed.id.encode()
+    assert q.connection.ttl(unique_key(q.keys, "dl")) == -1
+
+
+@pytest.mark.parametrize("unique_for", [None, 60])
+def test_emptying_a_queue_ends_the_unique_keys_of_its_jobs(redis_url, unique_for):
+    """q.empty() left each removed job's key behind for ever (1,000 jobs, 1,000 keys)."""
+    q = Queue("uniq-emptied", connection=redis_url)
+    options = {} if unique_for is None else {"unique_for": unique_for}
+    jobs = [q.enqueue(JOB, redis_url, "runs", unique_key=f"e{i}", **options) for i in range(600)]
+    assert q.empty() == 600  # more than one batch of the step
+    for i in (0, 599):
+        if unique_for:  # kept unique_for after the end, as for a deleted job
+            assert 0 < q.connection.ttl(unique_key(q.keys, f"e{i}")) <= unique_for
+        else:
+            assert held(q, f"e{i}") is None
+    if not unique_for:
+        assert not q.connection.keys(unique_key(q.keys, "*"))
+        gone_then_new(q, "e7", jobs[7])

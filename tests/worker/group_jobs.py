@@ -31,3 +31,14 @@ def record(results: List[Any], url: str, key: str) -> int:
     """A chord callback: pushes its results to `key`, one entry per run."""
     redis.Redis.from_url(url).rpush(key, json.dumps(results))
     return len(results)
+
+
+def blob(size: int) -> str:
+    """A big result: `size` characters."""
+    return "x" * size
+
+
+def record_sizes(results: List[Any], url: str, key: str) -> int:
+    """A chord callback of big results: records their sizes, not the results."""
+    redis.Redis.from_url(url).rpush(key, json.dumps([len(r) for r in results]))
+    return len(results)

@@ -166,3 +166,57 @@ def test_many_small_chords_over_several_workers_each_fire_exactly_once(redis_ser
         assert group.chord.get(timeout=60) == 2
     for n, i in enumerate(range(0, 120, 2)):
         assert runs(client, f"runs:{n}") == [[i * i, (i + 1) ** 2]]
+
+
+def test_a_chord_of_big_results_runs_its_callback_with_them(redis_server, start_worker):
+    """6 members of 3 MB results: the callback reads them from the group's hash when it
+    runs (the step firing it copies nothing: tests/queue/test_group_steps.py times it), and
+    they go once it ended."""
+    q = Queue(connection=redis_server.url)
+    client = redis_server.client()
+    size, members = 3_000_000, 6
+    calls = [(f"{JOBS}:blob", (size,)) for _ in range(members)]
+    group = rqconc.group(*calls).then(f"{JOBS}:record_sizes", redis_server.url, "runs")
+    handle = group.enqueue(q)
+    start_worker("forking", 3, redis_server.url)
+    assert handle.chord.get(timeout=30) == members
+    assert runs(client, "runs") == [[size] * members]
+    record = client.hgetall(f"{q.keys.prefix}group:{handle.id}")
+    assert b"r1" not in record and b"results_kept" not in record  # gone with the callback
+    assert not client.hexists(f"{q.keys.prefix}job:{handle.chord.id}", "chord_results")
+
+
+def test_a_chord_callback_fired_by_older_code_runs_with_its_copied_results(
+    redis_server, start_worker
+):
+    q = Queue(connection=redis_server.url)
+    client = redis_server.client()
+    job = q.enqueue(f"{JOBS}:record", redis_server.url, "runs")
+    key = f"{q.keys.prefix}job:{job.id}"
+    # As an older rqconc fired it: the results copied into the callback's hash.
+    client.hset(key, mapping={"chord_of": "gone", "chord_results": '["1","4"]'})
+    client.hdel(key, "lean")
+    start_worker("threading", 1, redis_server.url)
+    assert job.get(timeout=20) == 2
+    assert runs(client, "runs") == [[1, 4]]
+
+
+@pytest.mark.parametrize("how", ["delete", "empty"])
+def test_a_member_removed_while_waiting_cancels_the_chord(how, redis_server, start_worker):
+    q = Queue(connection=redis_server.url)
+    client = redis_server.client()
+    calls = [(f"{JOBS}:square", (i,)) for i in range(3)]
+    group = rqconc.group(*calls).then(f"{JOBS}:record", redis_server.url, "runs").enqueue(q)
+    if how == "delete":
+        assert group.jobs[1].delete()
+    else:
+        assert q.empty() == 3
+    start_worker("threading", 2, redis_server.url)
+    with pytest.raises(JobFailed) as info:
+        group.chord.get(timeout=20)  # it waited for ever before
+    assert info.value.exc_type == "rqconc.errors.JobCanceled"
+    assert client.hget(f"{q.keys.prefix}group:{group.id}", "state") == b"failed"
+    assert client.ttl(f"{q.keys.prefix}group:{group.id}") > 0
+    if how == "delete":
+        wait_for(lambda: group.status().get("finished") == 2, 20, message="the other two")
+    assert runs(client, "runs") == []

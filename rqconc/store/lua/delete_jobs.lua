@@ -1,10 +1,12 @@
 --[[ delete_jobs: delete jobs that are not running (job.delete(), q.delete()).
 
 Each job leaves every set of its queue (waiting, scheduled, deferred, finished, failed, and
-its group's parked jobs) and its hash and outcome list go. A running job is left alone (its worker records its outcome as
-usual). A job deleted before it finished cancels its dependents (or releases those that allow
-failure): they would otherwise wait for ever. A caller blocked in job.get() wakes with
-JobCanceled (the outcome list holds `canceled:` for DONE_GRACE seconds).
+its group's parked jobs) and its hash and outcome list go. A running job is left alone (its
+worker records its outcome as usual). A job deleted before it finished ends as one that did
+not finish (include/removal.lua): its dependents are canceled (or released if they allow
+failure), its group fails and its chord callback is canceled, its unique key ends, and a
+caller blocked in job.get() wakes with JobCanceled (the outcome list holds `canceled:` for
+DONE_GRACE seconds).
 
 KEYS[1]          seq                 INCR counter
 KEYS[2]          events              the event stream
@@ -23,7 +25,7 @@ queue given, every id leaves that queue's sets (also one of no job, counted in n
 --#include keys
 --#include jobs
 --#include limits
---#include dependents
+--#include removal
 
 local only, grace = ARGV[2], tonumber(ARGV[3])
 local function forget(queue, id)
@@ -45,20 +47,7 @@ for i = 4, #ARGV do
   elseif status and (only == '' or queue == only) then
     forget(queue, id)
     if status == 'queued' then forget_parked(id, key, queue) end
-    if status ~= 'finished' and status ~= 'failed' and status ~= 'canceled' then
-      -- Deleted before it ended: its end (an ended job's key has its lifetime already).
-      local unique = redis.call('HMGET', key, 'unique_key', 'unique_for')
-      unique_ended(id, unique[1], unique[2])
-    end
-    redis.call('DEL', key)
-    local done = done_key(id)
-    redis.call('DEL', done)
-    if status ~= 'finished' and status ~= 'failed' and status ~= 'canceled' then
-      settle_dependents(id, false)
-      redis.call('RPUSH', done, 'canceled:')
-      redis.call('EXPIRE', done, grace)
-    end
-    redis.call('DEL', dependents_key(id))
+    remove_job(id, key, status, grace)
     deleted = deleted + 1
   end
 end

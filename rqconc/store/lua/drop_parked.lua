@@ -3,10 +3,11 @@ q.delete()), a batch at a time.
 
 A grouped job popped while its group is at a cap waits in parked:<queue>:<group> instead of
 the queue (lua/include/limits.lua); those jobs are waiting ones, so emptying or deleting the
-queue removes them too. Each is popped and its hash deleted in this one step, so no take
-can unpark a job half-deleted, and a group leaves parkedgroups with its last parked job.
-Entries whose job is no longer waiting (canceled before this version removed them, or
-gone) are dropped without touching the job.
+queue removes them too. Each is popped and ends as a deleted job does (include/removal.lua:
+its dependents canceled, its group's chord canceled, its unique key ended, waiters woken
+with JobCanceled) in this one step, so no take can unpark a job half-deleted, and a group
+leaves parkedgroups with its last parked job. Entries whose job is no longer waiting
+(canceled before this version removed them, or gone) are dropped without touching the job.
 
 KEYS[1]          parkedgroups:<queue>  the queue's groups with parked jobs
 KEYS[2]          seq                   INCR counter (settle_dependents may enqueue)
@@ -15,19 +16,16 @@ KEYS[3]          events                the event stream
 ARGV[1]          namespace prefix "{ns}:" (parked:<queue>:<group>, job:<id> are built from it)
 ARGV[2]          queue name
 ARGV[3]          most entries popped by this call
-ARGV[4]          "1": as q.delete() (dependents canceled, waiters woken with JobCanceled for
-                 ARGV[5] seconds), "0": as q.empty() (the hash and outcome list just go)
-ARGV[5]          seconds the outcome list `canceled:` lasts for waiters
+ARGV[4]          seconds the outcome list `canceled:` lasts for waiters
 
 Returns {deleted, popped}: jobs deleted, entries popped (0: no parked job is left).
 ]]
 --#context NS=ARGV[1] SEQ=KEYS[2] EVENTS=KEYS[3] WORKER=''
 --#include clock
 --#include keys
---#include jobs
---#include dependents
+--#include removal
 
-local queue, left, settle, grace = ARGV[2], tonumber(ARGV[3]), ARGV[4] == '1', tonumber(ARGV[5])
+local queue, left, grace = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local deleted, popped = 0, 0
 for _, group in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   if left <= 0 then break end
@@ -37,18 +35,8 @@ for _, group in ipairs(redis.call('SMEMBERS', KEYS[1])) do
     local id = entries[i]
     local key = job_key(id)
     popped, left = popped + 1, left - 1
-    local job = redis.call('HMGET', key, 'status', 'unique_key', 'unique_for')
-    if job[1] == 'queued' then
-      unique_ended(id, job[2], job[3])
-      redis.call('DEL', key)
-      local done = done_key(id)
-      redis.call('DEL', done)
-      if settle then
-        settle_dependents(id, false)
-        redis.call('RPUSH', done, 'canceled:')
-        redis.call('EXPIRE', done, grace)
-        redis.call('DEL', dependents_key(id))
-      end
+    if redis.call('HGET', key, 'status') == 'queued' then
+      remove_job(id, key, 'queued', grace)
       deleted = deleted + 1
     end
   end

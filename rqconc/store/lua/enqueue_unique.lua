@@ -7,8 +7,12 @@ afterwards (or once its hash expired) a new job takes the key over. The steps th
 job give the key that same lifetime (include/jobs.lua unique_ended): it expires `unique_for`
 after the end, or goes at once without one, so unused keys do not pile up. With `debounce` (ms):
 a holder still waiting (queued or scheduled) takes the new job's arguments and is
-scheduled `debounce` ms from now, so it runs once with the latest ones; a holder already
-running does not see them, so a new job is stored (and starts `debounce` from now).
+scheduled `debounce` ms from now, so it runs once with the latest ones; a deferred holder
+takes them too and is due `debounce` ms from now once released. A holder already running
+does not see them: a new job takes the key, deferred behind the holder as a dependent that
+allows failure (released when the holder ended, however it ended) and due `debounce` ms
+from now; later debounces replace its arguments. So at most one job of a key runs at a
+time, and the latest arguments run once.
 
 KEYS[1]          seq                 INCR counter (queue order)
 KEYS[2]          queues              set of known queue names
@@ -27,7 +31,8 @@ ARGV[5]          the new job's id
 ARGV[6...]       the new job's field/value pairs (with unique_key, and unique_for and
                  debounce in ms when given)
 
-Returns {1, id} stored as a new job, {0, holder} the holder stays as it is,
+Returns {1, id} stored as a new job (deferred behind a running holder with debounce),
+        {0, holder} the holder stays as it is,
         {2, holder} the holder was debounced (new arguments, later start).
 
 Only a new job counts in rqconc_jobs_enqueued_total (every job stored counts once, as in
@@ -57,16 +62,20 @@ if holder then
   local hkey = job_key(holder)
   local state = redis.call('HMGET', hkey, 'status', 'ended_at', 'unique_for')
   local status = state[1]
-  if debounce and WAITING[status] then
+  if debounce and (WAITING[status] or status == 'deferred') then
     -- The waiting holder runs once, later, with the latest arguments.
     redis.call('HDEL', hkey, 'args', 'kwargs')
     local args, kwargs = field('args'), field('kwargs')
     if args then redis.call('HSET', hkey, 'args', args) end
     if kwargs then redis.call('HSET', hkey, 'kwargs', kwargs) end
     local hqueue = redis.call('HGET', hkey, 'queue') or queue
-    redis.call('ZREM', queue_key(hqueue), holder)
-    redis.call('ZADD', scheduled_key(hqueue), now + debounce, holder)
-    redis.call('HSET', hkey, 'status', 'scheduled', 'due_at', now + debounce)
+    if status == 'deferred' then  -- still behind its parents: due later once released
+      redis.call('HSET', hkey, 'due_at', now + debounce)
+    else
+      redis.call('ZREM', queue_key(hqueue), holder)
+      redis.call('ZADD', scheduled_key(hqueue), now + debounce, holder)
+      redis.call('HSET', hkey, 'status', 'scheduled', 'due_at', now + debounce)
+    end
     emit('debounced', holder, hqueue)
     return {2, holder}
   end
@@ -82,7 +91,14 @@ redis.call('HSET', KEYS[7], 'queue', queue, 'created_at', NOW, unpack(fields))
 metric_count('enqueued', queue)
 redis.call('SET', KEYS[8], id)
 if debounce then due = tostring(now + debounce) end
-if due ~= '' then
+if debounce and holder and redis.call('HGET', job_key(holder), 'status') == 'started' then
+  -- Behind the running holder (include/dependents.lua releases it when the holder ended).
+  redis.call('HSET', KEYS[7], 'status', 'deferred', 'due_at', due, 'pending_deps', 1,
+    'allow_failure', '1', 'depends_on', cjson.encode({holder}))
+  redis.call('ZADD', dependents_key(holder), redis.call('INCR', SEQ), id)
+  redis.call('ZADD', deferred_key(queue), NOW, id)
+  emit('deferred', id, queue)
+elseif due ~= '' then
   redis.call('HSET', KEYS[7], 'status', 'scheduled', 'due_at', due)
   redis.call('ZADD', KEYS[5], due, id)
   emit('scheduled', id, queue)

@@ -167,11 +167,20 @@ class Steps(BoundSteps):
         return known
 
     def requeue_failed(self, queue: str, job_id: str) -> bool:
-        """Move a dead letter back into its queue; False if it is not one."""
+        """Move a dead letter back into its queue; False if it is not one. ValueError if
+        another job holds its unique key (nothing changed)."""
         k = self.keys
         keys = [k.seq, k.failed(queue), k.job(job_id), k.done(job_id), k.events]
         keys.append(k.failed_expiry(queue))
-        return script("requeue_failed")(self.client, keys, [job_id, k.prefix]) == 1
+        reply = script("requeue_failed")(self.client, keys, [job_id, k.prefix])
+        if isinstance(reply, list):
+            holder, unique = text(reply[1]), text(reply[2])
+            raise ValueError(
+                f"cannot requeue job {job_id}: job {holder} holds its unique_key {unique!r} "
+                "(waiting, running, or ended within its unique_for); requeue it once that "
+                "job has ended and its unique_for passed"
+            )
+        return bool(reply == 1)
 
     def purge_failed(self, queue: str, job_ids: Sequence[str]) -> int:
         keys = [self.keys.failed(queue), self.keys.failed_expiry(queue)]
@@ -285,14 +294,6 @@ class Steps(BoundSteps):
         k = self.keys
         keys = [k.job(job_id), k.scheduled(queue), k.deferred(queue), k.seq, k.events]
         return PromoteReply(script("promote")(self.client, keys, [job_id, k.prefix, queue]))
-
-    def delete_jobs(self, job_ids: Sequence[str], queue: str = "") -> Tuple[int, int]:
-        """Delete the jobs not running (of `queue` only, if given): (deleted, left running)."""
-        k = self.keys
-        keys = [k.seq, k.events, *map(k.job, job_ids)]
-        args = [k.prefix, queue, DONE_GRACE_SECONDS, *job_ids]
-        deleted, running = script("delete_jobs")(self.client, keys, args)
-        return int(deleted), int(running)
 
     def await_outcome(self, job_id: str) -> Tuple[AwaitReply, List[Any]]:
         """(PUSHED, [outcome]); (MISSING, []) when the job does not exist; else (PENDING,

@@ -1,6 +1,6 @@
 """The Lua steps of limits (SPEC 11), beside core.py (the other steps' one caller):
-changing a queue's limits (limit_settings.lua), the enqueue of a unique or debounced job,
-and deleting the jobs parked behind their groups' caps."""
+changing a queue's limits (limit_settings.lua) and the enqueue of a unique or debounced
+job (the jobs parked behind their groups' caps are deleted by removal.py's drop_parked)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from rqconc.store.keys import FlowKeys, unique_key
 from rqconc.store.scripts import script, text
 from rqconc.store.steps.bound import BoundSteps
-
-# Parked jobs popped and deleted per step: bounds how long one step holds Redis.
-DROP_BATCH = 500
-# How long waiters of a job deleted by q.delete() still find `canceled:` (steps.py's).
-DONE_GRACE_SECONDS = 10
 
 
 class UniqueReply(IntEnum):
@@ -68,16 +63,3 @@ class FlowSteps(BoundSteps):
             args += pair
         code, holder = script("enqueue_unique")(self.client, keys, args)
         return UniqueReply(code), text(holder)
-
-    def drop_parked(self, queue: str, settle: bool) -> int:
-        """Delete every job of `queue` parked behind its group's cap, as q.delete()
-        (`settle`: dependents canceled, waiters woken) or q.empty() does; how many."""
-        k, f = self.keys, FlowKeys(self.keys, queue)
-        keys = [f.parked_groups, k.seq, k.events]
-        args = [k.prefix, queue, DROP_BATCH, "1" if settle else "0", DONE_GRACE_SECONDS]
-        total = 0
-        while True:
-            deleted, popped = script("drop_parked")(self.client, keys, args)
-            total += int(deleted)
-            if not int(popped):
-                return total

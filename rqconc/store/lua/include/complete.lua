@@ -56,11 +56,11 @@ local function complete_job(claim, id, result, serializer, done_grace, key, star
   -- The fields of flows, callbacks, groups and unique jobs: only a job not stored `lean`
   -- can have them (scripts.LEAN_SPOILERS; each field asked for costs Redis ~2,000
   -- instructions, found or not).
-  local flow_id, followups, group_id, group_index, unique_key, unique_for
+  local flow_id, followups, group_id, group_index, unique_key, unique_for, chord_of
   if lean ~= '1' then
-    flow_id, followups, group_id, group_index, unique_key, unique_for = unpack(redis.call(
-      'HMGET', key, 'flow_id', 'on_success_jobs', 'group_id', 'group_index', 'unique_key',
-      'unique_for'), 1, 6)
+    flow_id, followups, group_id, group_index, unique_key, unique_for, chord_of = unpack(
+      redis.call('HMGET', key, 'flow_id', 'on_success_jobs', 'group_id', 'group_index',
+      'unique_key', 'unique_for', 'chord_of'), 1, 7)
   end
   know_detail(id, event_detail, func or '', attempts)
   local ttl = whole_number(result_ttl, -1, MAX_TTL, DEFAULT_RESULT_TTL)
@@ -121,6 +121,9 @@ local function complete_job(claim, id, result, serializer, done_grace, key, star
   end
   if group_id then  -- a member of a group (the last one fires its chord, in this step)
     group_member_finished(group_id, group_index, result)
+  end
+  if chord_of then  -- a chord's callback: the group's results it read go
+    chord_ended(chord_of, nil)
   end
 
   -- get() marks a job it waits for (await.lua), so nobody-waits costs nothing here; a later

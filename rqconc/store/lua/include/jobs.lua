@@ -122,11 +122,45 @@ local function unique_ended(id, unique_key, unique_for)
   end
 end
 
--- Every final failure and every cancel ends here: the job's unique key is read with its
--- failure_ttl, in the same HMGET.
+-- A group's kept results, r1..r<total> (include/groups.lua), go; in chunks unpack() takes.
+--#cold
+local function drop_group_results(g)
+  local n = tonumber(redis.call('HGET', g, 'total')) or 0
+  for first = 1, n, 1000 do
+    local fields = {}
+    for i = first, math.min(first + 999, n) do fields[#fields + 1] = 'r' .. i end
+    redis.call('HDEL', g, unpack(fields))
+  end
+end
+
+-- The chord callback of group `group_id` ended (finished, failed for good, canceled,
+-- removed). It read its group's results by reference (fire_chord kept them, marked
+-- `results_kept`): they go now and the record expires like a result would. `keep`: the
+-- seconds the callback lives on as a dead letter (-1 or 0: for ever), which a requeue runs
+-- again with the same results: they are kept as long (requeue_failed keeps them on).
+--#cold
+local function chord_ended(group_id, keep)
+  local g = group_key(group_id)
+  if redis.call('HGET', g, 'results_kept') ~= '1' then return end  -- fired by older code
+  local ttl = ttl_of(g, 'ttl', DEFAULT_RESULT_TTL)
+  if keep then
+    if keep <= 0 or ttl < 0 then
+      redis.call('PERSIST', g)
+    else
+      redis.call('EXPIRE', g, math.max(keep, ttl))
+    end
+    return
+  end
+  drop_group_results(g)
+  redis.call('HDEL', g, 'results_kept')
+  if ttl > 0 then redis.call('EXPIRE', g, ttl) else redis.call('PERSIST', g) end
+end
+
+-- Every final failure and every cancel ends here: the job's unique key (and a chord
+-- callback's group) is read with its failure_ttl, in the same HMGET.
 --#cold
 local function keep_for_failure_ttl(key, done, id)
-  local f = redis.call('HMGET', key, 'failure_ttl', 'unique_key', 'unique_for')
+  local f = redis.call('HMGET', key, 'failure_ttl', 'unique_key', 'unique_for', 'chord_of')
   local ttl = whole_number(f[1], -1, MAX_TTL, DEFAULT_FAILURE_TTL)
   if ttl > 0 then
     redis.call('EXPIRE', key, ttl)
@@ -137,6 +171,7 @@ local function keep_for_failure_ttl(key, done, id)
   if f[2] then
     unique_ended(id or string.sub(key, #NS + 5), f[2], f[3])  -- key: NS .. 'job:' .. id
   end
+  if f[4] then chord_ended(f[4], ttl) end
 end
 
 -- Mark a job canceled and wake its waiters (get() raises JobFailed with JobCanceled).
