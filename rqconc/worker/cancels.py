@@ -1,13 +1,16 @@
 """Cancel and suspend, as the supervisor follows them: which running jobs an operator
 canceled (`job.cancel()`, `rqconc cancel`) and recording them canceled once their child is
-ended, and whether the namespace is suspended (`rqconc suspend`)."""
+ended (then `on_cancel` runs, in the supervisor), and whether the namespace is suspended
+(`rqconc suspend`)."""
 
 from __future__ import annotations
 
 from typing import List, Sequence
 
+from rqconc.store.scripts import CancelReply
 from rqconc.store.steps.core import text
 from rqconc.worker.connections import Connections
+from rqconc.worker.end_hooks import EndHooks
 from rqconc.worker.guard import Guard
 from rqconc.worker.recording import log_transition
 
@@ -15,8 +18,11 @@ from rqconc.worker.recording import log_transition
 class Cancels:
     """Operators' cancel and suspend requests, read for one worker (one namespace)."""
 
-    def __init__(self, connections: Connections, guard: Guard, worker: str) -> None:
+    def __init__(
+        self, connections: Connections, guard: Guard, worker: str, end_hooks: EndHooks
+    ) -> None:
         self.connections = connections
+        self.end_hooks = end_hooks  # on_cancel, once the cancel is recorded
         self.guard = guard
         self.worker = worker
         self._suspended = False
@@ -56,7 +62,8 @@ class Cancels:
             func, queue = (
                 text(v or b"") for v in client.hmget(keys.job(text(job_id)), "func", "queue")
             )
-            if steps.cancel(text(job_id), claim, self.worker) == 1:
+            if steps.cancel(text(job_id), claim, self.worker) == CancelReply.CANCELED:
                 log_transition(self.worker, "canceled", text(job_id), queue, func=func)
+                self.end_hooks.canceled(text(job_id))
 
         self.guard.run("canceling a stopped job", cancel)

@@ -1,6 +1,7 @@
 """What becomes of the jobs of children the supervisor ended or lost: an interrupted job
 (cold shutdown) goes back to the front of its queue without counting an attempt; a job whose
-child died, or that overran its timeout, fails (one failure path: `Recorder.fail_claim`).
+child died, or that overran its timeout, fails (one failure path: `Recorder.fail_claim`),
+and the job hooks of that end run here, in the supervisor (end_hooks.py).
 
 These steps must land: they wait in order until Redis answers, retried every tick, and for up
 to one lease when the supervisor exits. A repeat is harmless: the claim fences each step.
@@ -17,6 +18,7 @@ from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.store.steps.core import text
 from rqconc.worker.connections import Connections
+from rqconc.worker.end_hooks import EndHooks
 from rqconc.worker.guard import Guard
 from rqconc.worker.recording import Recorder, log_transition
 
@@ -28,9 +30,16 @@ class EndedChildren:
     """The steps about ended children's jobs, for one worker (one namespace)."""
 
     def __init__(
-        self, connections: Connections, guard: Guard, recorder: Recorder, lease_seconds: float
+        self,
+        connections: Connections,
+        guard: Guard,
+        recorder: Recorder,
+        lease_seconds: float,
+        end_hooks: EndHooks,
     ) -> None:
         self.connections = connections
+        # The job hooks of a timeout or a lost child, told once its failure is recorded.
+        self.notify_for = end_hooks.failed if end_hooks.active else None
         self.guard = guard
         self.recorder = recorder
         self.worker = recorder.worker
@@ -71,7 +80,9 @@ class EndedChildren:
         self._fail_claim("failing a timed-out job", claim, errors.JobTimeout, message)
 
     def _fail_claim(self, doing: str, claim: str, cls: type, message: str) -> None:
-        self._pending.append((doing, lambda: self.recorder.fail_claim(claim, cls, message)))
+        notify_for = self.notify_for
+        fail = partial(self.recorder.fail_claim, claim, cls, message, notify_for)
+        self._pending.append((doing, fail))
         self.retry()
 
     def retry(self, quiet: bool = False) -> bool:

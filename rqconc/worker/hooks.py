@@ -8,13 +8,17 @@ them:
 - `after_job(job, result)`: after an execution that returned, once its outcome is recorded;
 - `on_failure(job, exc_info)`: after an execution that raised and failed for good;
 - `on_retry(job, exc_info, delay)`: after an execution that raised and runs again in
-  `delay` seconds. `exc_info` is `(type, exception, traceback)`, as `sys.exc_info()` gives.
+  `delay` seconds. `exc_info` is `(type, exception, traceback)`, as `sys.exc_info()` gives;
+- `on_cancel(job)`: after a running job was canceled and its child ended.
 
-A timeout or a child that died is recorded by the supervisor, not the child: no job hook
-runs for it. A hook that raises is logged with its traceback and ignored: it never fails the
-job or the worker. Process backends get a copy of the hooks: a module is passed by its name
-and imported again in each child; an object is pickled for `multiprocessing` (it must be
-picklable there).
+Every end of an execution gets its hook (SPEC 16). The ends the supervisor records run
+them in the supervisor once the child is gone (end_hooks.py): a timeout (`JobTimeout`) and
+a child that died (`WorkerLost`) call `on_failure` / `on_retry`, a canceled running job
+`on_cancel`, and a lost lease (its worker vanished) the one of these that fits, in the
+worker whose lease recovery found it. A hook that raises is logged with its traceback and
+ignored: it never fails the job or the worker. Process backends get a copy of the hooks: a
+module is passed by its name and imported again in each child; an object is pickled for
+`multiprocessing` (it must be picklable there).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from __future__ import annotations
 import importlib
 import logging
 import types
-from typing import Any, Dict, List, Sequence, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 log = logging.getLogger("rqconc.worker.hooks")
 
@@ -33,7 +37,11 @@ HOOK_NAMES = (
     "after_job",
     "on_failure",
     "on_retry",
+    "on_cancel",
 )
+# The hooks an end of an execution calls, in the child or in the supervisor.
+END_HOOKS = ("on_failure", "on_retry", "on_cancel")
+RETRYING, STALE = 2, -1  # FailReply codes: recorded as a retry; this run's outcome refused
 
 HookSpec = Union[str, types.ModuleType, Any]
 
@@ -85,6 +93,21 @@ class Hooks:
 
     def has(self, name: str) -> bool:
         return bool(self._calls[name])
+
+    def failure_notify(
+        self, job_of: Callable[[], Any], exc_info: Any
+    ) -> Callable[[int, Optional[float]], None]:
+        """What a recorder calls once a failure is recorded, with its FailReply code and
+        retry delay: `on_retry` or `on_failure` (none for a refused outcome). `job_of` makes
+        the `Job` only when a hook is called."""
+
+        def recorded(code: int, delay: Optional[float]) -> None:
+            if code == RETRYING:
+                self.call("on_retry", job_of(), exc_info, delay)
+            elif code != STALE:
+                self.call("on_failure", job_of(), exc_info)
+
+        return recorded
 
     def call(self, name: str, *args: Any) -> None:
         """Call every hook of this name; one that raises is logged and ignored."""

@@ -17,8 +17,6 @@ from rqconc.worker.hooks import Hooks
 from rqconc.worker.recording import Notify
 from rqconc.worker.runner import Outcome
 
-RETRYING = 2  # FailReply.RETRYING: the failure was recorded as a retry
-
 
 class JobScope:
     """The job of one execution, made from the fields its take returned (a
@@ -54,14 +52,7 @@ class JobScope:
             exc_type, message, trace = outcome.exc
             error = errors.JobFailed(self.job.id, exc_type, message, trace)
         exc_info: Any = (type(error), error, error.__traceback__)
-
-        def recorded(code: int, delay: Optional[float]) -> None:
-            if code == RETRYING:
-                hooks.call("on_retry", self.job, exc_info, delay)
-            elif code != -1:  # -1: this run's outcome was refused (its lease was lost)
-                hooks.call("on_failure", self.job, exc_info)
-
-        return recorded
+        return hooks.failure_notify(lambda: self.job, exc_info)
 
     def after(self, outcome: Outcome) -> None:
         """After a success was recorded."""

@@ -10,6 +10,7 @@ from typing import Sequence, Tuple
 
 from rqconc.store.steps.maintenance import MaintenanceSteps
 from rqconc.worker.connections import Connections
+from rqconc.worker.end_hooks import EndHooks
 from rqconc.worker.guard import RENEWING, Guard
 
 log = logging.getLogger("rqconc.worker")
@@ -26,8 +27,10 @@ class Leases:
         lease_seconds: float,
         max_lost: int,
         maintenance_interval: float,
+        end_hooks: EndHooks,
     ) -> None:
         self.connections = connections
+        self.end_hooks = end_hooks  # the job hooks of the leases this worker recovers
         self.guard = guard
         self.worker = worker
         self.lease_seconds = lease_seconds
@@ -58,7 +61,7 @@ class Leases:
             return 0, 0
         connections = self.connections
         steps = MaintenanceSteps(connections.client, connections.keys, connections.wait)
-        requeued, dead = steps.recover(self.max_lost)
+        requeued, dead = self.end_hooks.recovering(lambda: steps.recover(self.max_lost))
         if requeued or dead:
             log.warning(
                 "recovered jobs whose worker vanished: %d requeued, %d dead-lettered "

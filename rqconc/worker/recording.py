@@ -31,6 +31,7 @@ log = logging.getLogger("rqconc.worker")
 ExcInfo = Tuple[str, str, str]  # type name, message, traceback
 # Told how a failure was recorded: (FailReply code, retry delay in s or None).
 Notify = Optional[Callable[[int, Optional[float]], None]]
+NotifyFor = Callable[[str, Dict[str, str], BaseException], Notify]
 
 
 def stored_number(value: Any, default: float) -> float:
@@ -205,9 +206,12 @@ class Recorder:
             notify(code, None if retry_in is None else retry_in / 1000)
         return code
 
-    def fail_claim(self, claim: str, cls: type, message: str) -> int:
+    def fail_claim(
+        self, claim: str, cls: type, message: str, notify_for: Optional[NotifyFor] = None
+    ) -> int:
         """Fail the job a claim holds as if it had raised `cls` (a timeout, a child that
-        died); -1 if the claim is stale."""
+        died); -1 if the claim is stale. `notify_for(job_id, fields, exception)` gives what
+        hears how the failure was recorded (the supervisor's job hooks, end_hooks.py)."""
         found = self.connections.steps.claimed_job(claim)
         if found is None:
             return -1
@@ -215,7 +219,9 @@ class Recorder:
         fields = {name: text(value) for name, value in raw.items()}
         if cls is errors.JobTimeout:  # quote the job's timeout, not its deadline's remainder
             message = errors.JobTimeout.describe(stored_number(fields.get("timeout"), 180.0))
-        return self.fail(claim, job_id, fields, (type_name(cls), message, ""), mro_names(cls))
+        notify = None if notify_for is None else notify_for(job_id, fields, cls(message))
+        exc = (type_name(cls), message, "")
+        return self.fail(claim, job_id, fields, exc, mro_names(cls), notify=notify)
 
     def _stale(self, item: WorkItem, fields: Dict[str, str]) -> None:
         """This run's outcome was refused (its claim no longer holds the job): say what

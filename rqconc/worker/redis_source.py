@@ -28,6 +28,7 @@ from rqconc.store.keys import KeySpace
 from rqconc.worker import webhooks
 from rqconc.worker.cancels import Cancels
 from rqconc.worker.connections import Connections, url_of
+from rqconc.worker.end_hooks import EndHooks
 from rqconc.worker.ended_children import EndedChildren
 from rqconc.worker.guard import Guard
 from rqconc.worker.hooks import Hooks, HookSpec
@@ -80,16 +81,16 @@ class RedisSource(WorkSource):
         self.taker = Taker(self.connections, self.runner, self.recorder, self.listened,
             strategy, lease_seconds)  # fmt: skip
         self.taker.take_wait = take_wait
-        self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
-        self.taker.hooks = self.hooks  # the job hooks, run in each child
+        self.taker.hooks = self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
         self.webhook_timeout = webhook_timeout
         # The supervisor's side: each concern an object of its own, all through one guard.
         guard = self.guard = Guard(self.connections)
+        ends = EndHooks(self.hooks, self.connections)  # the job hooks of the ends it records
         self.leases = Leases(self.connections, guard, self.name,
-            lease_seconds, max_lost, maintenance_interval)  # fmt: skip
+            lease_seconds, max_lost, maintenance_interval, ends)  # fmt: skip
         self.presence = Presence(self.connections, guard, self.listened, registry_ttl)
-        self.cancels = Cancels(self.connections, guard, self.name)
-        self.ended = EndedChildren(self.connections, guard, self.recorder, lease_seconds)
+        self.cancels = Cancels(self.connections, guard, self.name, ends)
+        self.ended = EndedChildren(self.connections, guard, self.recorder, lease_seconds, ends)
 
     @property
     def lease_seconds(self) -> float:
