@@ -1,5 +1,7 @@
-"""docs/hooks.md's Sentry example, run verbatim as the hooks of a real worker whose
-SENTRY_DSN points at a local HTTP server: the failing job's event arrives there."""
+"""docs/hooks.md's Sentry example, run verbatim as the hooks of real workers: with
+SENTRY_DSN pointing at a local HTTP server, the failing job's event arrives there; with a
+stand-in transport (tests/worker/sentry_standin.py), a timeout is reported from the
+supervisor (SPEC 16)."""
 
 import gzip
 import json
@@ -70,4 +72,31 @@ def test_the_docs_sentry_hook_ships_a_failing_job(
     assert exception["type"] == "TypeError" and "unsupported operand" in exception["value"]
     assert event["tags"]["rqconc.job_id"] == job.id
     assert event["tags"]["rqconc.func"] == "tests.worker.jobs:add"
+    assert event["contexts"]["rqconc"]["final"] is True
+
+
+@pytest.mark.parametrize("backend", ["forking", "threading"])
+def test_the_docs_sentry_hook_reports_a_timeout_from_the_supervisor(
+    backend, tmp_path, monkeypatch, redis_server, start_worker
+):
+    pytest.importorskip("sentry_sdk")
+    # The docs' block verbatim, behind a stand-in transport that writes what it would send.
+    hooks = "import tests.worker.sentry_standin  # noqa: F401\n" + docs_example()
+    (tmp_path / "sentry_hooks.py").write_text(hooks)
+    events = tmp_path / "events.jsonl"
+    monkeypatch.setenv("SENTRY_DSN", "http://publickey@sentry.invalid/42")
+    monkeypatch.setenv("SENTRY_EVENTS", str(events))
+    start_worker(backend, 1, redis_server.url, "--hooks", "sentry_hooks", "--path", str(tmp_path))
+    job = Queue(connection=redis_server.url).enqueue(
+        "tests.worker.jobs:nap", 30, timeout=1, retry=Retry(max=0)
+    )
+    with pytest.raises(JobFailed, match="JobTimeout"):
+        job.get(timeout=20)
+    wait_for(lambda: events.exists() and events.read_text(), 15, message="a Sentry event")
+    (event,) = [json.loads(line) for line in events.read_text().splitlines()]
+    exception = event["exception"]["values"][-1]
+    assert exception["type"] == "JobTimeout" and exception["module"] == "rqconc.errors"
+    assert "ran past its timeout of 1 s" in exception["value"]
+    assert event["tags"]["rqconc.job_id"] == job.id
+    assert event["tags"]["rqconc.func"] == "tests.worker.jobs:nap"
     assert event["contexts"]["rqconc"]["final"] is True
