@@ -110,9 +110,11 @@ def test_corrupt_bookkeeping_fields_do_not_stop_the_worker(queue, source, client
     assert good.get(timeout=1) == 4
 
 
-def test_an_unimportable_function_fails_with_a_clear_error(queue, make_source):
+def test_an_unimportable_function_fails_with_a_clear_error(queue, make_source, client):
     source = make_source(allow=["tests.queue"])
-    missing_attr = queue.enqueue("tests.queue.tasks:no_such_function")
+    # Stored as by a producer that cannot import tests.queue.tasks (one that can refuses it).
+    missing_attr = queue.enqueue("tests.queue.tasks:add")
+    client.hset(missing_attr.key, "func", "tests.queue.tasks:no_such_function")
     missing_module = queue.enqueue("tests.queue.no_such_module:run")
     take_and_run(source, "claim-1")
     take_and_run(source, "claim-2")
