@@ -10,9 +10,9 @@ import json
 import socket
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from rqconc.queue.running import in_a_job
 from rqconc.queue.options import Call, Func, common_fields, job_id_of, with_defaults
 from rqconc.queue.placement import check_options
+from rqconc.queue.running import in_a_job
 from rqconc.queue.serialization import check_defined, check_utf8, dump_arguments, function_name
 from rqconc.store.scripts import now_ms
 

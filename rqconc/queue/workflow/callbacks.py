@@ -16,8 +16,8 @@ import json
 from typing import Any, Dict, List, Optional, Tuple
 
 from rqconc import errors
-from rqconc.queue.running import in_a_job
 from rqconc.queue.retry import Retry
+from rqconc.queue.running import in_a_job
 from rqconc.queue.serialization import check_defined, function_name, get_serializer
 
 # The timeout of a follow-up job (a callback or a webhook) is the worker's that runs it
