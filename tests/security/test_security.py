@@ -208,9 +208,10 @@ def test_os_system_is_not_allowed_and_has_no_side_effect(redis_server, start_wor
         f"open({str(imported)!r}, 'w').close()\n\ndef run():\n    return 'ran'\n"
     )
     queue = Queue("sec", connection=redis_server.url)
+    # First: refused jobs go back to the front, and a worker that meets nothing else stops.
+    good = queue.enqueue("tests.worker.jobs:add", 2, 2)
     system = queue.enqueue("os:system", f"touch {marker}")
     hostile = queue.enqueue("hostile_mod:run")
-    good = queue.enqueue("tests.worker.jobs:add", 2, 2)
     env_path = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = (
         f"{module_dir}{os.pathsep}{env_path}" if env_path else str(module_dir)
