@@ -16,6 +16,7 @@ command line: options, choices, ranges and arguments, without running it; every 
 block must compile.
 """
 
+import ast
 import importlib.util
 import os
 import re
@@ -265,3 +266,39 @@ BARE_NAME = re.compile(
 def test_no_install_instruction_names_rqconc_on_pypi(path):
     found = [m.group(0) for m in BARE_NAME.finditer(path.read_text())]
     assert not found, f"{path.relative_to(ROOT)}: {found}"
+
+
+# A function named "myapp.<module>:<function>" (or RQ's dotted form) in an example.
+EXAMPLE_FUNCTION = re.compile(r"\bmyapp((?:\.\w+)+)[:.](\w+)\b")
+
+
+def defined_by_files(doc: Path) -> dict:
+    """{module: names it defines} of the page's `<!-- test: file myapp/... -->` blocks."""
+    found = {}
+    for block in blocks(doc):
+        if block.file and block.file.endswith(".py"):
+            module = block.file[: -len(".py")].replace("/", ".")
+            tree = ast.parse(block.text)
+            found[module] = {
+                node.name
+                for node in tree.body
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            }
+    return found
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda d: d.name)
+def test_every_example_function_is_defined_on_its_page(doc):
+    """Issue 32, item 5: an example that enqueues `myapp.etl:extract` or registers
+    `myapp.probes:ping` must be runnable as printed: each python block, and each runnable
+    one, names only functions the page defines in a file block."""
+    defined = defined_by_files(doc)
+    missing = []
+    for block in blocks(doc):
+        if block.file or not (block.language == "python" or block.runnable):
+            continue
+        for match in EXAMPLE_FUNCTION.finditer(block.text):
+            module, name = "myapp" + match.group(1), match.group(2)
+            if name not in defined.get(module, ()):
+                missing.append(f"{block}: {module}:{name}")
+    assert not missing, "examples name functions their page does not define:\n" + "\n".join(missing)

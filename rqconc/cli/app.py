@@ -74,6 +74,9 @@ def _invoke(command: click.Command, args: Optional[Sequence[str]], prog: str) ->
         code = command.main(args=args, prog_name=prog, standalone_mode=False)
     except click.exceptions.Abort:
         sys.exit(1)
+    except click.MissingParameter as exc:
+        # Click lays the choices of a missing argument out on lines of their own: one line.
+        _fail(prog, " ".join(exc.format_message().split()), 2)
     except click.UsageError as exc:
         _fail(prog, exc.format_message(), 2)
     except click.ClickException as exc:

@@ -10,6 +10,7 @@ import redis
 
 from rqconc.connection.clients import connect, resolve_url
 from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT
+from rqconc.queue.counts import queue_names
 from rqconc.store.keys import KeySpace
 from rqconc.worker.namespaces import split_namespaces
 
@@ -150,3 +151,22 @@ __all__: List[str] = [
     "unix_to_iso",
     "one_line",
 ]
+
+
+def never_used(client: redis.Redis, names: Sequence[str], namespace: str) -> Optional[str]:
+    """What to say when some of `names` never received a job in the namespace (a typo, or a
+    queue whose first job is still to come), naming the queues that did; None if all did."""
+    known = queue_names(client, namespace)
+    unknown = [name for name in names if name not in known]
+    if not unknown:
+        return None
+    listed = ", ".join(known[:10]) + (", ..." if len(known) > 10 else "") if known else "none"
+    return (
+        f"no job ever entered queue {', '.join(repr(n) for n in unknown)} of namespace "
+        f"{namespace} (its queues: {listed})"
+    )
+
+
+def warn(text: str) -> None:
+    """One line on stderr that does not fail the command."""
+    click.echo(f"rqconc: warning: {text}", err=True)

@@ -12,7 +12,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 import click
 import redis
 
-from rqconc.cli.common import client_for, namespace_option, table, unix_to_iso, url_option
+from rqconc.cli.common import (
+    client_for,
+    namespace_option,
+    never_used,
+    table,
+    unix_to_iso,
+    url_option,
+    warn,
+)
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import COUNTS, queue_counts
@@ -193,6 +201,11 @@ def info(
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
     client = client_for(url)
+    # A queue may be named before its first job (a worker listens on it): shown, with a
+    # warning, since a typo would otherwise show as an idle queue.
+    note = never_used(client, queues, namespace) if queues else None
+    if note:
+        warn(f"{note}; its counts are all 0")
 
     def show() -> Dict[str, Any]:
         return gather(client, with_workers, queues, by_queue, namespace)

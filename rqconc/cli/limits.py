@@ -8,7 +8,14 @@ from typing import Any, Callable, Dict, Optional, TypeVar
 
 import click
 
-from rqconc.cli.common import client_for, namespace_option, replica_options, url_option
+from rqconc.cli.common import (
+    client_for,
+    namespace_option,
+    never_used,
+    replica_options,
+    url_option,
+    warn,
+)
 from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT
 from rqconc.queue.queue import Queue
 
@@ -132,13 +139,26 @@ def pause(
     queue_name: str, wait_replicas: int, wait_timeout: float, namespace: str, url: Optional[str]
 ) -> None:
     """Stop every worker taking QUEUE's jobs (running ones finish; other queues go on)."""
-    _queue(queue_name, namespace, url, wait_replicas, wait_timeout).pause()
+    queue = _queue(queue_name, namespace, url, wait_replicas, wait_timeout)
+    queue.pause()
     click.echo(f"queue {queue_name} paused")
+    # Pausing a queue before its first job is fine; a typo should not pass unseen.
+    note = never_used(queue.connection, [queue_name], namespace)
+    if note:
+        warn(f"{note}; paused anyway")
 
 
 def resume_queue(
     queue_name: str, namespace: str, url: Optional[str], wait_replicas: int, wait_timeout: float
 ) -> None:
-    """`rqconc resume QUEUE`: undo `rqconc pause QUEUE`."""
-    _queue(queue_name, namespace, url, wait_replicas, wait_timeout).resume()
+    """`rqconc resume QUEUE`: undo `rqconc pause QUEUE`. A queue that is not paused and never
+    received a job is misuse (a typo: nothing is resumed); one that is not paused, a note."""
+    queue = _queue(queue_name, namespace, url, wait_replicas, wait_timeout)
+    if not queue.limits.paused:
+        note = never_used(queue.connection, [queue_name], namespace)
+        if note:
+            raise click.UsageError(f"queue {queue_name!r} is not paused: {note}")
+        click.echo(f"queue {queue_name} is not paused; nothing to resume")
+        return
+    queue.resume()
     click.echo(f"queue {queue_name} resumed")

@@ -128,7 +128,7 @@ def worker_options(command: Callable) -> Callable:
             multiple=True,
             default=(".",),
             show_default=True,
-            type=click.Path(file_okay=False),
+            type=click.Path(file_okay=False, exists=True),
             help="Directory put first on sys.path, for the supervisor and every child "
             "(repeatable), so that jobs of your own modules import.",
         ),

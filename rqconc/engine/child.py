@@ -19,7 +19,7 @@ from typing import Optional, Sequence, Tuple
 from rqconc.engine import titles
 from rqconc.engine.event_loops import Interrupted
 from rqconc.engine.slots.table import CellTable
-from rqconc.engine.source import WorkItem, WorkSource
+from rqconc.engine.source import StopWorker, WorkItem, WorkSource
 
 log = logging.getLogger("rqconc.engine.child")
 
@@ -157,6 +157,9 @@ def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]
             following = source.perform(item, None if last else next_claim)
         except Interrupted:  # ended mid-item: the supervisor took the slot and settles it
             return done, False
+        except StopWorker as stop:  # the source settled the item; the supervisor stops us all
+            table.request_stop(stop.exit_code, str(stop))
+            break
         done += 1
         if following is None:
             break

@@ -22,6 +22,8 @@ log = logging.getLogger("rqconc.engine")
 
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU)
 EXIT_WARM, EXIT_COLD, EXIT_BOOT_FAILURE = 0, 1, 3
+# source.StopWorker's default: the worker refused to serve as configured (a usage error).
+EXIT_MISCONFIGURED = 2
 WARM, COLD = "warm", "cold"
 
 
@@ -34,6 +36,7 @@ class Controls:
         self.shutdown_timeout = shutdown_timeout
         self.state = SupervisorState.READY
         self.boot_error: Optional[str] = None
+        self.requested_exit: Optional[int] = None  # a child's StopWorker
         self.cold = False
         self._requests: List[Union[int, str]] = []
         self._stop_started = 0.0
@@ -91,6 +94,19 @@ class Controls:
         if not self.cold:
             self.handle_cold()
 
+    def follow_stop_request(self) -> None:
+        """A child asked the worker to stop (source.StopWorker): say why in one line, once,
+        and stop warm (the children finish what they run)."""
+        if self.requested_exit is not None:
+            return
+        request = self.fleet.table.stop_request()
+        if request is None:
+            return
+        self.requested_exit, reason = request
+        log.error("%s; stopping the worker (exit code %d)", reason, self.requested_exit)
+        if self.state is SupervisorState.RUNNING:
+            self.handle_term()
+
     def mark_stopped(self) -> None:
         """The loop is over; a stop request it left undispatched counts as one that came
         while the source waits."""
@@ -101,6 +117,8 @@ class Controls:
     def exit_code(self) -> int:
         if self.boot_error:
             return EXIT_BOOT_FAILURE
+        if self.requested_exit is not None:
+            return self.requested_exit
         return EXIT_COLD if self.cold else EXIT_WARM
 
     # ---- one method per signal ----

@@ -44,6 +44,17 @@ class WorkItem:
 NextClaim = Callable[[], Optional[str]]
 
 
+class StopWorker(Exception):
+    """Raised by `WorkSource.perform` once the source has settled the item (given it back):
+    the worker cannot serve as it is configured, and serving on would only harm the work
+    (a worker whose allow-list refuses every job it takes). The child goes on; the
+    supervisor logs the message as one line, stops warm and exits with `exit_code`."""
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
 @dataclass
 class SupervisorInfo:
     """What a source may want to publish about the supervisor it serves."""
@@ -91,7 +102,8 @@ class WorkSource(ABC):
     @abstractmethod
     def perform(self, item: WorkItem, next_claim: Optional[NextClaim] = None) -> Optional[WorkItem]:
         """Run the item and record its outcome. Exceptions of the work itself are the
-        source's to record; anything escaping ends the child (and the item is lost).
+        source's to record; `StopWorker` (raised once the item is settled) stops the
+        worker; anything else escaping ends the child (and the item is lost).
         A source may take the child's next item in the same step that records this one
         (saving a round trip per item): it then calls `next_claim()` once the item has run,
         just before recording, and, if that gives a claim (None: the child may not take

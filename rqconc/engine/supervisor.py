@@ -209,6 +209,7 @@ class BaseSupervisor:
         controls, duties = self.controls, self.duties
         while True:
             controls.dispatch()
+            controls.follow_stop_request()
             self.reaper.reap()
             if controls.state is SupervisorState.RUNNING:
                 self._fill()

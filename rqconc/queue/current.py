@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Iterator, Optional, Protocol, Union
 
 from rqconc.queue.job import Job
+from rqconc.queue.running import RUNNING
 
 
 class JobHolder(Protocol):
@@ -23,9 +24,8 @@ class JobHolder(Protocol):
     def job(self) -> Job: ...
 
 
-_current: contextvars.ContextVar[Union[Job, JobHolder, None]] = contextvars.ContextVar(
-    "rqconc_current_job", default=None
-)
+# Union[Job, JobHolder, None]; kept in running.py, which modules below Job may import.
+_current = RUNNING
 
 
 def get_current_job() -> Optional[Job]:

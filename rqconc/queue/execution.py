@@ -70,6 +70,23 @@ class Refused(Exception):
         self.exc_type = exc_type
 
 
+class NotAllowedModule(Refused):
+    """The function's module matches none of the allow-list's prefixes: a refusal before
+    any import that is a configuration error of whoever runs the job, not a failure of the
+    job. Eager mode fails the job with it; a worker gives the job back to its queue for a
+    worker that allows it (rqconc/worker/refusals.py). `hint` says what to allow."""
+
+    def __init__(self, func: str, module: str, message: str, hint: str, allowed: str) -> None:
+        super().__init__(type_name(errors.NotAllowed), message)
+        self.func, self.module, self.hint, self.allowed = func, module, hint, allowed
+
+
+def _well_formed(module: str, qualname: str) -> bool:
+    """Whether a function name is one an allow-list could cover: a name that is not (junk
+    written into Redis) is corrupt job data, a final failure, never given back."""
+    return all(part.isidentifier() for part in (*module.split("."), *qualname.split(".")))
+
+
 def short(value: str, limit: int = 300) -> str:
     """A corrupt value quoted in an error message, cut so that the message stays short."""
     return value if len(value) <= limit else value[: limit - 3] + "..."
@@ -217,19 +234,41 @@ class Execution:
         if they are not kept. Eager mode calls a chord with its results directly."""
         return None
 
+    def not_allowed(self, name: str) -> Optional[NotAllowedModule]:
+        """The refusal of a job whose function's module the allow-list does not cover, or
+        None (allowed, or a name so corrupt that `run` fails the job for it)."""
+        if name in self._functions:
+            return None
+        try:
+            module, qualname = split_function_name(name, self.allow)
+        except ValueError:
+            return None
+        if is_allowed(module, self.allow) or not _well_formed(module, qualname):
+            return None
+        return self._refusal(name, module)
+
+    def _refusal(self, name: str, module: str) -> NotAllowedModule:
+        hint, allowed = self.allow_hint(module.split(".")[0]), self.allowed_text()
+        message = (
+            f"function {name} is not allowed on this worker: module {module!r} "
+            f"matches none of its allowed prefixes ({allowed}); {hint} to run it"
+        )
+        return NotAllowedModule(name, module, message, hint, allowed)
+
     def _allowed_function(self, name: str) -> Callable[..., Any]:
         """The function a job names, checked against the allow-list before any import."""
         try:
-            module, _ = split_function_name(name, self.allow)
+            module, qualname = split_function_name(name, self.allow)
         except ValueError as exc:
             raise Refused("ValueError", f"corrupt job data: {exc}") from None
         if not is_allowed(module, self.allow):
-            raise Refused(
-                type_name(errors.NotAllowed),
-                f"function {name} is not allowed on this worker: module {module!r} "
-                f"matches none of its allowed prefixes ({self.allowed_text()}); "
-                f"{self.allow_hint(module.split('.')[0])} to run it",
-            )
+            if not _well_formed(module, qualname):  # no allow-list could make it run
+                raise Refused(
+                    "ValueError",
+                    f"corrupt job data: {short(name)!r} is not a function name "
+                    "(module:qualname, each a dotted path of Python identifiers)",
+                )
+            raise self._refusal(name, module)
         try:
             func = resolve_function(name, self.allow)
         except errors.NotAllowed as exc:  # imported, but names a function from elsewhere
@@ -267,4 +306,4 @@ class Execution:
             ) from None
 
 
-__all__ = ["Execution", "Outcome", "Refused", "short"]
+__all__ = ["Execution", "NotAllowedModule", "Outcome", "Refused", "short"]

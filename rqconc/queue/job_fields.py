@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from rqconc.queue.options import Call, Func, common_fields, job_id_of, with_defaults
 from rqconc.queue.placement import check_options
-from rqconc.queue.serialization import check_utf8, dump_arguments, function_name
+from rqconc.queue.running import in_a_job
+from rqconc.queue.serialization import check_defined, check_utf8, dump_arguments, function_name
 from rqconc.store.scripts import now_ms
 
 Prepared = Tuple[str, int, Dict[str, str]]
@@ -80,6 +81,8 @@ class JobFields:
     ) -> Tuple[str, Dict[str, str]]:
         """One job's id and the hash fields of its own call (empty arguments left out)."""
         fields = {"func": function_name(func)}
+        if isinstance(func, str):  # a name: does the module here define it?
+            check_defined(fields["func"], may_import=not in_a_job())
         if args or kwargs or self.serializer.name != "json":
             args_data, kwargs_data = dump_arguments(self.serializer, args, kwargs)
             if args_data != "[]":

@@ -213,6 +213,49 @@ def _is_module(name: str) -> Optional[bool]:
         return None
 
 
+# Module names this process could not import (a producer need not have the workers' code):
+# asked once each. Bounded: the names come from callers.
+_NOT_HERE: Dict[str, bool] = {}
+_NOT_HERE_LIMIT = 1024
+
+
+def _module_here(name: str, may_import: bool) -> Optional[types.ModuleType]:
+    """Module `name` as imported in this process (importing it when `may_import` and it is
+    found here), or None when it is not to be had here."""
+    module = sys.modules.get(name)
+    if module is not None or not may_import or name in _NOT_HERE:
+        return module
+    try:
+        if _is_module(name):
+            return importlib.import_module(name)
+    except Exception:  # it does not import here: whether it names the function is unknown
+        pass
+    if len(_NOT_HERE) < _NOT_HERE_LIMIT:
+        _NOT_HERE[name] = True
+    return None
+
+
+def check_defined(name: str, may_import: bool = True) -> str:
+    """`name` ("module:qualname"), refused (ValueError) when this process has its module and
+    the module does not define the function: enqueue says so, not the worker later. A
+    module that does not import here is accepted as it is. `may_import=False` (code that runs
+    inside a job, a flow's `Next`): only modules imported already are looked into, since a
+    worker imports only what its allow-list accepts."""
+    module_name, sep, qualname = current_name(name).partition(":")
+    module = _module_here(module_name, may_import) if sep else None
+    if module is None:
+        return name
+    target: Any = module
+    for part in qualname.split("."):
+        if not hasattr(target, part):
+            raise ValueError(
+                f"cannot enqueue {name}: module {module_name} has no {qualname!r} "
+                f"(imported here from {getattr(module, '__file__', None) or module_name})"
+            )
+        target = getattr(target, part)
+    return name
+
+
 def _normalised(dotted: str) -> str:
     """A dotted name as "module:qualname" when the producer can find its module (the
     longest prefix that is one); else as given, for the worker to split (its own modules

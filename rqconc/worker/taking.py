@@ -35,6 +35,7 @@ from rqconc.worker.recording import (
     until_recorded,
     work_item,
 )
+from rqconc.worker.refusals import Refusals
 from rqconc.worker.runner import JobRunner, Outcome, decoded
 
 log = logging.getLogger("rqconc.worker")
@@ -79,6 +80,7 @@ class Taker:
         self.take_wait = take_wait
         self._rotation = 0
         self.hooks = Hooks()  # the worker's job hooks (RedisSource sets them)
+        self.refusals = Refusals()  # jobs the allow-list refuses go back (refusals.py)
         self._backoff = Backoff(first=0.1, cap=30.0, jitter=True)
 
     def child_started(self, forked: bool) -> None:
@@ -234,6 +236,12 @@ class Taker:
 
     def perform(self, item: WorkItem, chain: Optional[NextClaim] = None) -> Optional[WorkItem]:
         fields, corrupt = decoded(item.payload)
+        refusal = None if corrupt else self.runner.not_allowed(fields.get("func", ""))
+        if refusal is not None:  # not this job's failure: back for a worker that allows it
+            self._requeue_front(item, "refused")
+            self.refusals.refused(refusal, item.item_id, fields.get("queue", ""))
+            return None
+        self.refusals.ran()
         log_transition(
             self.worker, "started", item.item_id, fields.get("queue", ""), func=fields.get("func")
         )
@@ -289,9 +297,13 @@ class Taker:
         return None
 
     def give_back(self, item: WorkItem) -> None:
+        self._requeue_front(item, "requeued")
+
+    def _requeue_front(self, item: WorkItem, event: str) -> None:
+        """The job back at the front of its queue, untouched (no attempt counted)."""
         queue = text(item.payload.get("queue", b""))
         steps = self.connections.steps
         until_recorded(
             self.connections,
-            lambda: steps.requeue_front(item.claim, item.item_id, queue, self.worker, "requeued"),
+            lambda: steps.requeue_front(item.claim, item.item_id, queue, self.worker, event),
         )

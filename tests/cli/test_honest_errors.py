@@ -2,13 +2,15 @@
 stderr, no traceback, no password, and exit 1 (Redis refuses the settings) or 2 (misuse)."""
 
 import math
+import subprocess
 
 import pytest
 
 from rqconc import Queue
 from rqconc.errors import ConfigurationError
 from tests.cli.test_commands import rqconc
-from tests.support.redis_server import RedisServer
+from tests.support.redis_server import RedisServer, free_port
+from tests.support.worker_process import main_py_argv
 
 SECRET = "s3cret-pw"
 
@@ -98,3 +100,51 @@ def test_non_finite_arguments_are_refused_naming_the_value(locked_server, value)
         queue.enqueue("os:getpid", {"x": [value]})
     assert repr(value) in str(caught.value)
     assert queue.count == 0
+
+
+# ---- issue 32, item 6: what used to succeed silently, or print click's layout ----
+
+
+def test_main_py_without_arguments_is_one_line_naming_the_backends():
+    argv = main_py_argv("forking", 1)[:2]  # python main.py, nothing else
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "\\n" not in lines[0] and "\\t" not in lines[0], lines[0]
+    assert "Choose from: forking, multiprocessing, threading, gevent, asyncio" in lines[0]
+
+
+def test_a_path_that_is_not_there_is_misuse():
+    url = f"redis://127.0.0.1:{free_port()}"  # never reached: misuse is said first
+    line = one_line_error(["worker", "--path", "/nonexistent/app", "--url", url], 2)
+    assert "'/nonexistent/app' does not exist" in line, line
+
+
+def test_info_of_a_queue_that_never_received_a_job_warns_and_shows_it(redis_url):
+    Queue("emails", connection=redis_url).enqueue("tests.worker.jobs:add", 1, 2)
+    done = rqconc("info", "emials", "--url", redis_url)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == (
+        "rqconc: warning: no job ever entered queue 'emials' of namespace rqconc "
+        "(its queues: emails); its counts are all 0"
+    )
+    assert "emials" in done.stdout
+    assert rqconc("info", "emails", "--url", redis_url).stderr == ""
+
+
+def test_resume_of_a_queue_that_is_not_paused_and_never_used_is_misuse(redis_url):
+    Queue("emails", connection=redis_url).enqueue("tests.worker.jobs:add", 1, 2)
+    line = one_line_error(["resume", "emials", "--url", redis_url], 2)
+    assert "queue 'emials' is not paused: no job ever entered queue 'emials'" in line, line
+    assert "(its queues: emails)" in line
+    done = rqconc("resume", "emails", "--url", redis_url)
+    assert done.returncode == 0 and done.stdout == "queue emails is not paused; nothing to resume\n"
+    # Pausing ahead of a queue's first job is legitimate: done, with a warning.
+    done = rqconc("pause", "later", "--url", redis_url)
+    assert done.returncode == 0 and done.stdout == "queue later paused\n"
+    assert (
+        "warning: no job ever entered queue 'later'" in done.stderr
+        and "paused anyway" in done.stderr
+    )
+    done = rqconc("resume", "later", "--url", redis_url)
+    assert done.returncode == 0 and done.stdout == "queue later resumed\n", done.stderr

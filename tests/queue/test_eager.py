@@ -135,7 +135,10 @@ def test_a_failing_job_is_failed_with_its_exception(q):
 
 
 def test_a_function_that_cannot_be_imported_fails_the_job(q):
-    job = q.enqueue(f"{TASKS}:missing")
+    # A module that imports here must define it: refused at enqueue (issue 32, item 6).
+    with pytest.raises(ValueError, match="has no 'missing'"):
+        q.enqueue(f"{TASKS}:missing")
+    job = q.enqueue("tests.queue.no_such_module:missing")
     assert job.status is JobStatus.FAILED
     assert "cannot import" in job.exc_info[1]
 

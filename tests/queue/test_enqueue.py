@@ -316,3 +316,30 @@ def test_rqs_job_timeout_is_refused_at_enqueue_with_rqconcs_name(queue):
     # A function that really takes job_timeout still gets it through enqueue_call.
     job = queue.enqueue_call(tasks.add, (1,), {"job_timeout": 2})
     assert job.kwargs == {"job_timeout": 2}
+
+
+def test_a_function_the_module_here_does_not_define_is_refused_at_enqueue(
+    queue, client, tmp_path, monkeypatch
+):
+    """Issue 32, item 6: the producer can import the module, so a missing function is said
+    here, not by a worker later; a module this process cannot import is accepted as named."""
+    for name in (
+        "tests.queue.tasks:nosuch",
+        "tests.queue.tasks.nosuch",
+        "tests.queue.tasks:Task.x",
+    ):
+        with pytest.raises(ValueError, match=r"module tests\.queue\.tasks has no '"):
+            queue.enqueue(name)
+    with pytest.raises(ValueError, match="has no 'nosuch'"):
+        queue.enqueue(tasks.add, 1, 1, on_success="tests.queue.tasks:nosuch")
+    # A module nothing here imported yet is imported to be looked into.
+    (tmp_path / "producer_side_app.py").write_text("def send():\n    return 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="module producer_side_app has no 'sned'"):
+        queue.enqueue("producer_side_app:sned")
+    assert client.keys("*job:*") == []
+    queue.enqueue("producer_side_app:send")
+    queue.enqueue("tests.queue.tasks:Task.run", 1)
+    queue.enqueue("workers_only.tasks:send")  # not importable here: the worker's business
+    queue.enqueue("workers_only.tasks.send")
+    assert queue.count == 4

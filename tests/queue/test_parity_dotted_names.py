@@ -64,7 +64,7 @@ def test_enqueue_cron_callbacks_and_next_accept_dotted_names(redis_url, make_sou
     assert stored_func(job) == "tests.queue.parity_tasks:send_sms"
 
 
-def test_a_worker_runs_a_job_stored_with_a_dotted_name_and_refuses_one_not_allowed(
+def test_a_worker_runs_a_job_stored_with_a_dotted_name_and_gives_back_one_not_allowed(
     redis_url, client, make_source
 ):
     q = Queue("dotted", connection=redis_url)
@@ -74,12 +74,14 @@ def test_a_worker_runs_a_job_stored_with_a_dotted_name_and_refuses_one_not_allow
     assert stored_func(refused) == "os.path:join"
     client.hset(refused.key, "func", "os.path.join")
     source = make_source(["dotted"], allow=["tests"])
+    source.taker.refusals.pause = 0
     take_and_run(source, "c1")
     take_and_run(source, "c2")
     assert job.get(timeout=5) == "sent 'a' to +1"
-    assert refused.refresh() is None and refused.status is JobStatus.FAILED
-    assert refused.exc_info[0] == "rqconc.errors.NotAllowed"
-    assert "module 'os.path'" in refused.exc_info[1]
+    # Not allowed: back in the queue, untouched, for a worker that allows module os.path.
+    assert refused.refresh() is None and refused.status is JobStatus.QUEUED
+    assert refused.attempts == 0 and q.job_ids == [refused.id]
+    assert source.runner.not_allowed("os.path.join").module == "os.path"
 
 
 def test_rqconc_enqueue_takes_a_dotted_name(redis_url, start_worker):

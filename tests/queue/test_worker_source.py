@@ -8,12 +8,13 @@ import time
 
 import pytest
 
-from rqconc.engine.source import SupervisorInfo
+from rqconc.engine.source import StopWorker, SupervisorInfo
 from rqconc.errors import JobFailed, JobTimeout
 from rqconc.queue.job import JobStatus
 from rqconc.queue.retry import Retry
 from rqconc.queue.serialization import is_allowed
 from rqconc.worker.redis_source import RedisSource
+from rqconc.worker.refusals import REFUSALS_BEFORE_STOP
 from rqconc.worker.registry import list_workers
 from tests.conftest import ALLOW
 from tests.queue import tasks
@@ -39,14 +40,37 @@ def info(name="w1", busy=0, idle=2, current=()):
 # ---- SPEC section 4: what a worker does with bad jobs ----
 
 
-def test_a_disallowed_module_fails_not_allowed_without_being_imported(queue, source):
+def test_a_disallowed_module_goes_back_untouched_without_being_imported(queue, source):
+    # Issue 32: a configuration error of the worker, not the job's failure.
     job = queue.enqueue("tests.queue.forbidden_tasks:run")
+    source.taker.refusals.pause = 0
     take_and_run(source)
     assert "tests.queue.forbidden_tasks" not in sys.modules
+    assert job.status == JobStatus.QUEUED and job.attempts == 0
+    assert queue.job_ids == [job.id] and queue.failed.job_ids == []
+
+
+def test_refusals_in_a_row_stop_the_worker_with_the_option_to_add(queue, source):
+    job = queue.enqueue("tests.queue.forbidden_tasks:run")
+    source.taker.refusals.pause = 0
+    for n in range(REFUSALS_BEFORE_STOP - 1):
+        take_and_run(source, f"c{n}")
+    with pytest.raises(StopWorker) as stop:
+        take_and_run(source, "last")
+    assert stop.value.exit_code == 2
+    assert f"refused {REFUSALS_BEFORE_STOP} jobs in a row" in str(stop.value)
+    assert "allow=['tests']) (for tests.queue.forbidden_tasks:run)" in str(stop.value)
+    assert job.status == JobStatus.QUEUED and job.attempts == 0
+
+
+def test_a_name_no_allow_list_could_cover_is_corrupt_and_fails(queue, source, client):
+    job = queue.enqueue("tests.queue.forbidden_tasks:run")
+    client.hset(job.key, "func", "tests/queue/forbidden_tasks:run")
+    take_and_run(source)
     with pytest.raises(JobFailed) as caught:
         job.get(timeout=1)
-    assert caught.value.exc_type == "rqconc.errors.NotAllowed"
-    assert "not allowed" in caught.value.exc_message and job.attempts == 1
+    assert caught.value.exc_type == "ValueError"
+    assert "is not a function name" in caught.value.exc_message
 
 
 def test_allow_prefixes_match_module_paths():
@@ -86,9 +110,11 @@ def test_corrupt_bookkeeping_fields_do_not_stop_the_worker(queue, source, client
     assert good.get(timeout=1) == 4
 
 
-def test_an_unimportable_function_fails_with_a_clear_error(queue, make_source):
+def test_an_unimportable_function_fails_with_a_clear_error(queue, make_source, client):
     source = make_source(allow=["tests.queue"])
-    missing_attr = queue.enqueue("tests.queue.tasks:no_such_function")
+    # Stored as by a producer that cannot import tests.queue.tasks (one that can refuses it).
+    missing_attr = queue.enqueue("tests.queue.tasks:add")
+    client.hset(missing_attr.key, "func", "tests.queue.tasks:no_such_function")
     missing_module = queue.enqueue("tests.queue.no_such_module:run")
     take_and_run(source, "claim-1")
     take_and_run(source, "claim-2")

@@ -6,7 +6,7 @@ argument, and `async def` functions are accepted at enqueue (SPEC 10)."""
 import pytest
 import redis
 
-from rqconc import JobFailed, Queue, Supervisor
+from rqconc import JobStatus, Queue, Supervisor
 from rqconc.engine import SupervisorState
 
 TASKS = """
@@ -50,19 +50,21 @@ def test_an_embedded_supervisor_lists_its_children_and_runs_a_users_job(
 
 @pytest.mark.timeout(120)
 def test_the_embedded_hint_for_a_module_not_allowed_names_the_supervisor_argument(
-    app_dir, redis_server
+    app_dir, redis_server, caplog
 ):
     sup = Supervisor("threading", 1, ["embedded"], connection=redis_server.url)
     sup.start().wait_ready(timeout=60)
+    job = Queue("embedded", connection=redis_server.url).enqueue("firstuseapp.tasks:hello")
     try:
-        job = Queue("embedded", connection=redis_server.url).enqueue("firstuseapp.tasks:hello")
-        with pytest.raises(JobFailed) as failed:
-            job.get(timeout=60)
+        # Issue 32: the job waits for a worker that allows it; this one stops, exit code 2.
+        assert sup.join(60) == 2
     finally:
         sup.stop()
         sup.join(60)
-    message = str(failed.value)
-    assert "Supervisor(allow=['firstuseapp'])" in message and "--allow" not in message
+    assert job.status == JobStatus.QUEUED and job.attempts == 0
+    stop = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(stop) == 1 and "refused 10 jobs in a row" in stop[0], stop
+    assert "Supervisor(allow=['firstuseapp'])" in stop[0] and "--allow" not in stop[0]
 
 
 def test_an_async_def_function_is_accepted_at_enqueue(redis_server):

@@ -87,24 +87,25 @@ def test_a_callable_on_success_runs_on_a_real_worker(redis_server, start_worker)
     wait_for(lambda: callback.refresh() or callback.status == JobStatus.FINISHED, timeout=15)
 
 
-def test_an_on_failure_outside_the_allow_list_is_refused_and_the_job_ends_normally(
+def test_an_on_failure_outside_the_allow_list_waits_and_the_job_ends_normally(
     redis_server, start_worker
 ):
     url = redis_server.url
     q = Queue(connection=url)
     bad = q.enqueue(f"{JOBS}:broken", url, on_failure="os:system", retry=None)
     good = q.enqueue(f"{JOBS}:mark", url, "good", on_failure="os:system")
-    start_worker("threading", 2, url)
+    worker = start_worker("threading", 2, url)
     with pytest.raises(JobFailed) as caught:
         bad.get(timeout=15)
     assert caught.value.exc_type == "ValueError" and bad.status == JobStatus.FAILED
     assert good.get(timeout=15) == "good"
+    # The callback is no job of this worker's (module os is not allowed, issue 32): it waits
+    # in the queue untouched, and the worker, given nothing else, stops saying so.
+    assert worker.wait_exit(30) == 2, worker.output()[-3000:]
     refused = q.fetch_job(f"{bad.id}.on_failure.1")
-    with pytest.raises(JobFailed, match="not allowed"):
-        refused.get(timeout=15)
-    assert refused.attempts == 1 and bad.status == JobStatus.FAILED  # it fails alone
-    assert q.failed.job_ids == [bad.id, refused.id]  # good's on_failure was never created
-    assert good.status == JobStatus.FINISHED and not q.job_ids
+    assert refused.status == JobStatus.QUEUED and refused.attempts == 0
+    assert q.failed.job_ids == [bad.id]  # good's on_failure was never created
+    assert q.job_ids == [refused.id] and good.status == JobStatus.FINISHED
 
 
 class Hooks(BaseHTTPRequestHandler):

@@ -9,7 +9,7 @@ import ctypes
 import logging
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, List, NamedTuple, Optional
+from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Tuple
 
 from rqconc.engine.states import ChildState
 
@@ -51,7 +51,14 @@ class _Slot(ctypes.Structure):
 class _Header(ctypes.Structure):
     # paused: suspended, take nothing and give back what a take returns. hold: start no
     # take but run what one under way returns (a burst's last look, see ../burst.py).
-    _fields_ = [("paused", ctypes.c_int), ("hold", ctypes.c_int)]
+    # stop_code, stop_reason: a child asked the worker to stop (source.StopWorker); the
+    # first request wins, the supervisor reads it every loop step.
+    _fields_ = [
+        ("paused", ctypes.c_int),
+        ("hold", ctypes.c_int),
+        ("stop_code", ctypes.c_int),
+        ("stop_reason", ctypes.c_char * ERROR_BYTES),
+    ]
 
 
 class CellView(NamedTuple):
@@ -214,3 +221,17 @@ class CellMemory:
 
     def set_hold(self, hold: bool) -> None:
         self._head.hold = int(hold)
+
+    def request_stop(self, exit_code: int, reason: str) -> None:
+        """A child asks the worker to stop with `exit_code` (not 0). Without a lock: the
+        reason is written before the code that makes it visible, and two children asking
+        at once both ask for the same thing."""
+        head = self._head
+        if not head.stop_code:
+            head.stop_reason = clip(reason, ERROR_BYTES)
+            head.stop_code = exit_code or 1
+
+    def stop_request(self) -> Optional[Tuple[int, str]]:
+        """(exit code, reason) a child asked the worker to stop with, or None."""
+        code = self._head.stop_code
+        return (code, text_of(self._head.stop_reason)) if code else None

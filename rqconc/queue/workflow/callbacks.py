@@ -17,7 +17,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from rqconc import errors
 from rqconc.queue.retry import Retry
-from rqconc.queue.serialization import function_name, get_serializer
+from rqconc.queue.running import in_a_job
+from rqconc.queue.serialization import check_defined, function_name, get_serializer
 
 # The timeout of a follow-up job (a callback or a webhook) is the worker's that runs it
 # (`--callback-timeout`, this by default): the specs below carry none.
@@ -55,6 +56,12 @@ def _spec(
     return {"name": name, "fields": fields}
 
 
+def _callback_name(func: Any) -> str:
+    """A callback's stored name; a name is checked as a job's is (job_fields.py)."""
+    name = function_name(func)
+    return check_defined(name, may_import=not in_a_job()) if isinstance(func, str) else name
+
+
 def followup_fields(queue: str, parent: Dict[str, str], options: Dict[str, Any]) -> Dict[str, str]:
     """The hash fields holding a job's follow-up specs, from its enqueue options and the
     fields `parent` shares with its batch (queue, and serializer, priority, TTLs if not the
@@ -62,9 +69,9 @@ def followup_fields(queue: str, parent: Dict[str, str], options: Dict[str, Any])
     success: List[Dict[str, Any]] = []
     failure: List[Dict[str, Any]] = []
     if options.get("on_success") is not None:
-        success.append(_spec("on_success", function_name(options["on_success"]), {}, parent))
+        success.append(_spec("on_success", _callback_name(options["on_success"]), {}, parent))
     if options.get("on_failure") is not None:
-        failure.append(_spec("on_failure", function_name(options["on_failure"]), {}, parent))
+        failure.append(_spec("on_failure", _callback_name(options["on_failure"]), {}, parent))
     for name, specs in (("success_url", success), ("failure_url", failure)):
         url = options.get(name)
         if url is not None:
