@@ -238,7 +238,7 @@ class Taker:
         fields, corrupt = decoded(item.payload)
         refusal = None if corrupt else self.runner.not_allowed(fields.get("func", ""))
         if refusal is not None:  # not this job's failure: back for a worker that allows it
-            self._requeue_front(item, "refused")
+            self._requeue_front(item, "refused", front=False)
             self.refusals.refused(refusal, item.item_id, fields.get("queue", ""))
             return None
         self.refusals.ran()
@@ -299,11 +299,12 @@ class Taker:
     def give_back(self, item: WorkItem) -> None:
         self._requeue_front(item, "requeued")
 
-    def _requeue_front(self, item: WorkItem, event: str) -> None:
-        """The job back at the front of its queue, untouched (no attempt counted)."""
+    def _requeue_front(self, item: WorkItem, event: str, front: bool = True) -> None:
+        """The job back in its queue, untouched (no attempt counted): at the front, or for a
+        refusal behind the jobs waiting (so it cannot stand in front of jobs that can run)."""
         queue = text(item.payload.get("queue", b""))
         steps = self.connections.steps
         until_recorded(
             self.connections,
-            lambda: steps.requeue_front(item.claim, item.item_id, queue, self.worker, event),
+            lambda: steps.requeue_front(item.claim, item.item_id, queue, self.worker, event, front),
         )

@@ -50,17 +50,37 @@ def test_a_disallowed_module_goes_back_untouched_without_being_imported(queue, s
     assert queue.job_ids == [job.id] and queue.failed.job_ids == []
 
 
-def test_refusals_in_a_row_stop_the_worker_with_the_option_to_add(queue, source):
-    job = queue.enqueue("tests.queue.forbidden_tasks:run")
+def test_refusals_of_different_jobs_in_a_row_stop_the_worker_with_the_option_to_add(queue, source):
+    jobs = [queue.enqueue("tests.queue.forbidden_tasks:run") for _ in range(REFUSALS_BEFORE_STOP)]
     source.taker.refusals.pause = 0
     for n in range(REFUSALS_BEFORE_STOP - 1):
         take_and_run(source, f"c{n}")
     with pytest.raises(StopWorker) as stop:
         take_and_run(source, "last")
     assert stop.value.exit_code == 2
-    assert f"refused {REFUSALS_BEFORE_STOP} jobs in a row" in str(stop.value)
+    assert f"refused {REFUSALS_BEFORE_STOP} different jobs in a row" in str(stop.value)
     assert "allow=['tests']) (for tests.queue.forbidden_tasks:run)" in str(stop.value)
+    assert all(j.status == JobStatus.QUEUED and j.attempts == 0 for j in jobs)
+
+
+def test_one_stray_job_met_again_and_again_does_not_stop_a_well_configured_worker(queue, source):
+    # A producer's typo alone in the queue: the worker meets the same job each take.
+    job = queue.enqueue("tests.queue.forbidden_tasks:run")
+    source.taker.refusals.pause = 0
+    for n in range(3 * REFUSALS_BEFORE_STOP):
+        take_and_run(source, f"c{n}")
     assert job.status == JobStatus.QUEUED and job.attempts == 0
+
+
+def test_a_refused_job_goes_behind_the_jobs_that_can_run(queue, source):
+    # Handed back to the front, one stray job would be taken first again and again.
+    stray = queue.enqueue("tests.queue.forbidden_tasks:run")
+    allowed = queue.enqueue("tests.queue.tasks:add", 2, 3)
+    source.taker.refusals.pause = 0
+    take_and_run(source, "c1")
+    assert queue.job_ids == [allowed.id, stray.id]
+    take_and_run(source, "c2")
+    assert allowed.get(timeout=5) == 5
 
 
 def test_a_name_no_allow_list_could_cover_is_corrupt_and_fails(queue, source, client):

@@ -54,16 +54,17 @@ def test_the_embedded_hint_for_a_module_not_allowed_names_the_supervisor_argumen
 ):
     sup = Supervisor("threading", 1, ["embedded"], connection=redis_server.url)
     sup.start().wait_ready(timeout=60)
-    job = Queue("embedded", connection=redis_server.url).enqueue("firstuseapp.tasks:hello")
+    q = Queue("embedded", connection=redis_server.url)
+    jobs = [q.enqueue("firstuseapp.tasks:hello") for _ in range(10)]
     try:
-        # Issue 32: the job waits for a worker that allows it; this one stops, exit code 2.
+        # Issue 32: the jobs wait for a worker that allows them; this one stops, exit code 2.
         assert sup.join(60) == 2
     finally:
         sup.stop()
         sup.join(60)
-    assert job.status == JobStatus.QUEUED and job.attempts == 0
+    assert all(job.status == JobStatus.QUEUED and job.attempts == 0 for job in jobs)
     stop = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
-    assert len(stop) == 1 and "refused 10 jobs in a row" in stop[0], stop
+    assert len(stop) == 1 and "refused 10 different jobs in a row" in stop[0], stop
     assert "Supervisor(allow=['firstuseapp'])" in stop[0] and "--allow" not in stop[0]
 
 

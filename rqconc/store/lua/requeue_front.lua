@@ -1,8 +1,11 @@
---[[ requeue_front: put a leased job back at the FRONT of its queue, untouched.
+--[[ requeue_front: put a leased job back at the FRONT of its queue, untouched (or, for a
+job the worker's allow-list refuses, at its back).
 
-Used when a child received a job it may not start (give-back, event "requeued") and for
-jobs interrupted by a cold shutdown (event "interrupted"): this is not a failed attempt, so
-`attempts` is left alone. The score puts it ahead of every waiting job of its priority.
+Used when a child received a job it may not start (give-back, event "requeued"), for jobs
+interrupted by a cold shutdown (event "interrupted") and for jobs a worker's allow-list
+refuses (event "refused"): none is a failed attempt, so `attempts` is left alone. The score
+puts it ahead of every waiting job of its priority; a refused job goes behind them, so one
+job no worker allows cannot stand in front of the jobs that can run.
 A job that was asked to stop (canceled while running) is canceled instead.
 
 KEYS[1]          seq                 INCR counter
@@ -17,7 +20,8 @@ ARGV[1]          claim
 ARGV[2]          job id
 ARGV[3]          namespace prefix "{ns}:"
 ARGV[4]          worker name
-ARGV[5]          the event to record: "requeued" or "interrupted"
+ARGV[5]          the event to record: "requeued", "interrupted" or "refused"
+ARGV[6]          "back": behind the waiting jobs of its priority (a refusal); else the front
 
 Returns 1 when requeued (or canceled), 0 when the claim is unknown or stale (a no-op).
 ]]
@@ -45,5 +49,5 @@ if redis.call('HGET', key, 'cancel_requested') then
   return 1
 end
 emit(ARGV[5], id, redis.call('HGET', key, 'queue'))
-push_queued(id, key, true)
+push_queued(id, key, ARGV[6] ~= 'back')
 return 1

@@ -276,11 +276,17 @@ class Steps(BoundSteps):
         return FailReply(script("fail")(self.client, keys, args))
 
     def requeue_front(
-        self, claim: str, job_id: str, queue: str, worker: str = "", event: str = "requeued"
+        self,
+        claim: str,
+        job_id: str,
+        queue: str,
+        worker: str = "",
+        event: str = "requeued",
+        front: bool = True,
     ) -> bool:
         k = self.keys
         keys = [k.seq, k.active, k.claims, k.job(job_id), k.started(queue), k.events, k.canceling]
-        args = [claim, job_id, k.prefix, worker, event]
+        args = [claim, job_id, k.prefix, worker, event, "" if front else "back"]
         return script("requeue_front")(self.client, keys, args) == 1
 
     def cancel(self, job_id: str, claim: str = "", worker: str = "") -> CancelReply:
