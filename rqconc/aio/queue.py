@@ -3,7 +3,8 @@
 One implementation of the rules, two transports: an enqueue is planned by the very code
 `Queue` uses (rqconc/queue/enqueue_plan.py: the checks, job_fields.py's fields, the Lua step
 with its keys and arguments, the refusals), and only running the step differs: here
-`await step.arun(client)` (EVALSHA, SCRIPT LOAD on NOSCRIPT), in `Queue` `step.run(client)`.
+`await step.arun(client)` (by SHA, loading the script when Redis lacks it), in `Queue`
+`step.run(client)`.
 A job enqueued either way is the same job. An eager queue (RQCONC_EAGER) runs each job
 inline through `Queue`'s eager runner, in a thread, so the event loop never waits on it.
 """

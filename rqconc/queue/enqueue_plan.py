@@ -58,13 +58,7 @@ class EnqueuePlan:
         # step is sent once.
         self.resendable = not self.unique
         if self.unique:
-            if len(self.jobs) != 1:
-                raise ValueError("unique_key holds one job: enqueue_many cannot take it")
-            job_id, own = self.jobs[0]
-            self.common = {**common, **own}
-            self.step: Step = enqueue_unique_step(
-                keys, queue, job_id, self.common, priority, due_ms
-            )
+            self.step: Step = self._unique_step(keys, common, priority, due_ms)
             return
         if not fresh_ids:  # tells this call's own job from another one under that id
             common = {**common, "enqueue_token": os.urandom(8).hex()}
@@ -82,6 +76,15 @@ class EnqueuePlan:
             self.now,
             may_vanish(common),
         )
+
+    def _unique_step(
+        self, keys: KeySpace, common: Dict[str, str], priority: int, due_ms: Optional[int]
+    ) -> Step:
+        if len(self.jobs) != 1:
+            raise ValueError("unique_key holds one job: enqueue_many cannot take it")
+        job_id, own = self.jobs[0]
+        self.common = {**common, **own}
+        return enqueue_unique_step(keys, self.queue, job_id, self.common, priority, due_ms)
 
     def stored(self, reply: Any) -> Stored:
         """(id, fields) of the jobs to hand out: those stored, or the job that holds the

@@ -253,4 +253,4 @@ class Job(JobRecord, Generic[Result]):
             outcome = outcome_now(self.connection, self._keys, self.id)
             if outcome is None:
                 outcome = wait_for_outcome(self.connection, self._keys, self.id, timeout)
-        return result_of(self.id, outcome, self._loads)  # type: ignore[no-any-return]
+        return result_of(self.id, outcome, self._loads)

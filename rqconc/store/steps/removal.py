@@ -22,7 +22,7 @@ class RemovalSteps(BoundSteps):
 
     def delete_jobs(self, job_ids: Sequence[str], queue: str = "") -> Tuple[int, int]:
         """As `delete_jobs_step`, run here."""
-        return delete_jobs_step(self.keys, job_ids, queue).run(self.client)  # type: ignore[no-any-return]
+        return delete_jobs_step(self.keys, job_ids, queue).run(self.client)
 
     def empty_queue(self, queue: str) -> int:
         """Delete every waiting job of `queue`, a batch per step; how many."""
