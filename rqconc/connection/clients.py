@@ -122,13 +122,7 @@ def connect(connection: ConnectionLike = None) -> redis.Redis:
             f"connection must be a Redis URL, a redis.Redis or a redis.cluster.RedisCluster "
             f"client, not {type(connection).__name__}"
         )
-    url = resolve_url(connection)
-    if not url.startswith(SCHEMES):
-        raise ValueError(
-            f"invalid Redis URL {redact(url)!r}: it must start with {', '.join(SCHEMES)}"
-        )
-    if _unescaped_userinfo(url):
-        raise ValueError(f"invalid Redis URL {redact(url)!r}: {_ESCAPE_HINT}")
+    url = checked_url(resolve_url(connection))
     if cluster.is_cluster_url(url):
         return _connect_cluster(url)
     try:
@@ -144,6 +138,17 @@ def connect(connection: ConnectionLike = None) -> redis.Redis:
         raise ValueError(f"invalid Redis URL {redact(url)!r}: {_ESCAPE_HINT}") from None
     _check_tls_options(client, url)
     return client
+
+
+def checked_url(url: str) -> str:
+    """`url`, or ValueError (never naming the password) when it is not a Redis URL."""
+    if not url.startswith(SCHEMES):
+        raise ValueError(
+            f"invalid Redis URL {redact(url)!r}: it must start with {', '.join(SCHEMES)}"
+        )
+    if _unescaped_userinfo(url):
+        raise ValueError(f"invalid Redis URL {redact(url)!r}: {_ESCAPE_HINT}")
+    return url
 
 
 def _check_tls_options(client: redis.Redis, url: str) -> None:

@@ -95,21 +95,31 @@ def connect(url: str, socket_options: Dict[str, Any]) -> redis.Redis:
     """A client of the master `url` names; nothing is sent until its first command.
     Raises ValueError (never naming the password) for a URL that is not of that shape."""
     parsed = SentinelURL(url)
+    manager = Sentinel(parsed.sentinels, sentinel_kwargs=sentinel_options(parsed))
+    client = manager.master_for(parsed.service, **master_options(parsed, socket_options))
+    client.connection_pool.rqconc_url = url
+    return client
+
+
+def master_options(parsed: SentinelURL, socket_options: Dict[str, Any]) -> Dict[str, Any]:
+    """The master's client options (also rqconc.aio's, on redis.asyncio's Sentinel)."""
     options = {**socket_options, **parsed.data_node_options()}
     if options.get("socket_timeout") is None:
         options["socket_timeout"] = WEDGED_MASTER_TIMEOUT
     if socket_options.get("socket_keepalive"):
         options["socket_keepalive_options"] = _failover_keepalive()
-    sentinel_options: Dict[str, Any] = {
+    return options
+
+
+def sentinel_options(parsed: SentinelURL) -> Dict[str, Any]:
+    """The options of the connections to the sentinels themselves."""
+    options: Dict[str, Any] = {
         "socket_connect_timeout": SENTINEL_TIMEOUT,
         "socket_timeout": SENTINEL_TIMEOUT,
     }
     if parsed.sentinel_password:
-        sentinel_options["password"] = parsed.sentinel_password
-    manager = Sentinel(parsed.sentinels, sentinel_kwargs=sentinel_options)
-    client = manager.master_for(parsed.service, **options)
-    client.connection_pool.rqconc_url = url
-    return client
+        options["password"] = parsed.sentinel_password
+    return options
 
 
 def _failover_keepalive() -> Dict[int, int]:

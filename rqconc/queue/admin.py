@@ -17,7 +17,7 @@ jobs end in are still trimmed.
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import redis
 
@@ -26,7 +26,7 @@ from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.job_outcome import missing_job
 from rqconc.store.keys import KeySpace
 from rqconc.store.steps.core import PromoteReply, Steps, text
-from rqconc.store.steps.removal import RemovalSteps
+from rqconc.store.steps.removal import RemovalSteps, delete_jobs_step
 
 # Ids read and deleted per step: bounds how long one step holds Redis.
 DELETE_BATCH = 500
@@ -84,7 +84,14 @@ def delete_job(
     """Delete one job that is not running; False if there was none. ValueError for a
     running job: cancel() it, or delete it once it ended."""
     with translated_errors(client):
-        deleted, running = RemovalSteps(client, keys, wait).delete_jobs([job_id])
+        reply = RemovalSteps(client, keys, wait).run(delete_jobs_step(keys, [job_id]))
+    return job_deleted(job_id, reply)
+
+
+def job_deleted(job_id: str, reply: Tuple[int, int]) -> bool:
+    """What deleting one job did (delete_jobs_step's reply), for its caller (also
+    rqconc.aio's): ValueError when it runs."""
+    deleted, running = reply
     if running:
         raise ValueError(
             f"job {job_id} is running: cancel() it first, or delete it once it has ended"

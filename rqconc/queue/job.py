@@ -10,8 +10,6 @@ rqconc/worker/ and in the Lua steps (lua/include/, complete.lua).
 
 from __future__ import annotations
 
-import json
-from datetime import datetime, timezone
 from typing import Any, Dict, Generic, List, Optional, Sequence, Tuple
 
 import redis
@@ -21,33 +19,16 @@ from rqconc import errors
 from rqconc.connection.clients import ConnectionLike, connect, translated_errors
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue import admin
-from rqconc.queue.job_fields import description_of
-from rqconc.queue.job_outcome import missing_job, outcome_now, wait_for_outcome
+from rqconc.queue.job_outcome import canceled, missing_job, outcome_now, result_of, wait_for_outcome
+from rqconc.queue.job_record import JobRecord
 from rqconc.queue.job_reporting import JobReport
 from rqconc.queue.limits.parked import parked_position
-from rqconc.queue.retry import Retry
-from rqconc.queue.serialization import get_serializer
-from rqconc.store.defaults import (
-    DEFAULT_FAILURE_TTL,
-    DEFAULT_PRIORITY,
-    DEFAULT_RESULT_TTL,
-    DEFAULT_TIMEOUT,
-)
 from rqconc.store.keys import KeySpace
 from rqconc.store.status import JobStatus
-from rqconc.store.steps.core import CancelReply, Steps, text
+from rqconc.store.steps.core import Steps, text
 
 # A flow that loops on itself must not make Job.flow() walk forever.
 MAX_STAGES = 10_000
-
-
-# A field the hash does not store has its default (rqconc/store/defaults.py). Absent too:
-# empty args "[]" / kwargs "{}", serializer "json", attempts and lost 0, no retry (the
-# default policy), meta, description (derived from the call), depends_on and on_* fields.
-
-
-def _datetime(value: Optional[str]) -> Optional[datetime]:
-    return datetime.fromtimestamp(int(value) / 1000, tz=timezone.utc) if value else None
 
 
 # What get() returns: a @task's `.delay()` knows it (Job[str] for a function returning str);
@@ -55,7 +36,7 @@ def _datetime(value: Optional[str]) -> Optional[datetime]:
 Result = TypeVar("Result", default=Any)
 
 
-class Job(Generic[Result]):
+class Job(JobRecord, Generic[Result]):
     """One job stored in Redis. Get one from `Queue.enqueue*` or `Job.fetch(id)`.
     Inside a job, `rqconc.get_current_job()` returns it (meta and progress: JobReport)."""
 
@@ -142,10 +123,6 @@ class Job(Generic[Result]):
     def __hash__(self) -> int:
         return hash(self.id)
 
-    @property
-    def key(self) -> str:
-        return self._keys.job(self.id)
-
     def _missing(self) -> errors.NoSuchJob:
         return missing_job(self.id)
 
@@ -188,81 +165,6 @@ class Job(Generic[Result]):
         _, exc_type, message, trace = self._read("exc_type", "exc_message", "traceback")
         return None if exc_type is None else (exc_type, message or "", trace or "")
 
-    def _loads(self, serializer: str, data: str, what: str) -> Any:
-        """A stored value decoded; a pickled one only if this job's queue opted in."""
-        if serializer == "pickle" and not self.allow_pickle:
-            raise errors.NotAllowed(
-                f"job {self.id} stores its {what} pickled, and this client did not opt in "
-                "to pickle (unpickling runs code chosen by whoever can write to Redis); read it "
-                "through Queue(..., serializer='pickle') or Job.fetch(..., allow_pickle=True) "
-                "if your Redis is trusted"
-            )
-        return get_serializer(serializer).loads(data)
-
-    # ---- fields as of the last fetch ----
-    def _field(self, name: str, default: Optional[str] = None) -> Optional[str]:
-        return self._fields.get(name, default)
-
-    @property
-    def func_name(self) -> Optional[str]:
-        return self._field("func")
-
-    @property
-    def queue_name(self) -> Optional[str]:
-        return self._field("queue")
-
-    @property
-    def serializer(self) -> str:
-        return self._field("serializer", "json") or "json"
-
-    @property
-    def args(self) -> List[Any]:
-        return self._loads(self.serializer, self._field("args", "[]") or "[]", "arguments")
-
-    @property
-    def kwargs(self) -> Dict[str, Any]:
-        return self._loads(self.serializer, self._field("kwargs", "{}") or "{}", "arguments")
-
-    @property
-    def priority(self) -> int:
-        return int(self._field("priority") or DEFAULT_PRIORITY)
-
-    @property
-    def timeout(self) -> float:
-        return float(self._field("timeout") or DEFAULT_TIMEOUT)
-
-    @property
-    def result_ttl(self) -> int:
-        return int(self._field("result_ttl") or DEFAULT_RESULT_TTL)
-
-    @property
-    def failure_ttl(self) -> int:
-        return int(self._field("failure_ttl") or DEFAULT_FAILURE_TTL)
-
-    @property
-    def retry(self) -> Optional[Retry]:
-        stored = self._field("retry")
-        return Retry.from_json(stored) if stored else None
-
-    @property
-    def description(self) -> Optional[str]:
-        """As given at enqueue, else the call (None if the stored call is unreadable)."""
-        return description_of(self._fields)
-
-    @property
-    def depends_on(self) -> List[str]:
-        return json.loads(self._field("depends_on", "[]") or "[]")
-
-    @property
-    def allows_failure(self) -> bool:
-        """Whether the job runs even when a parent fails for good (rqconc.Dependency)."""
-        return self._field("allow_failure") == "1"
-
-    @property
-    def callback_of(self) -> Optional[str]:
-        """For a callback or webhook job: the id of the job it reports on."""
-        return self._field("callback_of")
-
     # ---- flows (read live: a stage learns its next one when it completes) ----
     @property
     def next_id(self) -> Optional[str]:
@@ -292,9 +194,7 @@ class Job(Generic[Result]):
         within 2 s (status `canceled`). False when it had already ended."""
         with translated_errors(self.connection):
             code = Steps(self.connection, self._keys, self.wait).cancel(self.id)
-        if code is CancelReply.MISSING:
-            raise self._missing()
-        return code is not CancelReply.ENDED
+        return canceled(self.id, code)
 
     def delete(self) -> bool:
         """Delete the job (hash, result, its place in its queue's sets); False if it did
@@ -317,30 +217,6 @@ class Job(Generic[Result]):
             if group is None:
                 return None
             return parked_position(self.connection, self._keys, queue, group, self.id)
-
-    @property
-    def worker_name(self) -> Optional[str]:
-        return self._field("worker")
-
-    @property
-    def created_at(self) -> Optional[datetime]:
-        return _datetime(self._field("created_at"))
-
-    @property
-    def enqueued_at(self) -> Optional[datetime]:
-        return _datetime(self._field("enqueued_at"))
-
-    @property
-    def started_at(self) -> Optional[datetime]:
-        return _datetime(self._field("started_at"))
-
-    @property
-    def ended_at(self) -> Optional[datetime]:
-        return _datetime(self._field("ended_at"))
-
-    def field(self, name: str) -> Optional[str]:
-        """A raw stored field as of the last fetch (on_success, success_url, ...)."""
-        return self._field(name)
 
     # ---- what it reports while it runs (job_reporting.py) ----
     @property
@@ -377,11 +253,4 @@ class Job(Generic[Result]):
             outcome = outcome_now(self.connection, self._keys, self.id)
             if outcome is None:
                 outcome = wait_for_outcome(self.connection, self._keys, self.id, timeout)
-        status, _, rest = outcome.partition(":")
-        if status == JobStatus.FINISHED:
-            serializer, _, data = rest.partition(":")
-            return self._loads(serializer, data, "result")
-        if status == JobStatus.CANCELED:
-            raise errors.JobFailed(self.id, "rqconc.errors.JobCanceled", "the job was canceled", "")
-        exc_type, message, trace = json.loads(rest)
-        raise errors.JobFailed(self.id, exc_type, message, trace)
+        return result_of(self.id, outcome, self._loads)

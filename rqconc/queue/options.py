@@ -14,7 +14,7 @@ import os
 from datetime import datetime, timedelta, timezone
 from enum import IntEnum
 from functools import partial
-from typing import Any, Callable, Dict, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple, Union
 
 from rqconc.queue.limits.options import FLOW_OPTION_NAMES, flow_fields
 from rqconc.queue.retry import Retry
@@ -280,3 +280,18 @@ __all__ = [
     "take_options",
     "with_defaults",
 ]
+
+
+def batch_of(calls: Iterable[Sequence[Any]], options: Dict[str, Any]) -> List[Call]:
+    """enqueue_many's calls, each (func, args[, kwargs]), as calls to store."""
+    if "job_id" in options:
+        raise ValueError("enqueue_many does not take job_id: each job gets its own id")
+    batch: List[Call] = []
+    for call in calls:
+        if not isinstance(call, (tuple, list)) or len(call) not in (2, 3):
+            raise ValueError(
+                f"enqueue_many takes (func, args) or (func, args, kwargs) tuples, not {call!r}"
+            )
+        kwargs = call[2] if len(call) == 3 else {}
+        batch.append((call[0], tuple(call[1]), dict(kwargs or {})))
+    return batch

@@ -8,9 +8,7 @@ are the queue's collaborators (`q.limiter`, `q.crontab`), dead letters `q.failed
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import redis
@@ -24,41 +22,32 @@ from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.eager import EagerRunner, eager_mode
 from rqconc.queue.eager.group import EagerGroup
 from rqconc.queue.eager.limits import EagerLimiter
+from rqconc.queue.enqueue_plan import EnqueuePlan, GroupPlan, check_group
 from rqconc.queue.job import Job
 from rqconc.queue.job_fields import JobFields
-from rqconc.queue.limits.options import with_expiry
 from rqconc.queue.limits.parked import waiting_count
 from rqconc.queue.limits.settings import Limiter, Limits
 from rqconc.queue.options import (
     Call,
     Func,
     Priority,
+    batch_of,
     check_event_detail,
     check_priority,
     due_ms_at,
     due_ms_in,
-    may_vanish,
     queue_defaults,
     take_options,
 )
-from rqconc.queue.placement import check_call, check_options
+from rqconc.queue.placement import check_options
 from rqconc.queue.retry import Retry
 from rqconc.queue.schedule.cron import CronEntry
 from rqconc.queue.schedule.crontab import CronTab
 from rqconc.queue.serialization import get_serializer
-from rqconc.queue.workflow.group_result import Group, new_group_id, prepare_group
+from rqconc.queue.workflow.group_result import Group
 from rqconc.queue.workflow.signature import Signature
 from rqconc.store.keys import KeySpace, check_queue_name
-from rqconc.store.steps.core import EnqueueReply, Steps, now_ms, text
-
-
-def _refusal(reason: EnqueueReply, job_id: str) -> ValueError:
-    """Why the enqueue step stored nothing, for the caller."""
-    if reason is EnqueueReply.EXISTS:
-        return ValueError(f"a job with id {job_id!r} already exists; nothing was enqueued")
-    return ValueError(
-        f"depends_on names job {job_id!r}, which does not exist (or expired); nothing was enqueued"
-    )
+from rqconc.store.steps.core import Steps, now_ms, text
 
 
 class Queue:
@@ -156,16 +145,7 @@ class Queue:
     def enqueue_many(self, calls: Iterable[Sequence[Any]], **options: Any) -> List[Job]:
         """Store a batch in one round trip: [(func, args), (func, args, kwargs), ...]. The
         options apply to every job; returns the jobs in order."""
-        if "job_id" in options:
-            raise ValueError("enqueue_many does not take job_id: each job gets its own id")
-        batch = []
-        for call in calls:
-            if not isinstance(call, (tuple, list)) or len(call) not in (2, 3):
-                raise ValueError(
-                    f"enqueue_many takes (func, args) or (func, args, kwargs) tuples, not {call!r}"
-                )
-            kwargs = call[2] if len(call) == 3 else {}
-            batch.append((call[0], tuple(call[1]), dict(kwargs or {})))
+        batch = batch_of(calls, options)
         return self._store(batch, options, None) if batch else []
 
     def enqueue_group(
@@ -175,34 +155,26 @@ class Queue:
         callback (run with their results once all finished), in one step; what
         `rqconc.group(...).enqueue(queue)` calls (queue/workflow/groups.py). An eager queue runs
         them inline (rqconc/queue/eager/__init__.py)."""
-        for call in calls:
-            check_call(self.keys.namespace, "a job of the group", call)
-        if chord is not None:
-            check_call(self.keys.namespace, "the chord's callback", chord)
+        check_group(self.keys.namespace, calls, chord)
         if self._eager is not None:
             return self._eager.enqueue_group(calls, chord)
-        members, callback, ttl = prepare_group(self.prepare, calls, chord)
-        client, group_id = self.connection, new_group_id()
+        plan = GroupPlan(self.prepare, self.keys, self.name, calls, chord)
+        client = self.connection
         if self._steps is None:
             self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys, self.wait)
-        send = partial(self._steps.enqueue_group, self.name, group_id, members, callback, ttl)
         with translated_errors(client):
             try:
-                send()
+                self._steps.run(plan.step)
             except ReplyLost:  # it may have run: the step stores a group id once
-                send()
-        keys, link = self.keys, {"group_id": group_id}
-        jobs = self._handed_out(
-            [
-                Job.stored(job_id, client, keys, {**fields, **link, "group_index": str(i)})
-                for i, (job_id, _, fields) in enumerate(members, 1)
-            ]
+                self._steps.run(plan.step)
+        keys = self.keys
+        jobs = self._handed_out([Job.stored(i, client, keys, f) for i, f in plan.members])
+        if plan.callback is None:
+            return Group(plan.group_id, jobs)
+        (callback_job,) = self._handed_out(
+            [Job.stored(*plan.callback[:1], client, keys, plan.callback[1])]
         )
-        if callback is None:
-            return Group(group_id, jobs)
-        chord_fields = {**callback[1], "chord_of": group_id}
-        (callback_job,) = self._handed_out([Job.stored(callback[0], client, keys, chord_fields)])
-        return Group(group_id, jobs, callback_job)
+        return Group(plan.group_id, jobs, callback_job)
 
     def _store(
         self, calls: Sequence[Call], options: Dict[str, Any], due_ms: Optional[int]
@@ -210,39 +182,27 @@ class Queue:
         check_options(self.keys.namespace, options)  # parents, callbacks: ours (placement.py)
         if self._eager is not None:
             return self._eager.run(calls, options, due_ms)
-        common, priority = self.fields.common(options)
-        jobs = [self.fields.own(func, args, kwargs, options) for func, args, kwargs in calls]
+        plan = EnqueuePlan(self.fields, self.keys, self.name, calls, options, due_ms)
         client = self.connection
         if self._steps is None:
             self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys, self.wait)
-        now, fresh_ids = now_ms(), not options.get("job_id")
-        common = with_expiry(common, due_ms, now)
-        if "unique_key" in common:  # SPEC 11: one step that may return the holder instead
-            return self._handed_out(
-                [self._stored_limits.enqueue_unique(jobs, common, priority, due_ms)]
-            )
-        if not fresh_ids:  # tells this call's own job from another one under that id
-            common = {**common, "enqueue_token": os.urandom(8).hex()}
-        # A job that may be deleted before a resend gets there needs the step's mark (only
-        # the caller that resends asks for it: the mark is one more write).
-        mark = may_vanish(common)
-        send = partial(
-            self._steps.enqueue, self.name, jobs, priority, due_ms, common, fresh_ids, mark=mark
-        )
+        run = self._steps.run if plan.resendable else Steps(client, self.keys, self.wait).run
         with translated_errors(client):
-            # Generated ids are 128 random bits: only a caller's own id can exist already.
             try:
-                refused = send(now=now)
+                reply = run(plan.step)
             except ReplyLost:
+                if not plan.resendable:
+                    raise
                 # It may have run: the step is idempotent per id, so the same request again
                 # stores each job once (and tells ours from another job under a caller's id).
-                refused = send(now=now)
-        if refused is not None:
-            raise _refusal(*refused)
-        keys, stored = self.keys, {"queue": self.name, "created_at": str(now), **common}
-        return self._handed_out(
-            [Job.stored(job_id, client, keys, {**stored, **own}) for job_id, own in jobs]
+                reply = run(plan.step)
+        keys = self.keys
+        jobs = self._handed_out(
+            [Job.stored(job_id, client, keys, fields) for job_id, fields in plan.stored(reply)]
         )
+        if plan.holder_is_another(reply):  # the job that holds the key: its own fields
+            jobs[0].refresh()
+        return jobs
 
     def _handed_out(self, jobs: List[Job]) -> List[Job]:
         """Jobs this queue returns act with its wait_replicas (cancel, delete)."""

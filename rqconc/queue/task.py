@@ -16,10 +16,23 @@ runs the function.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import sys
-from typing import Any, Callable, Coroutine, Dict, Generic, Optional, TypeVar, Union, overload
+from typing import (
+    Any,
+    Callable,
+    Coroutine,
+    Dict,
+    Generic,
+    Optional,
+    Tuple,
+    TypeVar,
+    Union,
+    overload,
+)
 
+from rqconc.aio.queue import AsyncQueue
 from rqconc.connection.clients import ConnectionLike
 from rqconc.queue.job import Job
 from rqconc.queue.options import OPTION_NAMES, common_fields
@@ -74,6 +87,9 @@ class Task(Generic[P, R]):
         self.connection = connection
         self._options = _checked(dict(options or {}), queue)
         self._queue: Optional[Queue] = None
+        # aenqueue's AsyncQueue and the event loop its client belongs to (a redis.asyncio
+        # client must not be used from another loop: a new loop gets a new queue).
+        self._aqueue: Optional[Tuple[asyncio.AbstractEventLoop, AsyncQueue]] = None
         # Name, docstring and module of the function: the worker finds the Task under the
         # function's module:qualname, and help() shows the function.
         functools.update_wrapper(self, func)
@@ -111,6 +127,19 @@ class Task(Generic[P, R]):
         goes to the function (none is taken as an option)."""
         return self.queue().enqueue_call(self.func, args, kwargs, **self._options)
 
+    def async_queue(self) -> AsyncQueue:
+        """The task's AsyncQueue in the running event loop, built on first use there."""
+        loop = asyncio.get_running_loop()
+        if self._aqueue is None or self._aqueue[0] is not loop:
+            queue = AsyncQueue(self.queue_name, self.connection, namespace=self.namespace)  # type: ignore[arg-type]
+            self._aqueue = (loop, queue)
+        return self._aqueue[1]
+
+    async def aenqueue(self, *args: Any, **kwargs: Any) -> Any:
+        """`delay` for async code (rqconc.aio): an AsyncJob; `connection` must then be a URL,
+        a redis.asyncio client or None."""
+        return await self.async_queue().enqueue_call(self.func, args, kwargs, **self._options)
+
     def options(self, **overrides: Any) -> Task[P, R]:
         """A copy with other options: any enqueue option (priority, timeout, retry, job_id,
         meta, ...), or `queue`, `connection`, `namespace`."""
@@ -124,6 +153,7 @@ class Task(Generic[P, R]):
         )
         if same_queue:
             copy._queue = self._queue  # the same queue: share its connection
+            copy._aqueue = self._aqueue
         return copy
 
     def s(self, *args: P.args, **kwargs: P.kwargs) -> Signature:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import time
 from enum import IntEnum
-from typing import Any, Dict, Sequence
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import redis
 
+from rqconc.connection.replicas import ReplicaWait
 from rqconc.store.build import build
 
 
@@ -189,6 +190,54 @@ class Script:
         except redis.exceptions.NoScriptError:
             client.script_load(self.source)
             return client.evalsha(self.sha, len(keys), *keys, *args)
+
+    async def acall(
+        self,
+        client: Any,
+        keys: Sequence[str],
+        args: Sequence[Any],
+        wait: Optional[ReplicaWait] = None,
+    ) -> Any:
+        """The same call on a `redis.asyncio` client (rqconc.aio): EVALSHA, and on NOSCRIPT
+        SCRIPT LOAD then EVALSHA; with `wait`, WAIT follows in the same round trip."""
+        try:
+            return await self._asend(client, keys, args, wait)
+        except redis.exceptions.NoScriptError:
+            await client.script_load(self.source)
+            return await self._asend(client, keys, args, wait)
+
+    async def _asend(
+        self, client: Any, keys: Sequence[str], args: Sequence[Any], wait: Optional[ReplicaWait]
+    ) -> Any:
+        if wait is None or wait.replicas == 0:
+            return await client.evalsha(self.sha, len(keys), *keys, *args)
+        # One connection for both: WAIT counts what its own connection wrote.
+        pipe = client.pipeline(transaction=False)
+        pipe.evalsha(self.sha, len(keys), *keys, *args)
+        pipe.execute_command(*wait.command)
+        reply, acknowledged = await pipe.execute(raise_on_error=False)
+        if isinstance(reply, Exception):
+            raise reply
+        wait.check(acknowledged)
+        return reply
+
+
+class Step(NamedTuple):
+    """One call of a Lua step, built once (steps/ know each script's keys and arguments)
+    and run by either transport: `run` on a redis-py client (what `Steps` wraps, replicas'
+    WAIT included), `arun` on a `redis.asyncio` one (rqconc.aio). `decode` turns the
+    script's reply into what the step returns (its reply enum), the same for both."""
+
+    script: Script
+    keys: List[str]
+    args: List[Any]
+    decode: Callable[[Any], Any]
+
+    def run(self, client: Any) -> Any:
+        return self.decode(self.script(client, self.keys, self.args))
+
+    async def arun(self, client: Any, wait: Optional[ReplicaWait] = None) -> Any:
+        return self.decode(await self.script.acall(client, self.keys, self.args, wait))
 
 
 _SCRIPTS: Dict[str, Script] = {}

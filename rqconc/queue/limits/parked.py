@@ -9,23 +9,24 @@ from typing import Optional
 import redis
 
 from rqconc.store.keys import FlowKeys, KeySpace
+from rqconc.store.reads import Read, read
 from rqconc.store.scripts import text
 
 
 def waiting_count(client: redis.Redis, keys: KeySpace, name: str) -> int:
     """Jobs waiting in queue `name`: in the queue and parked behind their group's cap. A
     queue without parked jobs costs one round trip."""
+    return int(read(waiting_count_reads(keys, name), client))
+
+
+def waiting_count_reads(keys: KeySpace, name: str) -> Read:
+    """The reads of `waiting_count`, for either transport (rqconc/store/reads.py)."""
     flow = FlowKeys(keys, name)
-    pipe = client.pipeline(transaction=False)
-    pipe.zcard(keys.queue(name))
-    pipe.smembers(flow.parked_groups)
-    queued, groups = pipe.execute()
+    queued, groups = yield [("zcard", keys.queue(name)), ("smembers", flow.parked_groups)]
     if not groups:
         return int(queued)
-    pipe = client.pipeline(transaction=False)
-    for group in groups:
-        pipe.zcard(flow.parked(text(group)))
-    return int(queued) + sum(int(n) for n in pipe.execute())
+    parked = yield [("zcard", flow.parked(text(group))) for group in groups]
+    return int(queued) + sum(int(n) for n in parked)
 
 
 def parked_position(

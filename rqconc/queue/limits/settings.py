@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import redis
 
 from rqconc.connection.clients import translated_errors
 from rqconc.connection.replicas import ReplicaWait
-from rqconc.queue.job import Job
 from rqconc.store.keys import KeySpace
 from rqconc.store.steps.limits import FlowSteps
 
@@ -186,27 +185,6 @@ class Limiter(LimitChanges):
         client = self.client()
         with translated_errors(client):
             return Limits.read(client, self.keys, self.name)
-
-    def enqueue_unique(
-        self,
-        jobs: List[Tuple[str, Dict[str, str]]],
-        common: Dict[str, str],
-        priority: int,
-        due_ms: Optional[int],
-    ) -> Job:
-        """Store the job unless a job holds its unique_key; the job stored, or the holder."""
-        if len(jobs) != 1:
-            raise ValueError("unique_key holds one job: enqueue_many cannot take it")
-        (job_id, own), client = jobs[0], self.client()
-        with translated_errors(client):
-            _, holder = FlowSteps(client, self.keys, self.wait).enqueue_unique(
-                self.name, job_id, {**common, **own}, priority, due_ms
-            )
-        job = Job.stored(holder, client, self.keys, {**common, **own, "queue": self.name})
-        job.wait = self.wait
-        if holder != job_id:  # the job that holds the key: its own fields
-            job.refresh()
-        return job
 
 
 __all__ = ["Limiter", "Limits", "limit_fields", "parse_rate"]

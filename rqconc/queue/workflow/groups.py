@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Tuple, Union
 
+from rqconc.aio.queue import AsyncQueue
 from rqconc.queue.eager.group import EagerGroup
 from rqconc.queue.queue import Queue
 from rqconc.queue.workflow.group_result import Group
@@ -42,6 +43,12 @@ class GroupSpec:
         if isinstance(queue, str):
             queue = Queue(queue)
         return queue.enqueue_group(self.signatures, self.chord)
+
+    async def aenqueue(self, queue: Union[AsyncQueue, str]) -> Any:
+        """`enqueue` for async code (rqconc.aio): an AsyncGroup."""
+        if isinstance(queue, str):
+            queue = AsyncQueue(queue)
+        return await queue.enqueue_group(self.signatures, self.chord)
 
 
 def group(*calls: Any) -> GroupSpec:

@@ -3,12 +3,13 @@ step when `wait_replicas` asks it) and one namespace's keys."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import redis
 
 from rqconc.connection.replicas import ReplicaWait, replicated
 from rqconc.store.keys import KeySpace
+from rqconc.store.scripts import Step
 
 
 class BoundSteps:
@@ -19,3 +20,7 @@ class BoundSteps:
     ) -> None:
         self.client = replicated(client, wait)  # wait_replicas: WAIT after each step
         self.keys = keys
+
+    def run(self, step: Step) -> Any:
+        """Run a step built by one of steps/' `*_step` functions on this client."""
+        return step.run(self.client)

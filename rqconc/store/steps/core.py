@@ -25,6 +25,7 @@ from rqconc.store.scripts import (
     EnqueueReply,
     FailReply,
     PromoteReply,
+    Step,
     now_ms,
     script,
     taken,
@@ -61,40 +62,9 @@ class Steps(BoundSteps):
         now: Optional[int] = None,
         mark: bool = False,
     ) -> Optional[Tuple[EnqueueReply, str]]:
-        """Store jobs (id, fields) of one priority, each hash also holding the `common`
-        fields, `queue` and `created_at` (`now`, ms). None when stored, else why not:
-        (EnqueueReply.EXISTS or MISSING_PARENT, the id); then nothing was written. `fresh_ids`: the
-        ids were just generated at random, so they need no check that they are free. `mark`:
-        leave the short-lived `enqueued:<first id>` mark a resend of this request finds."""
-        k = self.keys
-        common, leans = lean_marks(common or {}, jobs)
-        keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events]
-        args: List[Any] = [
-            queue,
-            now_ms() if now is None else now,
-            "" if due_ms is None else due_ms,
-            len(jobs),
-            k.prefix,
-            priority,
-            id_check(jobs, due_ms, common, fresh_ids),
-            len(common),
-        ]
-        for pair in common.items():
-            args += pair
-        job_prefix = k.job_prefix
-        for (job_id, fields), lean in zip(jobs, leans):
-            keys.append(job_prefix + job_id)
-            args += (job_id, len(fields) + lean)
-            for pair in fields.items():
-                args += pair
-            if lean:
-                args += ("lean", "1")
-        if mark:
-            keys.append(k.enqueued(jobs[0][0]))
-        code, detail = script("enqueue")(self.client, keys, args)
-        if code == 1:
-            return None
-        return EnqueueReply(code), text(detail)
+        """As `enqueue_step`, run here."""
+        step = enqueue_step(self.keys, queue, jobs, priority, due_ms, common, fresh_ids, now, mark)
+        return self.run(step)
 
     def enqueue_group(
         self,
@@ -104,19 +74,8 @@ class Steps(BoundSteps):
         chord: Optional[Tuple[str, Dict[str, Any]]],
         ttl: int,
     ) -> EnqueueGroupReply:
-        """Store a group's members (id, priority, fields), its record (kept `ttl` s once it
-        ended) and its chord callback (id, fields) deferred, in one step."""
-        k = self.keys
-        keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.events, k.group(group_id)]
-        keys.append(k.deferred(queue))
-        args = [queue, now_ms(), len(jobs), k.prefix, group_id, ttl, chord[0] if chord else ""]
-        for job_id, priority, fields in jobs:
-            keys.append(k.job(job_id))
-            args += [job_id, priority, len(fields), *chain.from_iterable(fields.items())]
-        if chord:
-            keys.append(k.job(chord[0]))
-            args += [len(chord[1]), *chain.from_iterable(chord[1].items())]
-        return EnqueueGroupReply(script("enqueue_group")(self.client, keys, args))
+        """As `enqueue_group_step`, run here."""
+        return self.run(enqueue_group_step(self.keys, queue, group_id, jobs, chord, ttl))
 
     def take(self, claim: str, queues: Sequence[str], lease_ms: int, worker: str) -> Any:
         """The taken job as (id, fields) or, if none, the delay (ms, by Redis' clock) until
@@ -290,10 +249,7 @@ class Steps(BoundSteps):
         return script("requeue_front")(self.client, keys, args) == 1
 
     def cancel(self, job_id: str, claim: str = "", worker: str = "") -> CancelReply:
-        k = self.keys
-        keys = [k.job(job_id), k.canceling, k.active, k.claims, k.seq, k.events]
-        args = [job_id, k.prefix, claim, worker]
-        return CancelReply(script("cancel")(self.client, keys, args))
+        return self.run(cancel_step(self.keys, job_id, claim, worker))
 
     def promote(self, queue: str, job_id: str) -> PromoteReply:
         """Move a scheduled or deferred job of `queue` to the back of that queue."""
@@ -302,11 +258,7 @@ class Steps(BoundSteps):
         return PromoteReply(script("promote")(self.client, keys, [job_id, k.prefix, queue]))
 
     def await_outcome(self, job_id: str) -> Tuple[AwaitReply, List[Any]]:
-        """(PUSHED, [outcome]); (MISSING, []) when the job does not exist; else (PENDING,
-        [status, serializer, result, exc_type, exc_message, traceback]), and the job is
-        marked as waited for if it has not ended."""
-        reply = script("await")(self.client, [self.keys.job(job_id), self.keys.done(job_id)], [])
-        return AwaitReply(reply[0]), list(reply[1:])
+        return self.run(await_step(self.keys, job_id))
 
     def claimed_job(self, claim: str) -> Optional[Tuple[str, Dict[str, Any]]]:
         """The job a claim currently holds, as (id, fields), or None if the claim is stale."""
@@ -318,3 +270,93 @@ class Steps(BoundSteps):
         if not fields or text(fields.get("token", "")) != claim:
             return None
         return text(job_id), fields
+
+
+# ---- the steps a producer runs, built once for both transports (Step.run, Step.arun) ----
+def enqueue_step(
+    k: KeySpace,
+    queue: str,
+    jobs: Sequence[Tuple[str, Dict[str, Any]]],
+    priority: int = 1,
+    due_ms: Optional[int] = None,
+    common: Optional[Dict[str, Any]] = None,
+    fresh_ids: bool = False,
+    now: Optional[int] = None,
+    mark: bool = False,
+) -> Step:
+    """Store jobs (id, fields) of one priority, each hash also holding the `common`
+    fields, `queue` and `created_at` (`now`, ms). Returns None when stored, else why not:
+    (EnqueueReply.EXISTS or MISSING_PARENT, the id); then nothing was written. `fresh_ids`:
+    the ids were just generated at random, so they need no check that they are free. `mark`:
+    leave the short-lived `enqueued:<first id>` mark a resend of this request finds."""
+    common, leans = lean_marks(common or {}, jobs)
+    keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events]
+    args: List[Any] = [
+        queue,
+        now_ms() if now is None else now,
+        "" if due_ms is None else due_ms,
+        len(jobs),
+        k.prefix,
+        priority,
+        id_check(jobs, due_ms, common, fresh_ids),
+        len(common),
+    ]
+    for pair in common.items():
+        args += pair
+    job_prefix = k.job_prefix
+    for (job_id, fields), lean in zip(jobs, leans):
+        keys.append(job_prefix + job_id)
+        args += (job_id, len(fields) + lean)
+        for pair in fields.items():
+            args += pair
+        if lean:
+            args += ("lean", "1")
+    if mark:
+        keys.append(k.enqueued(jobs[0][0]))
+    return Step(script("enqueue"), keys, args, _enqueued)
+
+
+def _enqueued(reply: Any) -> Optional[Tuple[EnqueueReply, str]]:
+    code, detail = reply
+    if code == 1:
+        return None
+    return EnqueueReply(code), text(detail)
+
+
+def enqueue_group_step(
+    k: KeySpace,
+    queue: str,
+    group_id: str,
+    jobs: Sequence[Tuple[str, int, Dict[str, Any]]],
+    chord: Optional[Tuple[str, Dict[str, Any]]],
+    ttl: int,
+) -> Step:
+    """Store a group's members (id, priority, fields), its record (kept `ttl` s once it
+    ended) and its chord callback (id, fields) deferred, in one step: an EnqueueGroupReply."""
+    keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.events, k.group(group_id)]
+    keys.append(k.deferred(queue))
+    args = [queue, now_ms(), len(jobs), k.prefix, group_id, ttl, chord[0] if chord else ""]
+    for job_id, priority, fields in jobs:
+        keys.append(k.job(job_id))
+        args += [job_id, priority, len(fields), *chain.from_iterable(fields.items())]
+    if chord:
+        keys.append(k.job(chord[0]))
+        args += [len(chord[1]), *chain.from_iterable(chord[1].items())]
+    return Step(script("enqueue_group"), keys, args, EnqueueGroupReply)
+
+
+def cancel_step(k: KeySpace, job_id: str, claim: str = "", worker: str = "") -> Step:
+    """Cancel a job: a CancelReply."""
+    keys = [k.job(job_id), k.canceling, k.active, k.claims, k.seq, k.events]
+    return Step(script("cancel"), keys, [job_id, k.prefix, claim, worker], CancelReply)
+
+
+def await_step(k: KeySpace, job_id: str) -> Step:
+    """(PUSHED, [outcome]); (MISSING, []) when the job does not exist; else (PENDING,
+    [status, serializer, result, exc_type, exc_message, traceback]), and the job is
+    marked as waited for if it has not ended."""
+    return Step(script("await"), [k.job(job_id), k.done(job_id)], [], _awaited)
+
+
+def _awaited(reply: Any) -> Tuple[AwaitReply, List[Any]]:
+    return AwaitReply(reply[0]), list(reply[1:])

@@ -7,8 +7,8 @@ from __future__ import annotations
 from enum import IntEnum
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from rqconc.store.keys import FlowKeys, unique_key
-from rqconc.store.scripts import script, text
+from rqconc.store.keys import FlowKeys, KeySpace, unique_key
+from rqconc.store.scripts import Step, script, text
 from rqconc.store.steps.bound import BoundSteps
 
 
@@ -51,15 +51,31 @@ class FlowSteps(BoundSteps):
         priority: int,
         due_ms: Optional[int],
     ) -> Tuple[UniqueReply, str]:
-        """Store one job holding its `unique_key` field, unless a job holding that key is
-        waiting, running or ended within its unique_for; with `debounce`, a waiting holder
-        takes the new arguments and moves later instead. Returns what happened and the id
-        of the job that holds the key now."""
-        k = self.keys
-        keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events]
-        keys += [k.job(job_id), unique_key(k, fields["unique_key"])]
-        args: List[Any] = [queue, "" if due_ms is None else due_ms, k.prefix, priority, job_id]
-        for pair in fields.items():
-            args += pair
-        code, holder = script("enqueue_unique")(self.client, keys, args)
-        return UniqueReply(code), text(holder)
+        """As `enqueue_unique_step`, run here."""
+        step = enqueue_unique_step(self.keys, queue, job_id, fields, priority, due_ms)
+        return step.run(self.client)
+
+
+def enqueue_unique_step(
+    k: KeySpace,
+    queue: str,
+    job_id: str,
+    fields: Dict[str, str],
+    priority: int,
+    due_ms: Optional[int],
+) -> Step:
+    """Store one job holding its `unique_key` field, unless a job holding that key is
+    waiting, running or ended within its unique_for; with `debounce`, a waiting holder
+    takes the new arguments and moves later instead. Returns what happened and the id
+    of the job that holds the key now (UniqueReply, id)."""
+    keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events]
+    keys += [k.job(job_id), unique_key(k, fields["unique_key"])]
+    args: List[Any] = [queue, "" if due_ms is None else due_ms, k.prefix, priority, job_id]
+    for pair in fields.items():
+        args += pair
+    return Step(script("enqueue_unique"), keys, args, _unique_reply)
+
+
+def _unique_reply(reply: Any) -> Tuple[UniqueReply, str]:
+    code, holder = reply
+    return UniqueReply(code), text(holder)

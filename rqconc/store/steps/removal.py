@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Sequence, Tuple
 
-from rqconc.store.keys import FlowKeys
-from rqconc.store.scripts import script
+from rqconc.store.keys import FlowKeys, KeySpace
+from rqconc.store.scripts import Step, script
 from rqconc.store.steps.bound import BoundSteps
 
 # Jobs popped and deleted per step: bounds how long one step holds Redis.
@@ -21,12 +21,8 @@ class RemovalSteps(BoundSteps):
     """The removing steps bound to one client and namespace."""
 
     def delete_jobs(self, job_ids: Sequence[str], queue: str = "") -> Tuple[int, int]:
-        """Delete the jobs not running (of `queue` only, if given): (deleted, left running)."""
-        k = self.keys
-        keys = [k.seq, k.events, *map(k.job, job_ids)]
-        args = [k.prefix, queue, DONE_GRACE_SECONDS, *job_ids]
-        deleted, running = script("delete_jobs")(self.client, keys, args)
-        return int(deleted), int(running)
+        """As `delete_jobs_step`, run here."""
+        return delete_jobs_step(self.keys, job_ids, queue).run(self.client)
 
     def empty_queue(self, queue: str) -> int:
         """Delete every waiting job of `queue`, a batch per step; how many."""
@@ -49,3 +45,15 @@ class RemovalSteps(BoundSteps):
             total += int(deleted)
             if not int(popped):
                 return total
+
+
+def delete_jobs_step(k: KeySpace, job_ids: Sequence[str], queue: str = "") -> Step:
+    """Delete the jobs not running (of `queue` only, if given): (deleted, left running)."""
+    keys = [k.seq, k.events, *map(k.job, job_ids)]
+    args = [k.prefix, queue, DONE_GRACE_SECONDS, *job_ids]
+    return Step(script("delete_jobs"), keys, args, _deleted)
+
+
+def _deleted(reply: Any) -> Tuple[int, int]:
+    deleted, running = reply
+    return int(deleted), int(running)

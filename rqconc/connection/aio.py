@@ -1,0 +1,83 @@
+"""The `redis.asyncio` clients of rqconc.aio, found as every other client is (SPEC section 6):
+a client passed in is used as it is; else the URL (explicit, REDIS_URL, or the embedded
+server's) is checked as `connect` checks it and opened with the same socket options: plain
+and TLS URLs, unix sockets, Sentinel (redis.asyncio's Sentinel) and Cluster (redis.asyncio's
+RedisCluster) alike. Nothing is sent to Redis here: the first command connects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any, Dict, Union
+
+import redis.asyncio as aioredis
+from redis.asyncio.cluster import ClusterNode
+from redis.asyncio.retry import Retry
+from redis.backoff import EqualJitterBackoff
+
+from rqconc.connection import cluster, sentinel
+from rqconc.connection.clients import checked_url, client_options, redact, resolve_url
+
+AsyncConnectionLike = Union[str, aioredis.Redis, aioredis.RedisCluster, None]
+
+
+def is_async_client(connection: Any) -> bool:
+    return isinstance(connection, (aioredis.Redis, aioredis.RedisCluster))
+
+
+def check_connection(connection: Any) -> None:
+    """TypeError, at once, for what cannot become an async client."""
+    if connection is None or isinstance(connection, str) or is_async_client(connection):
+        return
+    raise TypeError(
+        "connection must be a Redis URL, a redis.asyncio.Redis or a "
+        f"redis.asyncio.RedisCluster client, not {type(connection).__name__} (a blocking "
+        "client would stall the event loop: rqconc.aio needs redis.asyncio's)"
+    )
+
+
+async def connect_async(connection: AsyncConnectionLike = None) -> Any:
+    """An async client for `connection` (a URL, a redis.asyncio client, or None)."""
+    check_connection(connection)
+    if is_async_client(connection):
+        return connection
+    if connection or os.environ.get("REDIS_URL"):
+        url = resolve_url(connection)  # type: ignore[arg-type]
+    else:  # the embedded server may have to be started: a subprocess and a wait
+        url = await asyncio.to_thread(resolve_url, None)
+    return async_client(checked_url(url))
+
+
+def async_options(url: str) -> Dict[str, Any]:
+    """`client_options(url)` with redis.asyncio's retry in place of redis-py's."""
+    options = client_options(url)
+    options["retry"] = Retry(EqualJitterBackoff(cap=0.5, base=0.05), 2)
+    return options
+
+
+def async_client(url: str) -> Any:
+    """The redis.asyncio client of a checked URL."""
+    options = async_options(url)
+    try:
+        if cluster.is_cluster_url(url):
+            seeds, cluster_options = cluster.parse_url(url)
+            cluster_options.update(options)
+            return aioredis.RedisCluster(
+                startup_nodes=[ClusterNode(host, port) for host, port in seeds],
+                require_full_coverage=False,  # a failover leaves slots briefly masterless
+                **cluster_options,
+            )
+        if sentinel.is_sentinel_url(url):
+            parsed = sentinel.SentinelURL(url)
+            manager = aioredis.Sentinel(
+                parsed.sentinels, sentinel_kwargs=sentinel.sentinel_options(parsed)
+            )
+            return manager.master_for(parsed.service, **sentinel.master_options(parsed, options))
+        return aioredis.Redis.from_url(url, **options)
+    except ValueError:
+        # Never quote redis-py's message: it may name a piece of the password.
+        shape = sentinel.URL_SHAPE if sentinel.is_sentinel_url(url) else cluster.URL_FORM
+        plain = not (sentinel.is_sentinel_url(url) or cluster.is_cluster_url(url))
+        hint = "it cannot be read as a Redis URL" if plain else f"expected {shape}"
+        raise ValueError(f"invalid Redis URL {redact(url)!r}: {hint}") from None
