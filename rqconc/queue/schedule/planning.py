@@ -41,7 +41,7 @@ def due_ticks(entry: CronEntry, now: float) -> List[Tick]:
     bounds = entry.bounds
     base = max(entry.registered_at, entry.last_tick if entry.last_tick is not None else 0)
     ticks = []
-    latest = latest_tick(entry.expr, now, entry.tz)
+    latest = latest_tick(entry.expr, _until(entry, now), entry.tz)
     if latest > base and bounds.allows(latest):  # missed (or due now): only the latest fires
         ticks.append(latest)
     after = max(base, now)
@@ -67,7 +67,15 @@ def exhausted(entry: CronEntry, now: float) -> bool:
     if bounds.end is None:
         return False
     base = max(entry.registered_at, entry.last_tick if entry.last_tick is not None else 0)
+    if latest_tick(entry.expr, _until(entry, now), entry.tz) > base:  # one due, unfired
+        return False
     return next_tick(entry.expr, max(base, now), entry.tz) > bounds.end
+
+
+def _until(entry: CronEntry, now: float) -> float:
+    """Where the latest missed tick is looked for: up to now, but never past `end` (the
+    last tick inside the window still fires when the leader comes after it)."""
+    return now if entry.bounds.end is None else min(now, entry.bounds.end)
 
 
 def retire(steps: Steps, entry: CronEntry) -> bool:
