@@ -248,7 +248,8 @@ class Queue:
     def cron(
         self, expr: str, func: Func, *args: Any, id: Optional[str] = None, **kwargs: Any
     ) -> CronEntry:
-        """Run func(*args, **kwargs) at every tick of `expr`, once (CronTab.cron)."""
+        """Run func(*args, **kwargs) at every tick of `expr`, once (CronTab.cron: also tz,
+        times, start, end, skip_if_running)."""
         return self.crontab.cron(expr, func, *args, id=id, **kwargs)
 
     def every(

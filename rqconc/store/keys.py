@@ -182,6 +182,11 @@ class KeySpace:
         """Cron id -> the latest tick (Unix seconds) whose job has been enqueued."""
         return self.prefix + "cron:last"
 
+    @property
+    def cron_fired(self) -> str:
+        """Cron id -> how many ticks' jobs were enqueued (for an entry's `times` bound)."""
+        return self.prefix + "cron:fired"
+
     def cron_planned(self, cron_id: str) -> str:
         """Jobs enqueued for a cron's ticks (score = tick ms): removal deletes those that
         have not started."""

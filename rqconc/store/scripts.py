@@ -174,6 +174,14 @@ class CronAdvanceReply(IntEnum):
     RECORDED = 1
 
 
+class CronSkipReply(IntEnum):
+    """cron_skip.lua."""
+
+    GONE = -1  # the entry was removed or replaced
+    FIRE = 0
+    SKIPPED = 1
+
+
 class Script:
     """One Lua file: its source and SHA1, callable on any client. Called by SHA; a server
     that does not know it yet (first use, or a restart flushed its script cache) answers

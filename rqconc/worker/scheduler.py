@@ -19,8 +19,8 @@ tick is missed at a handover.
 
 When no scheduler ran through several ticks (every worker down), only the latest missed
 tick fires, at once (SPEC section 7). The ticks a dead leader planned ahead carry their
-`stale_at` time (queue/cron.py plan_tick): the take step that finds one due only after a
-later tick was due cancels it (a `canceled` event) instead of running it.
+`stale_at` time (queue/schedule/planning.py plan_tick): the take step that finds one due
+only after a later tick was due cancels it (a `canceled` event) instead of running it.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from typing import List, Optional, Tuple
 
 import redis
 
-from rqconc.queue.schedule.cron import LOOKAHEAD, CronEntry, due_ticks, plan_tick  # noqa: F401 (tests)
+from rqconc.queue.schedule.cron import LOOKAHEAD, CronEntry  # noqa: F401 (tests)
 from rqconc.queue.schedule.intervals import Tick
+from rqconc.queue.schedule.planning import due_ticks, exhausted, plan_tick, retire
 from rqconc.store.clock import redis_time
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import CronLeaseReply
@@ -88,12 +89,18 @@ class Scheduler:
         pipe = self.client.pipeline(transaction=False)
         pipe.hgetall(self.keys.crons)
         pipe.hgetall(self.keys.cron_last)
-        raw, last = pipe.execute()
+        pipe.hgetall(self.keys.cron_fired)
+        raw, last, fired = pipe.execute()
         last_ticks = {text(k): v for k, v in last.items()}
+        fired_counts = {text(k): v for k, v in fired.items()}
         enqueued = 0
         for cron_id, value in raw.items():
+            name = text(cron_id)
             try:
-                entry = CronEntry.from_json(value, last_ticks.get(text(cron_id)))
+                entry = CronEntry.from_json(value, last_ticks.get(name), fired_counts.get(name))
+                if exhausted(entry, now):  # bounded, nothing left to fire
+                    retire(Steps(self.client, self.keys), entry)
+                    continue
                 ticks = due_ticks(entry, now)
             except (ValueError, KeyError, TypeError) as exc:  # a corrupt entry skips itself
                 log.error("cron %s: cannot read its entry (%s); skipping it", text(cron_id), exc)

@@ -14,7 +14,8 @@ from tests.cli.test_commands import assert_one_line_error, rqconc, rqconc_all
 from tests.queue import tasks
 from tests.support.redis_server import free_port
 
-LISTED = ["id", "expr", "func", "queue", "next_run", "last_tick", "description", "next_runs"]
+LISTED = ["id", "expr", "func", "queue", "next_run", "last_tick", "description", "tz", "times"]
+LISTED += ["fired", "start", "end", "skip_if_running", "next_runs"]
 
 
 def test_cron_list_shows_each_entry_and_the_leader_in_text_and_json(redis_server):
@@ -55,10 +56,12 @@ def test_cron_list_shows_each_entry_and_the_leader_in_text_and_json(redis_server
         "EXPR",
         "FUNCTION",
         "QUEUE",
+        "ZONE",
         "NEXT",
         "RUNS",
         "LAST",
         "ENQUEUED",
+        "BOUNDS",
     ]
     assert lines[1].startswith("every ") and lines[2].startswith("hourly ")
     assert "0 * * * *" in lines[2] and "tests.queue.tasks:add" in lines[2]

@@ -33,11 +33,12 @@ from croniter import croniter
 from rqconc.connection.clients import translated_errors
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.job_fields import description_of
-from rqconc.queue.schedule import intervals
+from rqconc.queue.schedule import intervals, zones
+from rqconc.queue.schedule.bounds import Bounds
 from rqconc.queue.schedule.intervals import Tick
 from rqconc.store.keys import KeySpace, check_queue_name
-from rqconc.store.scripts import CronAdvanceReply, CronPutReply
-from rqconc.store.steps.core import Steps, text
+from rqconc.store.scripts import CronPutReply
+from rqconc.store.steps.core import text
 from rqconc.store.steps.cron import CronSteps
 
 log = logging.getLogger("rqconc.queue.schedule.cron")
@@ -97,30 +98,38 @@ def check_cron_id(cron_id: Any) -> str:
         ) from None
 
 
-def next_tick(expr: str, after: float) -> Tick:
-    """The first tick strictly after `after` (Unix seconds)."""
+def next_tick(expr: str, after: float, tz: Optional[str] = None) -> Tick:
+    """The first tick strictly after `after` (Unix seconds); `expr` read in zone `tz`."""
     every = intervals.period_ms(expr)
     if every:
         return intervals.next_tick(every, after)
+    zone = zones.zone_of(tz)
+    if zone is not None:
+        return zones.next_tick(expr, after, zone)
     return int(croniter(expr, after).get_next(float))
 
 
-def next_ticks(expr: str, after: float, count: int = SHOWN_RUNS) -> List[Tick]:
+def next_ticks(
+    expr: str, after: float, count: int = SHOWN_RUNS, tz: Optional[str] = None
+) -> List[Tick]:
     """The next `count` ticks after `after`: six-field expressions read seconds last
     (croniter), so `*/2 * * * * *` is every second of even minutes, which these show."""
     ticks: List[Tick] = []
     for _ in range(count):
-        tick = next_tick(expr, after)
+        tick = next_tick(expr, after, tz)
         ticks.append(tick)
         after = tick
     return ticks
 
 
-def latest_tick(expr: str, now: float) -> Tick:
+def latest_tick(expr: str, now: float, tz: Optional[str] = None) -> Tick:
     """The latest tick at or before `now` (whole seconds, but for a fractional interval)."""
     every = intervals.period_ms(expr)
     if every:
         return intervals.latest_tick(every, now)
+    zone = zones.zone_of(tz)
+    if zone is not None:
+        return zones.latest_tick(expr, now, zone)
     return int(croniter(expr, float(int(now) + 1)).get_prev(float))
 
 
@@ -136,16 +145,30 @@ class CronEntry:
     registered_at: float
     template: Dict[str, Any]
     last_tick: Optional[Tick] = None  # the latest tick whose job was enqueued
+    tz: str = zones.UTC  # the zone its expression is read in
+    bounds: Bounds = Bounds()
+    fired: int = 0  # ticks whose job was enqueued (counted for bounds.times)
 
     @property
-    def next_run(self) -> Tick:
-        """The next tick from now, as a Unix timestamp."""
-        return next_tick(self.expr, time.time())
+    def next_run(self) -> Optional[Tick]:
+        """The next tick from now inside its bounds, as a Unix timestamp (None: no more)."""
+        runs = self.next_runs
+        return runs[0] if runs else None
 
     @property
     def next_runs(self) -> List[Tick]:
-        """The next SHOWN_RUNS ticks from now, as Unix timestamps."""
-        return next_ticks(self.expr, time.time())
+        """The next SHOWN_RUNS ticks from now inside its bounds, as Unix timestamps."""
+        return self.runs_after(time.time())
+
+    def runs_after(self, now: float, count: int = SHOWN_RUNS) -> List[Tick]:
+        """The next `count` ticks after `now` that will fire (within start, end, times)."""
+        start = self.bounds.start
+        after = max(now, start - 0.001) if start is not None else now
+        left = count
+        if self.bounds.times is not None:
+            left = min(count, max(0, self.bounds.times - self.fired))
+        runs = next_ticks(self.expr, after, left, self.tz) if left else []
+        return [run for run in runs if self.bounds.allows(run)]
 
     @property
     def priority(self) -> int:
@@ -161,11 +184,14 @@ class CronEntry:
                 "version": self.version,
                 "registered_at": self.registered_at,
                 "template": self.template,
+                # Set fields only: an entry with none of them is stored as before them.
+                **({"tz": self.tz} if self.tz != zones.UTC else {}),
+                **self.bounds.as_json(),
             }
         )
 
     @classmethod
-    def from_json(cls, data: Any, last_tick: Any = None) -> CronEntry:
+    def from_json(cls, data: Any, last_tick: Any = None, fired: Any = None) -> CronEntry:
         raw = json.loads(text(data))
         last = intervals.parse_tick(text(last_tick)) if last_tick is not None else None
         return cls(
@@ -177,6 +203,9 @@ class CronEntry:
             float(raw["registered_at"]),
             dict(raw["template"]),
             last,
+            str(raw.get("tz") or zones.UTC),
+            Bounds.from_json(raw),
+            int(text(fired)) if fired is not None else 0,
         )
 
     def as_dict(self) -> Dict[str, Any]:
@@ -189,6 +218,12 @@ class CronEntry:
             "next_run": self.next_run,
             "last_tick": self.last_tick,
             "description": description_of(self.template),
+            "tz": self.tz,
+            "times": self.bounds.times,
+            "fired": self.fired,
+            "start": self.bounds.start,
+            "end": self.bounds.end,
+            "skip_if_running": self.bounds.skip_if_running,
         }
 
 
@@ -200,13 +235,19 @@ def register(
     cron_id: str,
     fields: Dict[str, str],
     wait: Optional[ReplicaWait] = None,
+    tz: str = zones.UTC,
+    bounds: Bounds = Bounds(),
 ) -> CronEntry:
     """Store (or replace) the entry `cron_id` of `queue`: `expr` as checked by
-    check_expression, `fields` a job prepared by `Queue.prepare` (its template). Its first
-    tick is the first one after now; the scheduler's leader enqueues it. `wait`: the
-    queue's wait_replicas."""
+    check_expression (read in zone `tz`, checked by zones.check_zone), `fields` a job
+    prepared by `Queue.prepare` (its template), `bounds` as bounds.check_bounds made them.
+    Its first tick is the first one after now; the scheduler's leader enqueues it. `wait`:
+    the queue's wait_replicas."""
     template = {name: value for name, value in fields.items() if name not in PER_JOB_FIELDS}
-    entry = CronEntry(cron_id, expr, fields["func"], queue, uuid.uuid4().hex, time.time(), template)
+    version, now = uuid.uuid4().hex, time.time()
+    entry = CronEntry(
+        cron_id, expr, fields["func"], queue, version, now, template, None, tz, bounds
+    )
     _put(client, keys, cron_id, entry, wait)
     # Said at once, so a six-field expression read seconds last surprises no one.
     log.info(
@@ -215,7 +256,8 @@ def register(
         queue,
         expr,
         entry.func,
-        ", ".join(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t)) for t in entry.next_runs),
+        ", ".join(time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t)) for t in entry.next_runs)
+        + ("" if tz == zones.UTC else f" ({tz})"),
     )
     return entry
 
@@ -226,12 +268,15 @@ def entries(client: redis.Redis, keys: KeySpace) -> List[CronEntry]:
         pipe = client.pipeline(transaction=False)
         pipe.hgetall(keys.crons)
         pipe.hgetall(keys.cron_last)
-        raw, last = pipe.execute()
+        pipe.hgetall(keys.cron_fired)
+        raw, last, fired = pipe.execute()
     last_ticks = {text(k): v for k, v in last.items()}
+    fired_counts = {text(k): v for k, v in fired.items()}
     found = []
     for cron_id, value in raw.items():
         try:
-            found.append(CronEntry.from_json(value, last_ticks.get(text(cron_id))))
+            name = text(cron_id)
+            found.append(CronEntry.from_json(value, last_ticks.get(name), fired_counts.get(name)))
         except (ValueError, KeyError, TypeError) as exc:
             log.warning(
                 "cron %s: unreadable entry left out (%r); remove it with `rqconc cron remove %s`",
@@ -305,50 +350,3 @@ def _read_current(
 
 def tick_job_id(cron_id: str, tick: Tick) -> str:
     return f"cron.{cron_id}.{intervals.tick_text(tick)}"
-
-
-def due_ticks(entry: CronEntry, now: float) -> List[Tick]:
-    """The ticks to enqueue now: the latest missed one (if any), then every tick up to
-    now + LOOKAHEAD not enqueued yet."""
-    base = max(entry.registered_at, entry.last_tick if entry.last_tick is not None else 0)
-    ticks = []
-    latest = latest_tick(entry.expr, now)
-    if latest > base:  # missed (or due this very second): only the latest one fires
-        ticks.append(latest)
-    after = max(base, now)
-    while len(ticks) < MAX_TICKS_PER_RUN:
-        tick = next_tick(entry.expr, after)
-        if tick > now + LOOKAHEAD:
-            break
-        ticks.append(tick)
-        after = tick
-    return ticks
-
-
-def plan_tick(steps: Steps, entry: CronEntry, tick: Tick, now: float) -> bool:
-    """Enqueue the job of one tick (scheduled at the tick if it is ahead, else waiting at
-    once), then record it; True if this call created the job. Idempotent: the job id is
-    made of the entry and the tick, and the enqueue step refuses an id that exists."""
-    job_id = tick_job_id(entry.id, tick)
-    fields = dict(entry.template)
-    meta = json.loads(fields.get("meta") or "{}")
-    meta.update(cron=entry.id, tick=tick)
-    fields["meta"] = json.dumps(meta)
-    due_ms = intervals.tick_ms(tick) if tick > now else None
-    if due_ms is not None:  # read by the take step's promotion (lua/include/take.lua)
-        stale_at = intervals.tick_ms(next_tick(entry.expr, tick)) + STALE_GRACE_MS
-        fields["stale_at"] = str(stale_at)
-    created = steps.enqueue(entry.queue, [(job_id, fields)], entry.priority, due_ms) is None
-    recorded = CronSteps(steps.client, steps.keys).advance(
-        entry.id,
-        entry.version,
-        entry.queue,
-        intervals.tick_text(tick),
-        created,
-        job_id,
-        PLANNED_RETENTION_MS,
-    )
-    if created and recorded is CronAdvanceReply.RECORDED:
-        log.debug("cron %s: enqueued %s for tick %d", entry.id, job_id, tick)
-        return True
-    return False

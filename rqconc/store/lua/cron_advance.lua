@@ -11,6 +11,7 @@ KEYS[3]          cron:planned:<id>   the cron's enqueued jobs, score = tick (ms)
 KEYS[4]          job:<job id>        the tick's job
 KEYS[5]          scheduled:<queue>   where a future tick's job waits
 KEYS[6]          q:<queue>           where a due tick's job waits
+KEYS[7]          cron:fired          cron id -> how many ticks' jobs were enqueued
 
 ARGV[1]          cron id
 ARGV[2]          the entry version the job was made from
@@ -21,8 +22,8 @@ ARGV[6]          now (ms)
 ARGV[7]          how long (ms) a tick's job stays in cron:planned after its tick
 
 Returns 1 when recorded, 0 when the job this caller created must not run (it is deleted
-unless it started already): its entry is gone or was replaced, or its tick was enqueued
-before (the job it had then has ended and expired).
+unless it started already): its entry is gone or was replaced, its tick was enqueued
+before (the job it had then has ended and expired), or the entry fired its `times` already.
 ]]
 local created, job_id = ARGV[4] == '1', ARGV[5]
 
@@ -40,10 +41,12 @@ local function undo()
 end
 
 local entry = redis.call('HGET', KEYS[1], ARGV[1])
-local version = nil
+local version, times = nil, nil
 if entry then
   local ok, decoded = pcall(cjson.decode, entry)
-  version = ok and type(decoded) == 'table' and decoded.version or nil
+  if ok and type(decoded) == 'table' then
+    version, times = decoded.version, tonumber(decoded.times)
+  end
 end
 if version ~= ARGV[2] then
   return undo()
@@ -53,11 +56,17 @@ if created and redis.call('ZSCORE', KEYS[3], job_id) then
   -- expired): a leader that read cron:last before that happened enqueued it again.
   return undo()
 end
+local new = not redis.call('ZSCORE', KEYS[3], job_id)
+-- At most `times` ticks fire (SPEC 18), counted here, where each tick is recorded once.
+if new and times and (tonumber(redis.call('HGET', KEYS[7], ARGV[1])) or 0) >= times then
+  return undo()
+end
 local tick = tonumber(ARGV[3])
 local last = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
 if not last or tick > last then
   redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
 end
 redis.call('ZADD', KEYS[3], tick * 1000, job_id)
+if new then redis.call('HINCRBY', KEYS[7], ARGV[1], 1) end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', tonumber(ARGV[6]) - tonumber(ARGV[7]))
 return 1

@@ -11,7 +11,8 @@ KEYS[2]          cron:last           cron id -> latest enqueued tick
 KEYS[3]          cron:planned:<id>   the cron's enqueued jobs
 KEYS[4]          scheduled:<queue>   the current entry's queue (any queue if there is none)
 KEYS[5]          q:<queue>
-KEYS[5+i]        job:<id>            the i-th planned job (i = 1..n)
+KEYS[6]          cron:fired          cron id -> ticks fired (an entry's `times` bound)
+KEYS[6+i]        job:<id>            the i-th planned job (i = 1..n)
 
 ARGV[1]          cron id
 ARGV[2]          the current entry's version as read by the caller ("" when none)
@@ -47,17 +48,18 @@ end
 
 local deleted = 0
 for i = 1, n do
-  local status = redis.call('HGET', KEYS[5 + i], 'status')
+  local status = redis.call('HGET', KEYS[6 + i], 'status')
   if status == 'scheduled' or status == 'queued' then
     redis.call('ZREM', KEYS[4], ARGV[4 + i])
     redis.call('ZREM', KEYS[5], ARGV[4 + i])
-    redis.call('DEL', KEYS[5 + i])
+    redis.call('DEL', KEYS[6 + i])
     deleted = deleted + 1
   end
 end
 redis.call('DEL', KEYS[3])
 -- A new definition starts from its registration time, not from the old one's last tick.
 redis.call('HDEL', KEYS[2], ARGV[1])
+redis.call('HDEL', KEYS[6], ARGV[1])
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], ARGV[1])
 else

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from rqconc.store.scripts import CronAdvanceReply, CronLeaseReply, CronPutReply, now_ms, script
+from rqconc.store.scripts import (
+    CronAdvanceReply,
+    CronLeaseReply,
+    CronPutReply,
+    CronSkipReply,
+    now_ms,
+    script,
+)
 from rqconc.store.steps.bound import BoundSteps
 
 
@@ -33,7 +40,7 @@ class CronSteps(BoundSteps):
         deletes the job this caller created when its entry changed or the tick ran before."""
         k = self.keys
         keys = [k.crons, k.cron_last, k.cron_planned(cron_id), k.job(job_id)]
-        keys += [k.scheduled(queue), k.queue(queue)]
+        keys += [k.scheduled(queue), k.queue(queue), k.cron_fired]
         args = [cron_id, version, tick, "1" if created else "0", job_id, now_ms(), retention_ms]
         return CronAdvanceReply(script("cron_advance")(self.client, keys, args))
 
@@ -49,8 +56,26 @@ class CronSteps(BoundSteps):
             k.cron_planned(cron_id),
             k.scheduled(queue),
             k.queue(queue),
+            k.cron_fired,
             *map(k.job, planned),
         ]
         args = [cron_id, version, entry, len(planned), *planned]
         code, _ = script("cron_put")(self.client, keys, args)
         return CronPutReply(code)
+
+    def skip(
+        self, cron_id: str, version: str, tick: str, job_id: str, queue: str, func: str
+    ) -> CronSkipReply:
+        """Skip tick `tick` (job id `job_id`, never made) of a skip_if_running entry if its
+        previous job still waits or runs, with a `skipped` event (lua/cron_skip.lua)."""
+        k = self.keys
+        keys = [k.crons, k.cron_last, k.cron_planned(cron_id), k.events]
+        args = [cron_id, version, tick, job_id, queue, func, k.prefix]
+        return CronSkipReply(script("cron_skip")(self.client, keys, args))
+
+    def retire(self, cron_id: str, version: str, retention_ms: int) -> bool:
+        """Remove an entry with nothing left to fire, keeping its enqueued jobs; False if
+        it changed or is gone (lua/cron_retire.lua)."""
+        k = self.keys
+        keys = [k.crons, k.cron_last, k.cron_fired, k.cron_planned(cron_id)]
+        return bool(script("cron_retire")(self.client, keys, [cron_id, version, retention_ms]))
