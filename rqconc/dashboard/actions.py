@@ -21,6 +21,7 @@ from rqconc.queue.job import Job
 from rqconc.queue.queue import Queue
 
 MAX_SELECTED = 500  # ids one action takes at most (a page shows 50)
+GONE = "no such job (it may have expired)"
 
 
 def _ids(body: Dict[str, Any]) -> List[str]:
@@ -32,17 +33,18 @@ def _ids(body: Dict[str, Any]) -> List[str]:
     return list(dict.fromkeys(ids))
 
 
-def _each(ids: List[str], act: Callable[[str], bool], verb: str) -> Dict[str, Any]:
-    """act(id) for every id: how many it changed, and why each other one was not."""
+def _each(ids: List[str], act: Callable[[str], bool], verb: str, unchanged: str) -> Dict[str, Any]:
+    """act(id) for every id: how many it changed, and why each other one was not
+    (`unchanged`: why, when act returns False)."""
     done, refused = 0, {}
     for job_id in ids:
         try:
             if act(job_id):
                 done += 1
             else:
-                refused[job_id] = f"not {verb} (it may have ended or moved meanwhile)"
+                refused[job_id] = unchanged
         except errors.NoSuchJob:
-            refused[job_id] = "no such job (it may have expired)"
+            refused[job_id] = GONE
         except ValueError as exc:
             refused[job_id] = str(exc)
     return {verb: done, "refused": refused}
@@ -60,7 +62,7 @@ async def delete_jobs(request: Request) -> JSONResponse:
     def delete(job_id: str) -> bool:
         return Job(job_id, client, namespace).delete()
 
-    return JSONResponse(await in_thread(_each, ids, delete, "deleted"))
+    return JSONResponse(await in_thread(_each, ids, delete, "deleted", GONE))
 
 
 async def cancel_jobs(request: Request) -> JSONResponse:
@@ -70,19 +72,27 @@ async def cancel_jobs(request: Request) -> JSONResponse:
     def cancel(job_id: str) -> bool:
         return Job(job_id, client, namespace).cancel()
 
-    return JSONResponse(await in_thread(_each, ids, cancel, "canceled"))
+    return JSONResponse(await in_thread(_each, ids, cancel, "canceled", "it had already ended"))
 
 
 async def requeue_jobs(request: Request) -> JSONResponse:
     body = await body_of(request)
     letters = _queue(request, body.get("queue")).failed
-    return JSONResponse(await in_thread(_each, _ids(body), letters.requeue, "requeued"))
+    return JSONResponse(
+        await in_thread(
+            _each, _ids(body), letters.requeue, "requeued", "not a dead letter of this queue"
+        )
+    )
 
 
 async def promote_jobs(request: Request) -> JSONResponse:
     body = await body_of(request)
     queue = _queue(request, body.get("queue"))
-    return JSONResponse(await in_thread(_each, _ids(body), queue.promote, "promoted"))
+    return JSONResponse(
+        await in_thread(
+            _each, _ids(body), queue.promote, "promoted", "neither scheduled nor deferred"
+        )
+    )
 
 
 async def empty_queue(request: Request) -> JSONResponse:

@@ -33,7 +33,7 @@ def where(request: Request) -> Tuple[redis.Redis, str]:
 
 def queue_name(value: Any) -> str:
     try:
-        return checkqueue_name(value)
+        return check_queue_name(value)
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
 
