@@ -109,10 +109,11 @@ async function post(path, body) {
   return answer;
 }
 
-// `body`: the JSON to post, or a function giving it at the click (the selected jobs).
+// `body`: the JSON to post, or a function giving it at the click (the selected jobs). The
+// handler resolves to whether the action was confirmed and done.
 function action(path, body, confirmText) {
   return async (event) => {
-    if (confirmText && !window.confirm(confirmText)) return;
+    if (confirmText && !window.confirm(confirmText)) return false;
     const button = event.currentTarget;
     button.disabled = true;
     try {
@@ -121,9 +122,11 @@ function action(path, body, confirmText) {
       if (refused.length) throw new Error(refused.map(([id, why]) => `${id}: ${why}`).join("; "));
       showError("");
       await refresh();
+      return true;
     } catch (error) {
       await refresh();
       showError(error.message);
+      return false;
     } finally {
       button.disabled = false;
     }

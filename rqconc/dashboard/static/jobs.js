@@ -101,7 +101,7 @@ function queueHead(row, name, params) {
 function selectionButtons(name, status) {
   const ids = () => Array.from(queueView.selected);
   const act = (verb, extra, question) => action(`/api/selected/${verb}`, () => Object.assign({ ids: ids() }, extra), question);
-  const after = (handler) => async (event) => { await handler(event); queueView.selected.clear(); };
+  const after = (handler) => async (event) => { if (await handler(event)) queueView.selected.clear(); };
   const buttons = [];
   if (status === "failed") buttons.push(el("button", { id: "requeue-selected", onclick: after(act("requeue", { queue: name })), text: "Requeue selected" }));
   if (status === "scheduled" || status === "deferred") buttons.push(el("button", { id: "promote-selected", onclick: after(act("promote", { queue: name })), text: "Run selected now" }));
