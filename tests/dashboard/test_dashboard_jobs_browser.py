@@ -56,7 +56,7 @@ def test_selected_jobs_are_deleted_only_once_the_confirmation_is_accepted(
     wait_page(browser, "#jobs")
     for job in jobs[:2]:
         box = f'tr[data-job-id="{job.id}"] input.select'
-        _settled(lambda: browser.find_element(By.CSS_SELECTOR, box).click())
+        _settled(lambda box=box: browser.find_element(By.CSS_SELECTOR, box).click())
     _settled(lambda: browser.find_element(By.ID, "delete-selected").click())
     dialog = browser.switch_to.alert
     assert dialog.text == "Delete the selected jobs?"
