@@ -1,5 +1,6 @@
 """The `rqconc` inspection and management commands: info, enqueue, job, ping, server,
-suspend, resume, failed, requeue, cancel, events, cron, dashboard, cluster."""
+suspend, resume, failed, requeue, cancel, events, cron, dashboard, cluster, limits, pause,
+jobs, empty, delete."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from rqconc.cli.enqueue import enqueue
 from rqconc.cli.events import events
 from rqconc.cli.failed import failed, requeue
 from rqconc.cli.info import info
-from rqconc.cli.job import job
+from rqconc.cli.jobs import jobs
 from rqconc.cli.limits import limits, pause
 from rqconc.cli.ping import ping
+from rqconc.cli.removal import delete, empty, job
 from rqconc.cli.server import server
 
 
@@ -39,5 +41,8 @@ def register(group: click.Group) -> None:
         cluster,
         limits,
         pause,
+        jobs,
+        empty,
+        delete,
     ):
         group.add_command(command)

@@ -26,12 +26,12 @@ from rqconc.queue.queue import Queue
 from rqconc.store.keys import check_queue_name
 
 
-def _where(request: Request) -> Tuple[redis.Redis, str]:
+def where(request: Request) -> Tuple[redis.Redis, str]:
     state = request.app.state
     return state.client, state.namespace
 
 
-def _queue_name(value: Any) -> str:
+def queue_name(value: Any) -> str:
     try:
         return check_queue_name(value)
     except ValueError as exc:
@@ -46,7 +46,7 @@ def _offset(request: Request) -> int:
 
 
 def overview(request: Request) -> JSONResponse:
-    client, namespace = _where(request)
+    client, namespace = where(request)
     report = reads.overview(client, namespace)
     names = [q["name"] for q in report["queues"]]
     rates = queue_rates(client, namespace, names)
@@ -57,11 +57,11 @@ def overview(request: Request) -> JSONResponse:
 
 
 def workers(request: Request) -> JSONResponse:
-    return JSONResponse(reads.workers(*_where(request)))
+    return JSONResponse(reads.workers(*where(request)))
 
 
 def job(request: Request) -> JSONResponse:
-    client, namespace = _where(request)
+    client, namespace = where(request)
     page = job_page(client, namespace, request.path_params["job_id"])
     if page is None:
         raise HTTPException(404, "no such job (it may have expired)")
@@ -70,22 +70,41 @@ def job(request: Request) -> JSONResponse:
 
 def failed(request: Request) -> JSONResponse:
     """The dead letters of `?queue=Q`, or of every queue without it (or with it empty)."""
-    client, namespace = _where(request)
+    client, namespace = where(request)
     given = request.query_params.get("queue")
-    queue = _queue_name(given) if given else None
+    queue = queue_name(given) if given else None
     return JSONResponse(reads.failed_page(client, namespace, queue, _offset(request)))
 
 
+def queue_jobs(request: Request) -> JSONResponse:
+    """`/api/queues/{queue}/jobs?status=S&func=F&offset=N`: one page of a queue's jobs."""
+    client, namespace = where(request)
+    queue = queue_name(request.path_params["queue"])
+    params = request.query_params
+    try:
+        page = reads.jobs_page(
+            client,
+            namespace,
+            queue,
+            params.get("status", "queued"),
+            _offset(request),
+            params.get("func") or None,
+        )
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    return JSONResponse(page)
+
+
 def scheduled(request: Request) -> JSONResponse:
-    client, namespace = _where(request)
-    queue = _queue_name(request.query_params.get("queue", "default"))
+    client, namespace = where(request)
+    queue = queue_name(request.query_params.get("queue", "default"))
     page = reads.scheduled_page(client, namespace, queue)
     page["crons"] = reads.crons(client, namespace)
     return JSONResponse(page)
 
 
 def events(request: Request) -> JSONResponse:
-    client, namespace = _where(request)
+    client, namespace = where(request)
     after = request.query_params.get("after") or None
     if after is not None and not _is_stream_id(after):
         raise HTTPException(400, "after must be a stream id such as 1700000000000-0")
@@ -100,7 +119,7 @@ def _is_stream_id(value: str) -> bool:
 # ---- actions: POST + CSRF token ----
 
 
-async def _body(request: Request) -> Dict[str, Any]:
+async def body_of(request: Request) -> Dict[str, Any]:
     check_csrf(request, request.app.state.csrf_token)
     try:
         body = await request.json()
@@ -112,19 +131,19 @@ async def _body(request: Request) -> Dict[str, Any]:
 
 
 def _dead_letters(request: Request, body: Dict[str, Any]) -> Any:
-    client, namespace = _where(request)
-    queue = _queue_name(body.get("queue"))
+    client, namespace = where(request)
+    queue = queue_name(body.get("queue"))
     return Queue(queue, connection=client, namespace=namespace).failed
 
 
 async def requeue(request: Request) -> JSONResponse:
-    body = await _body(request)
+    body = await body_of(request)
     letters = _dead_letters(request, body)
     if body.get("all"):
-        return JSONResponse({"requeued": await _in_thread(letters.requeue_all)})
+        return JSONResponse({"requeued": await in_thread(letters.requeue_all)})
     job_id = body.get("job_id")
     try:
-        requeued = isinstance(job_id, str) and await _in_thread(letters.requeue, job_id)
+        requeued = isinstance(job_id, str) and await in_thread(letters.requeue, job_id)
     except ValueError as exc:  # another job holds its unique key
         raise HTTPException(409, str(exc)) from None
     if not requeued:
@@ -133,36 +152,36 @@ async def requeue(request: Request) -> JSONResponse:
 
 
 async def purge(request: Request) -> JSONResponse:
-    letters = _dead_letters(request, await _body(request))
-    return JSONResponse({"purged": await _in_thread(letters.purge)})
+    letters = _dead_letters(request, await body_of(request))
+    return JSONResponse({"purged": await in_thread(letters.purge)})
 
 
 async def cancel(request: Request) -> JSONResponse:
-    await _body(request)
-    client, namespace = _where(request)
+    await body_of(request)
+    client, namespace = where(request)
     job_id = request.path_params["job_id"]
     try:
-        canceled = await _in_thread(Job(job_id, client, namespace).cancel)
+        canceled = await in_thread(Job(job_id, client, namespace).cancel)
     except errors.NoSuchJob:
         raise HTTPException(404, "no such job (it may have expired)") from None
     return JSONResponse({"canceled": canceled})
 
 
 async def suspend(request: Request) -> JSONResponse:
-    await _body(request)
-    client, namespace = _where(request)
-    await _in_thread(control.suspend, client, None, namespace)
+    await body_of(request)
+    client, namespace = where(request)
+    await in_thread(control.suspend, client, None, namespace)
     return JSONResponse({"suspended": True})
 
 
 async def resume(request: Request) -> JSONResponse:
-    await _body(request)
-    client, namespace = _where(request)
-    await _in_thread(control.resume, client, namespace)
+    await body_of(request)
+    client, namespace = where(request)
+    await in_thread(control.resume, client, namespace)
     return JSONResponse({"suspended": False})
 
 
-async def _in_thread(func: Callable[..., Any], *args: Any) -> Any:
+async def in_thread(func: Callable[..., Any], *args: Any) -> Any:
     return await run_in_threadpool(func, *args)
 
 

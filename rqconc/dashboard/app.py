@@ -21,7 +21,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from rqconc.connection.clients import connect
-from rqconc.dashboard import api
+from rqconc.dashboard import actions, api
 from rqconc.dashboard.hosts import HostPolicy
 from rqconc.dashboard.security import Guard, new_csrf_token
 from rqconc.dashboard.settings import DashboardSettings
@@ -33,6 +33,7 @@ PAGES = {
     "/": "Queues",
     "/workers": "Workers",
     "/jobs/{job_id}": "Job",
+    "/queues/{queue}": "Queue",
     "/failed": "Failed jobs",
     "/scheduled": "Scheduled",
     "/events": "Live events",
@@ -70,18 +71,41 @@ def _routes() -> list:
         Route("/api/workers", api.workers),
         Route("/api/jobs/{job_id}", api.job),
         Route("/api/failed", api.failed),
+        Route("/api/queues/{queue}/jobs", api.queue_jobs),
         Route("/api/scheduled", api.scheduled),
         Route("/api/events", api.events),
         Route("/metrics", metrics),
     ]
-    actions = [
+    return pages + reads + _posts() + [Mount("/static", StaticFiles(directory=STATIC))]
+
+
+def _posts() -> list:
+    """The actions: POST only, each checks the CSRF token (api.body_of)."""
+    posts = [
         Route("/api/failed/requeue", api.requeue, methods=["POST"]),
         Route("/api/failed/purge", api.purge, methods=["POST"]),
         Route("/api/jobs/{job_id}/cancel", api.cancel, methods=["POST"]),
         Route("/api/suspend", api.suspend, methods=["POST"]),
         Route("/api/resume", api.resume, methods=["POST"]),
     ]
-    return pages + reads + actions + [Mount("/static", StaticFiles(directory=STATIC))]
+    on_jobs = {
+        "delete": actions.delete_jobs,
+        "cancel": actions.cancel_jobs,
+        "requeue": actions.requeue_jobs,
+        "promote": actions.promote_jobs,
+    }
+    posts += [Route(f"/api/selected/{verb}", f, methods=["POST"]) for verb, f in on_jobs.items()]
+    on_queue = {
+        "empty": actions.empty_queue,
+        "delete": actions.delete_queue,
+        "pause": actions.pause_queue,
+        "resume": actions.resume_queue,
+        "limits": actions.set_limits,
+    }
+    posts += [
+        Route(f"/api/queues/{{queue}}/{verb}", f, methods=["POST"]) for verb, f in on_queue.items()
+    ]
+    return posts
 
 
 def create_app(settings: DashboardSettings, client: Optional[redis.Redis] = None) -> Starlette:

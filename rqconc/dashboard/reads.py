@@ -18,6 +18,7 @@ from rqconc.queue.dead_letters import newest_letters
 from rqconc.queue.events import EventStream, entry_events
 from rqconc.queue.job import Job
 from rqconc.queue.limits.settings import Limits
+from rqconc.queue.listing import list_jobs
 from rqconc.queue.schedule import cron
 from rqconc.store.clock import redis_time
 from rqconc.store.keys import KeySpace
@@ -114,6 +115,30 @@ def scheduled_page(client: redis.Redis, namespace: str, queue: str) -> Dict[str,
     when = {text(i): score / 1000 for i, score in due}
     rows = [dict(_row(job), due=when.get(job.id)) for job in jobs]
     return {"queue": queue, "total": int(total), "jobs": rows}
+
+
+def jobs_page(
+    client: redis.Redis,
+    namespace: str,
+    queue: str,
+    status: str,
+    offset: int = 0,
+    func: Optional[str] = None,
+) -> Dict[str, Any]:
+    """One page of the jobs of `queue` with `status` (queue/listing.py: O(page) reads; a
+    function filter searches a bounded window and says how far it went). ValueError for a
+    status the store keeps no list of."""
+    listing = list_jobs(client, queue, status, offset, PAGE, func, namespace)
+    return {
+        "queue": queue,
+        "status": status,
+        "func": listing.func,
+        "offset": offset,
+        "total": listing.total,
+        "scanned": listing.scanned,
+        "next_offset": listing.next_offset,
+        "jobs": [_row(job) for job in listing.jobs],
+    }
 
 
 def crons(client: redis.Redis, namespace: str) -> List[Dict[str, Any]]:

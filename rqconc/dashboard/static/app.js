@@ -109,17 +109,24 @@ async function post(path, body) {
   return answer;
 }
 
+// `body`: the JSON to post, or a function giving it at the click (the selected jobs). The
+// handler resolves to whether the action was confirmed and done.
 function action(path, body, confirmText) {
   return async (event) => {
-    if (confirmText && !window.confirm(confirmText)) return;
+    if (confirmText && !window.confirm(confirmText)) return false;
     const button = event.currentTarget;
     button.disabled = true;
     try {
-      await post(path, body);
+      const answer = await post(path, typeof body === "function" ? body() : body);
+      const refused = Object.entries(answer.refused || {});
+      if (refused.length) throw new Error(refused.map(([id, why]) => `${id}: ${why}`).join("; "));
       showError("");
       await refresh();
+      return true;
     } catch (error) {
+      await refresh();
       showError(error.message);
+      return false;
     } finally {
       button.disabled = false;
     }
@@ -188,10 +195,10 @@ async function queuesPage(main) {
     { label: "finished/min", num: true }, { label: "failed/min", num: true },
     { label: "p50 run", num: true }, { label: "p95 run", num: true }];
   const rows = data.queues.map((q) => el("tr", { "data-queue": q.name, "data-paused": q.paused ? "true" : null },
-    el("td", {}, el("strong", { text: q.name }), q.paused ? [" ", badge("paused")] : null,
+    el("td", {}, el("a", { href: "/queues/" + encodeURIComponent(q.name), class: "queue-link" }, el("strong", { text: q.name })), q.paused ? [" ", badge("paused")] : null,
       q.limits ? el("div", { class: "muted limits", text: limitsText(q.limits) }) : null),
-    counts.map((c) => c === "failed" && q[c]
-      ? el("td", { class: "num", "data-count": c }, el("a", { href: "/failed?queue=" + encodeURIComponent(q.name), text: q[c] }))
+    counts.map((c) => q[c]
+      ? el("td", { class: "num", "data-count": c }, el("a", { href: `/queues/${encodeURIComponent(q.name)}?status=${c}`, text: q[c] }))
       : numCell(q[c], c)),
     numCell(q.finished_last_minute ?? 0, "finished_last_minute"),
     numCell(q.failed_last_minute ?? 0, "failed_last_minute"),
@@ -401,6 +408,7 @@ const PAGES = [
   [/^\/$/, "queues", queuesPage],
   [/^\/workers$/, "workers", workersPage],
   [/^\/jobs\/.+/, null, jobPage],
+  [/^\/queues\/[^/]+$/, "queues", queuePage],
   [/^\/failed$/, "failed", failedPage],
   [/^\/scheduled$/, "scheduled", scheduledPage],
   [/^\/events$/, "events", eventsPage],
@@ -428,7 +436,7 @@ async function refresh() {
 function paused() {
   // An open traceback or a text selection must not vanish under the reader's eyes.
   return document.querySelector("details[open]") || String(window.getSelection()).length > 0
-    || (document.activeElement && document.activeElement.tagName === "SELECT");
+    || (document.activeElement && ["SELECT", "INPUT"].includes(document.activeElement.tagName));
 }
 
 function start() {
