@@ -36,7 +36,8 @@ BACKLOG = 20_000  # enqueue ahead of the worker, but keep Redis small
 SAMPLE_EVERY = 0.5  # the whole soak takes seconds to minutes: ~20+ points either way
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
 # Keys that live as long as the namespace: counters, the queue list, the worker set, the
-# capped event stream, and the registries of ended jobs that trim themselves by score.
+# event stream (trimmed by the workers' retention), and the registries of ended jobs that
+# trim themselves by score.
 PERMANENT = re.compile(
     r"^\{rqconc\}:(seq|queues|workers|events|finished:soak|"
     r"cron.*|scheduler.*)$"
