@@ -3,6 +3,9 @@ keeps every entry newer than the retention up to the cap, and counts exactly the
 it drops before a consumer group acknowledged them; on every Redis version (6.2 has no
 `entries-read`/`lag`)."""
 
+import re
+from importlib import resources
+
 import redis
 
 from rqconc.queue.events import EventStream
@@ -83,3 +86,14 @@ def test_the_maintenance_pass_trims_with_the_workers_retention(redis_url):
     assert stats["groups"] == [
         {"name": "shippers", "consumers": 0, "pending": 0, "last_delivered_id": "0-0"}
     ]
+
+
+def test_no_step_but_trim_events_trims_the_event_stream():
+    """Each step's XADD is plain: trimming per step made every job pay for it (issue 36)."""
+    lua_dir = resources.files("rqconc.store").joinpath("lua")
+    files = [*lua_dir.iterdir(), *lua_dir.joinpath("include").iterdir()]
+    steps = [path for path in files if path.name.endswith(".lua")]
+    adding = [path.name for path in steps if "'XADD'" in path.read_text()]
+    assert {"events.lua", "enqueue.lua", "progress.lua"} <= set(adding)
+    trimming = [p.name for p in steps if re.search(r"'(MAXLEN|MINID)'", p.read_text())]
+    assert trimming == ["trim_events.lua"]
