@@ -9,11 +9,8 @@ import logging
 from dataclasses import dataclass
 from typing import Tuple
 
-import redis
-
 from rqconc.store.defaults import EVENTS_MAX, EVENTS_RETENTION_SECONDS
-from rqconc.store.keys import KeySpace
-from rqconc.store.steps.events import trim_events
+from rqconc.store.steps.maintenance import MaintenanceSteps
 
 log = logging.getLogger("rqconc.worker")
 
@@ -31,9 +28,9 @@ class EventRetention:
         if self.max_entries < 1:
             raise ValueError(f"events_max must be at least 1, not {self.max_entries}")
 
-    def trim(self, client: redis.Redis, keys: KeySpace) -> Tuple[int, int]:
+    def trim(self, steps: MaintenanceSteps) -> Tuple[int, int]:
         """Trim now; returns (removed, dropped before a consumer group had them)."""
-        removed, dropped = trim_events(client, keys, self.seconds, self.max_entries)
+        removed, dropped = steps.trim_events(self.seconds, self.max_entries)
         if dropped:
             log.warning(
                 "the event stream dropped %d entries a consumer group had not acknowledged "

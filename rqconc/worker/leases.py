@@ -78,5 +78,5 @@ class Leases:
         # Here, not in complete: a queue that gets no more completions would keep its
         # expired entries forever, and the per-job step stays as cheap as it is.
         steps.trim_ended()
-        self.retention.trim(self.connections.client, self.connections.keys)
+        self.retention.trim(steps)
         return requeued, dead

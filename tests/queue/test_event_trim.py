@@ -11,7 +11,7 @@ import redis
 from rqconc.queue.events import EventStream
 from rqconc.queue.queue import Queue
 from rqconc.store.keys import KeySpace
-from rqconc.store.steps.events import trim_events
+from rqconc.store.steps.maintenance import MaintenanceSteps
 from rqconc.worker.event_retention import EventRetention
 from rqconc.worker.redis_source import RedisSource
 
@@ -23,6 +23,10 @@ def dropped(client):
     return int(client.hget(KEYS.metrics, "events_dropped") or 0)
 
 
+def trim_events(client, *args, **kwargs):
+    return MaintenanceSteps(client, KEYS).trim_events(*args, **kwargs)
+
+
 def fill(client, n):
     """n real `queued` entries, appended by the enqueue step."""
     Queue("trim", connection=client).enqueue_many([("tests.queue.tasks:add", (1, 2))] * n)
@@ -32,7 +36,7 @@ def fill(client, n):
 def test_without_a_consumer_group_the_cap_trims_and_nothing_counts_as_dropped(redis_url):
     client = redis.Redis.from_url(redis_url)
     ids = fill(client, 50)
-    assert trim_events(client, KEYS, 3600, 30) == (20, 0)
+    assert trim_events(client, 3600, 30) == (20, 0)
     assert [i for i, _ in client.xrange(KEYS.events)] == ids[20:]  # exactly the oldest went
     assert dropped(client) == 0
 
@@ -43,7 +47,7 @@ def test_entries_older_than_the_retention_go_and_newer_ones_stay(redis_url):
     for age_ms in (3 * HOUR_MS, 2 * HOUR_MS + 1, HOUR_MS // 2):
         client.xadd(KEYS.events, {"event": "old"}, id=f"{now_ms - age_ms}-0")
     new = fill(client, 3)[3:]
-    assert trim_events(client, KEYS, 7200, 1000) == (2, 0)
+    assert trim_events(client, 7200, 1000) == (2, 0)
     assert [i for i, _ in client.xrange(KEYS.events)][1:] == new
 
 
@@ -56,10 +60,10 @@ def test_only_entries_a_group_had_not_acknowledged_count_as_dropped(redis_url):
     handed = client.xreadgroup("shippers", "a", {KEYS.events: ">"}, count=10)[0][1]
     client.xack(KEYS.events, "shippers", *[entry_id for entry_id, _ in handed[:4]])
     # 7 entries a call: the pass takes several calls and still counts each entry once.
-    assert trim_events(client, KEYS, 3600, 20, chunk=7) == (40, 36)
+    assert trim_events(client, 3600, 20, chunk=7) == (40, 36)
     assert client.xlen(KEYS.events) == 20 and dropped(client) == 36
     # Nothing more is due: another pass drops and counts nothing.
-    assert trim_events(client, KEYS, 3600, 20) == (0, 0) and dropped(client) == 36
+    assert trim_events(client, 3600, 20) == (0, 0) and dropped(client) == 36
 
 
 def test_the_slowest_group_decides_and_each_entry_counts_once(redis_url):
@@ -71,7 +75,7 @@ def test_the_slowest_group_decides_and_each_entry_counts_once(redis_url):
         client.xack(KEYS.events, "fast", entry_id)
     for entry_id, _ in client.xreadgroup("slow", "s", {KEYS.events: ">"}, count=5)[0][1]:
         client.xack(KEYS.events, "slow", entry_id)
-    assert trim_events(client, KEYS, 3600, 10) == (20, 15)
+    assert trim_events(client, 3600, 10) == (20, 15)
 
 
 def test_the_maintenance_pass_trims_with_the_workers_retention(redis_url):
