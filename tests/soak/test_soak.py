@@ -18,6 +18,7 @@ import pytest
 
 from rqconc import Queue
 from rqconc.queue.job import DEFAULT_RESULT_TTL
+from rqconc.store.defaults import EVENTS_MAX
 from rqconc.store.steps.core import now_ms
 from rqconc.worker.redis_source import RedisSource
 from tests.support.redis_server import RedisServer
@@ -149,7 +150,7 @@ def _leftover_keys(client):
             continue
         if not PERMANENT.match(key):
             bad.append((key, kind, ttl))
-        elif key.endswith(":events") and client.xlen(key) > 11_000:
+        elif key.endswith(":events") and client.xlen(key) > EVENTS_MAX:  # the default cap
             bad.append((key, "stream longer than its cap", client.xlen(key)))
         elif kind == "zset" and ":finished:" in key:
             # Each entry's score is its expiry: none may be +inf (kept forever).
