@@ -24,6 +24,21 @@ def render(event: Dict[str, Any]) -> str:
     return f"{line}  {extra}".rstrip()
 
 
+def render_stats(stats: Dict[str, Any]) -> str:
+    """The stream's size and oldest entry, the dropped count, then a line per group."""
+    oldest = unix_to_iso(stats["oldest"] / 1000) if stats["oldest"] is not None else "-"
+    lines = [
+        f"entries: {stats['entries']}  oldest: {oldest}",
+        f"dropped before a consumer group had them: {stats['dropped']}",
+    ]
+    for group in stats["groups"]:
+        lines.append(
+            f"group {group['name']}: {group['consumers']} consumers, {group['pending']} "
+            f"pending, last delivered {group['last_delivered_id']}"
+        )
+    return "\n".join(lines)
+
+
 def _show(event: Dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(event))
@@ -43,6 +58,12 @@ def _show(event: Dict[str, Any], as_json: bool) -> None:
     help="How many of the latest events to print first.",
 )
 @click.option("--job", "job_id", default=None, help="Only the events of this job.")
+@click.option(
+    "--stats",
+    is_flag=True,
+    help="The stream's size, its oldest entry, its consumer groups (shippers) and the entries "
+    "dropped before a group had them.",
+)
 @url_option
 @namespace_option()
 def events(
@@ -50,11 +71,16 @@ def events(
     as_json: bool,
     lines: int,
     job_id: Optional[str],
+    stats: bool,
     url: Optional[str],
     namespace: str,
 ) -> None:
     """Print the latest job transitions, and with --follow the new ones as they happen."""
     stream = EventStream(client_for(url), namespace)
+    if stats:
+        shown = stream.stats()
+        click.echo(json.dumps(shown) if as_json else render_stats(shown))
+        return
     latest = stream.for_job(job_id) if job_id else stream.latest(lines) if lines else []
     for event in latest:
         _show(event, as_json)

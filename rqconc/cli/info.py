@@ -68,6 +68,10 @@ def gather(
         row.update(found[row["name"]].report())
     if is_suspended(client, namespace=namespace):  # only then: the SPEC's shape stays
         report["suspended"] = True
+    with translated_errors(client):  # only when some: the shape stays
+        dropped = int(client.hget(KeySpace(namespace).metrics, "events_dropped") or 0)
+    if dropped:
+        report["events_dropped"] = dropped
     if with_workers or by_queue:
         with translated_errors(client):
             workers = [
@@ -130,6 +134,11 @@ def render(report: Dict[str, Any]) -> str:
         ]
     elif "workers" in report:
         parts.append(_workers_table(report["workers"]) if report["workers"] else "no workers")
+    if report.get("events_dropped"):
+        parts.append(
+            f"the event stream dropped {report['events_dropped']} entries before a consumer "
+            "group (a shipper) had them: `rqconc events --stats`"
+        )
     if report.get("suspended"):
         parts.insert(0, "workers are suspended: they take no new job (`rqconc resume` ends it)")
     return "\n\n".join(parts)

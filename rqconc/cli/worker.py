@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type
 
 import click
 
-from rqconc.cli.common import namespace_option, replica_options_list
+from rqconc.cli.common import namespace_option
 from rqconc.cli.settings import describe, load_settings
+from rqconc.cli.worker_tuning import env_option, event_retention, timing_options
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.connection.clients import check_settings, connect
 from rqconc.demo import run_demo
@@ -23,28 +24,11 @@ from rqconc.engine.fake_source import FakeSource
 from rqconc.engine.pool import Pool
 from rqconc.engine.source import WorkSource
 from rqconc.engine.supervisor import check_slots
-from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
 from rqconc.store.keys import check_queue_name
-from rqconc.worker import logs, webhooks
+from rqconc.worker import logs
 from rqconc.worker.hooks import Hooks
 from rqconc.worker.listened import EVERY
 from rqconc.worker.redis_supervisor import Supervisor
-from rqconc.worker.registry import DEFAULT_TTL
-from rqconc.worker.taking import MAX_BLOCK, MIN_BLOCK
-
-# A longer take wait saves nothing worth a stop seen that late.
-MAX_TAKE_WAIT = 10.0
-
-LOG_FORMAT = logs.TEXT_FORMAT
-ENV_PREFIX = "RQCONC_"
-
-
-def env_option(*decls: str, **attrs: Any) -> Callable:
-    """A click option that also reads `RQCONC_<LONG NAME>` from the environment."""
-    long_name = next(d for d in decls if d.startswith("--"))
-    attrs.setdefault("envvar", ENV_PREFIX + long_name[2:].upper().replace("-", "_"))
-    attrs.setdefault("show_envvar", not attrs.get("hidden", False))
-    return click.option(*decls, **attrs)
 
 
 def worker_options(command: Callable) -> Callable:
@@ -184,42 +168,6 @@ def worker_options(command: Callable) -> Callable:
     return command
 
 
-def timing_options() -> List[Callable]:
-    seconds = click.FloatRange(min=0, min_open=True)
-    return [
-        *replica_options_list(env_option),
-        env_option(
-            "--worker-ttl",
-            type=seconds,
-            default=DEFAULT_TTL,
-            show_default=True,
-            help="Seconds the registry lists a worker whose heartbeat stopped.",
-        ),
-        env_option(
-            "--take-wait",
-            type=click.FloatRange(min=MIN_BLOCK, max=MAX_TAKE_WAIT),
-            default=MAX_BLOCK,
-            show_default=True,
-            help="Longest an idle child blocks on its queues: longer means fewer round "
-            "trips while idle, and a stop or suspend seen that much later.",
-        ),
-        env_option(
-            "--webhook-timeout",
-            type=seconds,
-            default=webhooks.TIMEOUT_SECONDS,
-            show_default=True,
-            help="Seconds one webhook POST may take.",
-        ),
-        env_option(
-            "--callback-timeout",
-            type=seconds,
-            default=CALLBACK_TIMEOUT,
-            show_default=True,
-            help="Timeout of on_success/on_failure callbacks and webhook jobs.",
-        ),
-    ]
-
-
 def build_source(options: Dict[str, Any]) -> Optional[WorkSource]:
     """The fake source when asked for; None lets the Supervisor build the Redis one."""
     if options["source_kind"] != "fake":
@@ -269,6 +217,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         burst=options["burst"],
         cli=True,
         hooks=load_hooks(options["hooks"]),
+        events=event_retention(options),
         **{name: options[name] for name in SAME_NAMED},
     )
     return supervisor.run()

@@ -1,11 +1,11 @@
 """One job's events for its page, found in the namespace's event stream by a bounded scan.
 
-The stream is capped (about EVENTS_MAXLEN entries, every job of the namespace together) and
+The stream holds up to --events-max entries (every job of the namespace together) and
 its ids are Redis-clock milliseconds, so a job's events lie between its creation and its
 end. The scan reads that span in pages, from the job's `created_at` (less a margin: the
 enqueuing client's clock stamped it, and hosts' clocks may disagree) until the job's end (its
 `ended_at`, on Redis' clock, once it has ended for good), the stream's end, or a page budget
-that covers the whole capped stream, whichever comes first. A busy namespace (issue 32: a
+(PAGES), whichever comes first. A busy namespace (issue 32: a
 page read 1,000 entries from 60 s before the job and found none of its events once the
 namespace passed ~17 events/s) costs more pages, never a missed event still in the stream.
 """
@@ -18,15 +18,15 @@ from typing import Any, Dict, List, Optional, Tuple
 import redis
 
 from rqconc.queue.events import JOINED, Event, entry_events
-from rqconc.store.defaults import EVENTS_MAXLEN
 from rqconc.store.keys import KeySpace
 from rqconc.store.steps.core import text
 
 CLOCK_MARGIN_MS = 60_000  # before created_at: hosts whose clocks disagree
 END_MARGIN_MS = 1_000  # after ended_at: the ending step's event, stamped a little later
 PAGE = 1_000  # entries per XRANGE
-# The whole capped stream at most (MAXLEN ~ lets it run a little over its cap).
-PAGES = EVENTS_MAXLEN // PAGE + 2
+# At most 100,000 entries from the job's creation on: a job's page stays quick; a job that
+# ran that long in a busy namespace is shown `partial`.
+PAGES = 100
 ENDED = ("finished", "failed", "canceled")  # statuses after which a job has no more events
 # The events that store a job: the first of a job whose history is all in the stream.
 CREATED = ("queued", "scheduled", "deferred")

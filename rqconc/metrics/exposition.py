@@ -98,6 +98,13 @@ def _worker_families(lib: _Prometheus, snap: MetricsSnapshot) -> Iterator[Any]:
             children.add_metric([snap.namespace, worker, state], states.get(state, 0))
     yield workers
     yield children
+    dropped = lib.core.CounterMetricFamily(
+        "rqconc_events_dropped",
+        "Event-stream entries trimmed before a consumer group acknowledged them.",
+        labels=["namespace"],
+    )
+    dropped.add_metric([snap.namespace], snap.events_dropped)
+    yield dropped
 
 
 class _SnapshotCollector:

@@ -100,6 +100,8 @@ class MetricsSnapshot:
     queues: List[QueueMetrics]
     workers: Dict[str, int]  # state (started, idle, busy, suspended, stale) -> how many
     children: Dict[str, Dict[str, int]]  # worker name -> {"busy": n, "idle": n}
+    # Event-stream entries trimmed before a consumer group acknowledged them (SPEC 18).
+    events_dropped: int = 0
 
     def queue(self, name: str) -> QueueMetrics:
         """The metrics of queue `name` (zeros if it has none yet)."""
@@ -170,7 +172,8 @@ def snapshot(connection: ConnectionLike, namespace: str = "rqconc") -> MetricsSn
         for worker in list_workers(client, namespace):
             workers[worker["state"]] = workers.get(worker["state"], 0) + 1
             children[worker["name"]] = {"busy": worker["busy"], "idle": worker["idle"]}
-    return MetricsSnapshot(namespace, [queues[n] for n in names], workers, children)
+    dropped = int(raw.get(b"events_dropped") or raw.get("events_dropped") or 0)
+    return MetricsSnapshot(namespace, [queues[n] for n in names], workers, children, dropped)
 
 
 def timeline(

@@ -1,6 +1,8 @@
 """The event stream: every job transition, appended by the Lua step that makes it.
 
-Events live in a capped Redis stream (`{ns}:events`, about the latest 10,000), each one a
+Events live in a Redis stream (`{ns}:events`): every entry newer than the workers'
+`--events-retention` (24 h), at most `--events-max` (1,000,000) entries, trimmed by their
+maintenance pass, not by the steps (rqconc/worker/event_retention.py). Each event is a
 dict: `event` (queued, scheduled, deferred, started, finished, failed, retry, requeued,
 interrupted, canceled; `progress` from `job.set_progress()`), `job_id`, `queue`, `ts` (ms
 since the epoch), `worker` (empty for client-side steps), `func`, `attempt` (the 1-based
@@ -15,13 +17,16 @@ comes out on its own, with an `id` of its own.
 `EventStream.ship(handler)` is the hook to send events elsewhere (Elasticsearch, a log
 pipeline): it reads through a consumer group, so several shippers share the work, each
 event is handled once by one of them, and a restarted shipper resumes where the group
-stopped (events it had not acknowledged are handed out again).
+stopped: under its stable consumer name (the host's) it gets again what it had been handed
+but had not acknowledged, and it claims what other consumers left unacknowledged for long
+(a crashed shipper under another name). Entries the trim drops before a group acknowledged
+them are counted (`stats()["dropped"]`, rqconc_events_dropped_total).
 """
 
 from __future__ import annotations
 
 import socket
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import redis
 
@@ -31,6 +36,10 @@ from rqconc.store.steps.core import text
 
 Event = Dict[str, Any]
 BLOCK_MS = 1000
+PAGE = 1000  # entries per XRANGE of a scan
+# How long another consumer's entry stays unacknowledged before a starting shipper takes it
+# over: far longer than a live shipper takes for one batch.
+CLAIM_IDLE_SECONDS = 60.0
 
 
 # The step that completes a job and takes the next writes both events as one entry: the
@@ -76,7 +85,8 @@ class EventStream:
 
     def __init__(self, connection: ConnectionLike = None, namespace: str = "rqconc") -> None:
         self.client: redis.Redis = connect(connection)
-        self.key = KeySpace(namespace).events
+        self.keys = KeySpace(namespace)
+        self.key = self.keys.events
 
     def latest(self, count: int = 100) -> List[Event]:
         """The latest `count` events, oldest first."""
@@ -85,12 +95,44 @@ class EventStream:
         events = [e for i, raw in reversed(entries) for e in entry_events(i, raw)]
         return events[-count:] if count > 0 else events
 
-    def for_job(self, job_id: str) -> List[Event]:
-        """The events of one job still in the stream, in order."""
+    def stats(self) -> Dict[str, Any]:
+        """`entries` in the stream, the `oldest` one's ms (None when empty), `dropped`: those
+        trimmed before a consumer group acknowledged them (rqconc_events_dropped_total), and
+        `groups`: each consumer group's name, consumers, pending and last delivered id."""
         with translated_errors(self.client):
-            entries: Any = self.client.xrange(self.key)
-        events = [e for i, raw in entries for e in entry_events(i, raw)]
-        return [e for e in events if e.get("job_id") == job_id]
+            pipe = self.client.pipeline(transaction=False)
+            pipe.xlen(self.key)
+            pipe.xrange(self.key, count=1)
+            pipe.hget(self.keys.metrics, "events_dropped")
+            entries, head, dropped = pipe.execute()
+            groups: Any = self.client.xinfo_groups(self.key) if self.client.exists(self.key) else []
+        return {
+            "entries": int(entries),
+            "oldest": int(text(head[0][0]).split("-")[0]) if head else None,
+            "dropped": int(dropped or 0),
+            "groups": [
+                {
+                    "name": text(g["name"]),
+                    "consumers": int(g["consumers"]),
+                    "pending": int(g["pending"]),
+                    "last_delivered_id": text(g["last-delivered-id"]),
+                }
+                for g in groups
+            ],
+        }
+
+    def for_job(self, job_id: str) -> List[Event]:
+        """The events of one job still in the stream, in order (read a page at a time: the
+        stream may hold up to --events-max entries)."""
+        found: List[Event] = []
+        start = "-"
+        while True:
+            with translated_errors(self.client):
+                entries: Any = self.client.xrange(self.key, start, "+", count=PAGE)
+            found += [e for i, raw in entries for e in entry_events(i, raw)]
+            if len(entries) < PAGE:
+                return [e for e in found if e.get("job_id") == job_id]
+            start = "(" + text(entries[-1][0])
 
     def follow(
         self, since: str = "$", stop: Optional[Callable[[], bool]] = None
@@ -113,30 +155,55 @@ class EventStream:
         consumer: Optional[str] = None,
         stop: Optional[Callable[[], bool]] = None,
         batch: int = 100,
+        claim_idle: float = CLAIM_IDLE_SECONDS,
     ) -> int:
-        """Call `handler(event)` for each event not yet shipped by `group`; an event is
-        acknowledged only after its handler returned. Returns how many were shipped."""
-        consumer = consumer or f"{socket.gethostname()}.{id(self)}"
+        """Call `handler(event)` for each event not yet shipped by `group`; an entry is
+        acknowledged only after the handler returned for each of its events. Returns how
+        many events were shipped.
+
+        `consumer` names this shipper in the group; the default, this host's name, is the
+        same after a restart, so a shipper killed mid-batch gets again, first, every entry
+        it had been handed but had not acknowledged. Before that it claims (XAUTOCLAIM) the
+        entries other consumers of the group left unacknowledged for `claim_idle` seconds:
+        those of a crashed shipper that comes back under another name (a new container)."""
+        consumer = consumer or socket.gethostname()
         self._ensure_group(group)
+        self._claim_stale(group, consumer, claim_idle, batch)
         shipped = 0
-        # First what this consumer received before but never acknowledged, then new ones.
+        # First what this consumer was handed before but never acknowledged, then new ones.
         position = "0"
         while not (stop and stop()):
             with translated_errors(self.client):
-                reply = self.client.xreadgroup(
+                reply: Any = self.client.xreadgroup(
                     group, consumer, {self.key: position}, count=batch, block=BLOCK_MS
                 )
-            entries = _entries(reply)
+            entries = [entry for _, listed in (reply or []) for entry in listed]
             if position == "0" and not entries:
                 position = ">"
                 continue
             for entry_id, raw in entries:
-                for event in entry_events(entry_id, raw):  # acknowledged once all are handled
+                # An entry trimmed before it was acknowledged comes back empty: acknowledged
+                # too (the trim counted it in rqconc_events_dropped_total), or it would come
+                # back at every start.
+                for event in entry_events(entry_id, raw) if raw else ():
                     handler(event)
                     shipped += 1
                 with translated_errors(self.client):
                     self.client.xack(self.key, group, entry_id)
         return shipped
+
+    def _claim_stale(self, group: str, consumer: str, idle: float, batch: int) -> None:
+        """Make `consumer` the owner of every entry of `group` pending elsewhere for `idle`
+        seconds or more (up to `batch` per round trip)."""
+        cursor = "0-0"
+        while True:
+            with translated_errors(self.client):
+                reply = self.client.xautoclaim(
+                    self.key, group, consumer, int(idle * 1000), cursor, count=batch
+                )
+            cursor = text(reply[0])
+            if cursor in ("0-0", "0"):
+                return
 
     def _ensure_group(self, group: str) -> None:
         with translated_errors(self.client):
@@ -145,7 +212,3 @@ class EventStream:
             except redis.exceptions.ResponseError as exc:
                 if "BUSYGROUP" not in str(exc):
                     raise
-
-
-def _entries(reply: Any) -> List[Tuple[Any, Dict[Any, Any]]]:
-    return [entry for _, entries in (reply or []) for entry in entries if entry[1]]

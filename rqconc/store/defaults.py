@@ -14,8 +14,11 @@ DEFAULT_RESULT_TTL = 500
 DEFAULT_FAILURE_TTL = 365 * 24 * 3600  # dead letters are kept a year unless told otherwise
 # The longest TTL a step accepts (a larger stored value falls back to the default there).
 MAX_TTL = 10 * 365 * 24 * 3600
-# The event stream is capped at about this many entries (XADD MAXLEN ~).
-EVENTS_MAXLEN = 10000
+# Event retention (SPEC 18), applied by the workers' maintenance pass (lua/trim_events.lua),
+# not by the steps: every entry newer than this is kept (--events-retention) ...
+EVENTS_RETENTION_SECONDS = 24 * 3600
+# ... up to this many entries (--events-max); beyond it the oldest go.
+EVENTS_MAX = 1_000_000
 # How long (ms) the enqueue step's `enqueued:<id>` mark outlives a job that may be deleted
 # quickly (kept 0 s or briefly): long enough for `Queue.enqueue`'s one resend after a lost
 # reply to find it although the job already ran and is gone.
@@ -28,6 +31,5 @@ SHARED_WITH_LUA = {
     "DEFAULT_RESULT_TTL": DEFAULT_RESULT_TTL,
     "DEFAULT_FAILURE_TTL": DEFAULT_FAILURE_TTL,
     "MAX_TTL": MAX_TTL,
-    "EVENTS_MAXLEN": EVENTS_MAXLEN,
     "ENQUEUE_MARK_MS": ENQUEUE_MARK_MS,
 }

@@ -1,16 +1,18 @@
 """Leases, from the supervisor's side: renewing those of the jobs its children run, and
 recovering the expired leases of workers that vanished (behind the maintenance gate: at
-most once per interval across all supervisors of a namespace)."""
+most once per interval across all supervisors of a namespace), with the pass's other
+trims: expired finished and dead-letter entries, and the event stream's retention."""
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from rqconc.store.steps.maintenance import MaintenanceSteps
 from rqconc.worker.connections import Connections
 from rqconc.worker.end_hooks import EndHooks
+from rqconc.worker.event_retention import EventRetention
 from rqconc.worker.guard import RENEWING, Guard
 
 log = logging.getLogger("rqconc.worker")
@@ -28,6 +30,7 @@ class Leases:
         max_lost: int,
         maintenance_interval: float,
         end_hooks: EndHooks,
+        retention: Optional[EventRetention] = None,
     ) -> None:
         self.connections = connections
         self.end_hooks = end_hooks  # the job hooks of the leases this worker recovers
@@ -36,6 +39,7 @@ class Leases:
         self.lease_seconds = lease_seconds
         self.max_lost = max_lost
         self.maintenance_interval = maintenance_interval
+        self.retention = retention or EventRetention()
 
     def renew(self, claims: Sequence[str]) -> None:
         lease_ms = int(self.lease_seconds * 1000)
@@ -49,8 +53,9 @@ class Leases:
             self.guard.run("recovering expired leases", self.maintain)
 
     def maintain(self) -> Tuple[int, int]:
-        """Recover expired leases and trim expired finished and dead-letter entries, at most
-        once per interval across all supervisors; returns (requeued, dead-lettered)."""
+        """Recover expired leases, trim expired finished and dead-letter entries and the
+        event stream, at most once per interval across all supervisors; returns (requeued,
+        dead-lettered)."""
         gate = self.connections.client.set(
             self.connections.keys.maintenance,
             self.worker,
@@ -73,4 +78,5 @@ class Leases:
         # Here, not in complete: a queue that gets no more completions would keep its
         # expired entries forever, and the per-job step stays as cheap as it is.
         steps.trim_ended()
+        self.retention.trim(steps)
         return requeued, dead

@@ -30,6 +30,7 @@ from rqconc.worker.cancels import Cancels
 from rqconc.worker.connections import Connections, url_of
 from rqconc.worker.end_hooks import EndHooks
 from rqconc.worker.ended_children import EndedChildren
+from rqconc.worker.event_retention import EventRetention
 from rqconc.worker.guard import Guard
 from rqconc.worker.hooks import Hooks, HookSpec
 from rqconc.worker.leases import Leases
@@ -70,6 +71,7 @@ class RedisSource(WorkSource):
         callback_timeout: float = CALLBACK_TIMEOUT,
         wait: Optional[ReplicaWait] = None,
         hooks: Union[Hooks, Sequence[HookSpec]] = (),
+        events: Optional[EventRetention] = None,
     ) -> None:
         self.keys = KeySpace(namespace)
         self.listened = Listened(queues, self.keys)  # the names, or "*": every queue
@@ -79,15 +81,14 @@ class RedisSource(WorkSource):
         self.runner = JobRunner(self.connections, allow, allow_pickle, cli)
         self.recorder = Recorder(self.connections, self.name, callback_timeout)
         self.taker = Taker(self.connections, self.runner, self.recorder, self.listened,
-            strategy, lease_seconds)  # fmt: skip
-        self.taker.take_wait = take_wait
+            strategy, lease_seconds, take_wait)  # fmt: skip
         self.taker.hooks = self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
         self.webhook_timeout = webhook_timeout
         # The supervisor's side: each concern an object of its own, all through one guard.
         guard = self.guard = Guard(self.connections)
         ends = EndHooks(self.hooks, self.connections)  # the job hooks of the ends it records
         self.leases = Leases(self.connections, guard, self.name,
-            lease_seconds, max_lost, maintenance_interval, ends)  # fmt: skip
+            lease_seconds, max_lost, maintenance_interval, ends, events)  # fmt: skip
         self.presence = Presence(self.connections, guard, self.listened, registry_ttl)
         self.cancels = Cancels(self.connections, guard, self.name, ends)
         self.ended = EndedChildren(self.connections, guard, self.recorder, lease_seconds, ends)

@@ -17,6 +17,7 @@ from rqconc.engine.states import SupervisorState
 from rqconc.engine.supervisor import BaseSupervisor
 from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
 from rqconc.worker import webhooks
+from rqconc.worker.event_retention import EventRetention
 from rqconc.worker.hooks import Hooks, HookSpec
 from rqconc.worker.namespaces import source_for
 from rqconc.worker.redis_source import RedisSource
@@ -61,6 +62,8 @@ class Supervisor(BaseSupervisor):
     `webhook_timeout`, one webhook POST; `callback_timeout`, a callback or webhook job that
     carries no timeout of its own. `wait_replicas=N`: each state change returns only once N
     replicas acknowledged it (Redis WAIT, up to `wait_timeout` s; docs/reliability.md).
+    `events=EventRetention(seconds, max_entries)`: what its maintenance pass keeps of the
+    event stream (SPEC 18; default 24 h, at most 1,000,000 entries).
 
     `hooks`: objects or modules (or module names) with any of the hook functions of
     rqconc/worker/hooks.py (docs/hooks.md)."""
@@ -88,6 +91,7 @@ class Supervisor(BaseSupervisor):
         wait_replicas: int = 0,
         wait_timeout: float = DEFAULT_WAIT_TIMEOUT,
         hooks: Union[Hooks, Sequence[HookSpec]] = (),
+        events: Optional[EventRetention] = None,
         **engine_options: Any,
     ) -> None:
         # One name is one name: a str is a Sequence whose items are its letters.
@@ -97,9 +101,9 @@ class Supervisor(BaseSupervisor):
         self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
         wait = ReplicaWait(wait_replicas, wait_timeout)
         if source is None:  # one namespace, or a round-robin over several (namespaces.py)
-            source = source_for(namespace, lambda ns: RedisSource(
-                connection, queues, strategy, allow, lease_seconds, max_lost, ns, name, wait=wait,
-                allow_pickle=allow_pickle, cli=cli, hooks=self.hooks, **timings))  # fmt: skip
+            source = source_for(namespace, lambda ns: RedisSource(connection, queues, strategy,
+                allow, lease_seconds, max_lost, ns, name, wait=wait, allow_pickle=allow_pickle,
+                cli=cli, hooks=self.hooks, events=events, **timings))  # fmt: skip
         self.queues = queues
         # The engine's take timeout is the longest a child's take may last: the same wait.
         engine_options.setdefault("take_timeout", take_wait)

@@ -5,6 +5,7 @@ scheduled jobs and cron entries; the hour's chart; and the actions cancel, suspe
 import re
 
 from rqconc import Queue
+from rqconc.store.keys import KeySpace
 from tests.support.worker_process import wait_for
 
 
@@ -173,17 +174,20 @@ def test_the_job_page_finds_its_events_in_a_busy_stream_and_says_when_they_were_
     board, redis_server, start_worker
 ):
     """Issue 32: past ~17 events/s the page read 1,000 entries of the minute before the job
-    and showed none of its own; and once the capped stream dropped them, nothing said so."""
+    and showed none of its own; and once the stream's cap (the worker's trim) dropped them,
+    nothing said so."""
     _fill_stream(redis_server, 3000)  # the minute before the job: other jobs' events
     q = Queue("default", connection=redis_server.url)
     job = q.enqueue("tests.dashboard.jobs:a_third")
-    start_worker("threading", 1, redis_server.url)
+    start_worker("threading", 1, redis_server.url, "--events-max", "10000")
     wait_for(lambda: job.status == "finished", 30, message="the job finished")
     _fill_stream(redis_server, 1500)  # after it: the scan stops at its end
     page = board.get_json(f"/api/jobs/{job.id}")
     assert [e["event"] for e in page["events"]] == ["queued", "started", "progress", "finished"]
     assert page["events_trimmed"] is False and page["events_partial"] is False
-    _fill_stream(redis_server, 12000)  # past the stream's cap: the job's events are dropped
+    _fill_stream(redis_server, 12000)  # past the worker's cap: its maintenance drops them
+    client, events = redis_server.client(), KeySpace("rqconc").events
+    wait_for(lambda: client.xlen(events) <= 10000, message="the trim")
     page = board.get_json(f"/api/jobs/{job.id}")
     assert page["events"] == [] and page["events_trimmed"] is True
     assert page["status"] == "finished" and page["progress"]["message"] == "a third"

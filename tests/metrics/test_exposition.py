@@ -26,6 +26,7 @@ TYPES = {
     "rqconc_job_wait_seconds": "histogram",
     "rqconc_workers": "gauge",
     "rqconc_children": "gauge",
+    "rqconc_events_dropped": "counter",
 }
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from rqconc import Queue
 from rqconc.queue.job import DEFAULT_RESULT_TTL
+from rqconc.store.defaults import EVENTS_MAX
 from rqconc.store.steps.core import now_ms
 from rqconc.worker.redis_source import RedisSource
 from tests.support.redis_server import RedisServer
@@ -36,7 +37,8 @@ BACKLOG = 20_000  # enqueue ahead of the worker, but keep Redis small
 SAMPLE_EVERY = 0.5  # the whole soak takes seconds to minutes: ~20+ points either way
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reliability.md"
 # Keys that live as long as the namespace: counters, the queue list, the worker set, the
-# capped event stream, and the registries of ended jobs that trim themselves by score.
+# event stream (trimmed by the workers' retention), and the registries of ended jobs that
+# trim themselves by score.
 PERMANENT = re.compile(
     r"^\{rqconc\}:(seq|queues|workers|events|finished:soak|"
     r"cron.*|scheduler.*)$"
@@ -148,7 +150,7 @@ def _leftover_keys(client):
             continue
         if not PERMANENT.match(key):
             bad.append((key, kind, ttl))
-        elif key.endswith(":events") and client.xlen(key) > 11_000:
+        elif key.endswith(":events") and client.xlen(key) > EVENTS_MAX:  # the default cap
             bad.append((key, "stream longer than its cap", client.xlen(key)))
         elif kind == "zset" and ":finished:" in key:
             # Each entry's score is its expiry: none may be +inf (kept forever).

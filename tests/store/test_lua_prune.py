@@ -89,7 +89,7 @@ def test_each_number_kept_as_text_for_redis_equals_its_number(client):
             number = re.search(rf"^local {name} = ([0-9]+)", source, re.M)
             assert number and number.group(1) == text, (path.name, name)
             checked += 1
-    assert checked >= 2
+    assert checked >= 1  # ENQUEUE_MARK_MS_TEXT at least
 
 
 def test_the_clock_is_redis_time_in_whole_milliseconds(client):

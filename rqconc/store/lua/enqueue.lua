@@ -48,12 +48,10 @@ Returns {1, n} when every job was stored (or already was, by this very request),
         (in both refusals nothing at all is written).
 ]]
 --#context NS=ARGV[5] SEQ=KEYS[1] EVENTS=KEYS[6] NOW=ARGV[2] WORKER=''
--- The plain path below runs before the include: it needs these two of its numbers.
+-- The plain path below runs before the include: it needs this one of its numbers.
 local PLAIN_MAX_PRIORITY = 100  -- MAX_PRIORITY
-local PLAIN_EVENTS_MAXLEN = 10000  -- EVENTS_MAXLEN
-local PLAIN_EVENTS_MAXLEN_TEXT = '10000'  -- as text (see EVENTS_MAXLEN_TEXT in include/events)
 local ENQUEUE_MARK_MS = 10000
-local ENQUEUE_MARK_MS_TEXT = '10000'  -- as text (see EVENTS_MAXLEN_TEXT in include/events)
+local ENQUEUE_MARK_MS_TEXT = '10000'  -- as text (a number is formatted on each call)
 local MARK = KEYS[7 + tonumber(ARGV[4])]  -- nil unless the caller asked for the mark
 
 -- The plain single job, what producers send in a loop: the same writes as the general path
@@ -81,9 +79,8 @@ if ARGV[7] == 'plain' then
     + math.min(redis.call('INCR', SEQ), 35184372088831)
   redis.call('ZADD', KEYS[3], score, id)
   redis.call('ZADD', KEYS[4], '0', '0')
-  redis.call('XADD', EVENTS, 'MAXLEN', '~', PLAIN_EVENTS_MAXLEN_TEXT, '*', 'event', 'queued',
-    'job_id', id,
-    'queue', queue, 'ts', NOW, 'worker', WORKER, 'attempt', '1', 'func', plain_func or '')
+  redis.call('XADD', EVENTS, '*', 'event', 'queued', 'job_id', id, 'queue', queue,
+    'ts', NOW, 'worker', WORKER, 'attempt', '1', 'func', plain_func or '')
   -- metric_count of include/metrics, inlined like the rest of this path.
   redis.call('HINCRBY', NS .. 'metrics', 'enqueued:' .. queue, '1')
   return {1, 1}

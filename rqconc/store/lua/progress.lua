@@ -15,7 +15,6 @@ ARGV[4]          "1" when ARGV[3] is a message
 Returns 1 when stored, 0 when the job does not run, -1 when there is no such job.
 ]]
 --#include clock
-local EVENTS_MAXLEN = 10000
 local key = KEYS[1]
 local status, queue, worker, func, attempts = unpack(
   redis.call('HMGET', key, 'status', 'queue', 'worker', 'func', 'attempts'))
@@ -32,5 +31,5 @@ else
   redis.call('HSET', key, 'progress', ARGV[2])
   redis.call('HDEL', key, 'progress_message')
 end
-redis.call('XADD', KEYS[2], 'MAXLEN', '~', EVENTS_MAXLEN, '*', unpack(fields))
+redis.call('XADD', KEYS[2], '*', unpack(fields))  -- trimmed by maintenance (trim_events)
 return 1

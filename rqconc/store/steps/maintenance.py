@@ -1,6 +1,6 @@
-"""The maintenance steps (lua/recover.lua, lua/trim_ended.lua): what a worker's supervisor
-runs behind the maintenance gate (worker/leases.py), about every job of the namespace
-rather than one job's lifecycle (core.py)."""
+"""The maintenance steps (lua/recover.lua, lua/trim_ended.lua, lua/trim_events.lua): what a
+worker's supervisor runs behind the maintenance gate (worker/leases.py), about every job of
+the namespace rather than one job's lifecycle (core.py)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,16 @@ from rqconc.store.steps.bound import BoundSteps
 # call holds Redis while it runs).
 TRIM_BATCH = 1000
 TRIM_QUEUES_PER_CALL = 50
+# Event entries one call drops while a consumer group exists (each is read and compared:
+# about a millisecond of Redis per call), and calls per pass: a pass drops at most 200,000
+# entries, far more than a namespace appends in one maintenance interval.
+EVENTS_TRIM_CHUNK = 1000
+EVENTS_TRIM_CALLS = 200
 
 
 class MaintenanceSteps(BoundSteps):
-    """Lease recovery and the trim of expired entries, bound to one client and namespace."""
+    """Lease recovery, the trim of expired entries and the event stream's retention, bound
+    to one client and namespace."""
 
     def recover(self, max_lost: int, limit: int = 500) -> Tuple[int, int]:
         """Requeue (or dead-letter) jobs whose lease expired: (requeued, dead)."""
@@ -54,3 +60,19 @@ class MaintenanceSteps(BoundSteps):
                 keys += [k.finished(name), k.failed(name), k.failed_expiry(name)]
             dropped += int(script("trim_ended")(self.client, keys, [limit]))
         return dropped
+
+    def trim_events(
+        self, retention_seconds: float, max_entries: int, chunk: int = EVENTS_TRIM_CHUNK
+    ) -> Tuple[int, int]:
+        """Drop the event entries older than `retention_seconds` (Redis' clock) and the
+        oldest beyond `max_entries` (SPEC 18); returns (removed, dropped: removed before a
+        consumer group acknowledged them, also added to the `events_dropped` metric)."""
+        keys = [self.keys.events, self.keys.metrics]
+        args = [int(retention_seconds * 1000), max_entries, chunk]
+        removed = dropped = 0
+        for _ in range(EVENTS_TRIM_CALLS):
+            gone, lost, more = script("trim_events")(self.client, keys, args)
+            removed, dropped = removed + int(gone), dropped + int(lost)
+            if not int(more):
+                break
+        return removed, dropped

@@ -1,4 +1,4 @@
---[[ events: one entry of the capped event stream per transition, in the step that makes it
+--[[ events: one entry of the event stream per transition, in the step that makes it
 (SPEC 10, 14): emit, emit_with and the held `finished` + `started` entry of a fused step.
 Context: NS, EVENTS (the stream's key), WORKER (the acting worker's name, or ""), NOW.
 ]]
@@ -6,13 +6,12 @@ Context: NS, EVENTS (the stream's key), WORKER (the acting worker's name, or "")
 --#include state
 --#include keys
 
--- Numbers shared with Python (rqconc/store/defaults.py; a test compares them).
-local EVENTS_MAXLEN = 10000
+-- No step trims the stream: its XADD has no MAXLEN. Retention by age and a cap, and the
+-- count of entries dropped before a consumer group acknowledged them, are the maintenance
+-- pass's (lua/trim_events.lua), so a job's steps pay nothing for them (issue 36).
 -- Numbers that Redis receives as arguments are sent as text: a Lua number given to
 -- redis.call is formatted with snprintf on each call (Redis 6.2 and 7.0; ~2,500 instructions,
--- bench/step_cost.py), a string is passed as it is. tests/queue/test_build/prune.py checks
--- that each *_TEXT equals its number.
-local EVENTS_MAXLEN_TEXT = '10000'
+-- bench/step_cost.py), a string is passed as it is.
 
 -- Every event carries the job's `func` and `attempt` (SPEC 10): the 1-based number of the
 -- execution it is about: for failed and retry the run that just ended (their steps count it
@@ -60,7 +59,7 @@ local function detail_of(event, id, result, detail)
   return detail
 end
 
--- One entry of the capped event stream per transition, in the step that makes it; except
+-- One entry of the event stream per transition, in the step that makes it; except
 -- that the step completing a job and taking the next (complete with a next claim) writes its
 -- `finished` and `started` as one entry: the second event's fields follow the first's, each
 -- name prefixed with '+', and share its ts and worker (rqconc/queue/events.py splits them).
@@ -70,7 +69,7 @@ end
 local function hold_events() HELD = false end
 
 local function xadd(fields)
-  redis.call('XADD', EVENTS, 'MAXLEN', '~', EVENTS_MAXLEN_TEXT, '*', unpack(fields))
+  redis.call('XADD', EVENTS, '*', unpack(fields))
 end
 
 local function flush_events()
@@ -85,7 +84,7 @@ local function emit_with(event, id, queue, result, ...)
   -- failed and retry: the run that just ended (compared, not looked up in a table: a
   -- table would be built on every call of the step)
   if event ~= 'failed' and event ~= 'retry' then attempt = attempt + 1 end
-  if attempt == 1 then attempt = '1' end  -- most events: as text (see EVENTS_MAXLEN_TEXT)
+  if attempt == 1 then attempt = '1' end  -- most events: as text (see above)
   local held = HELD
   if held and event == 'started' and known[1] ~= 'full' then
     local fields, n = held, #held
