@@ -37,6 +37,7 @@ from rqconc.worker.leases import Leases
 from rqconc.worker.listened import Listened
 from rqconc.worker.presence import Presence
 from rqconc.worker.recording import Recorder
+from rqconc.worker.refusals import Refusals
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.runner import JobRunner
 from rqconc.worker.scheduler import release_lease, run_scheduler
@@ -72,6 +73,7 @@ class RedisSource(WorkSource):
         wait: Optional[ReplicaWait] = None,
         hooks: Union[Hooks, Sequence[HookSpec]] = (),
         events: Optional[EventRetention] = None,
+        burst: bool = False,
     ) -> None:
         self.keys = KeySpace(namespace)
         self.listened = Listened(queues, self.keys)  # the names, or "*": every queue
@@ -81,7 +83,7 @@ class RedisSource(WorkSource):
         self.runner = JobRunner(self.connections, allow, allow_pickle, cli)
         self.recorder = Recorder(self.connections, self.name, callback_timeout)
         self.taker = Taker(self.connections, self.runner, self.recorder, self.listened,
-            strategy, lease_seconds, take_wait)  # fmt: skip
+            strategy, lease_seconds, take_wait, Refusals(count_repeats=burst))  # fmt: skip
         self.taker.hooks = self.hooks = hooks if isinstance(hooks, Hooks) else Hooks(hooks)
         self.webhook_timeout = webhook_timeout
         # The supervisor's side: each concern an object of its own, all through one guard.

@@ -103,7 +103,8 @@ class Supervisor(BaseSupervisor):
         if source is None:  # one namespace, or a round-robin over several (namespaces.py)
             source = source_for(namespace, lambda ns: RedisSource(connection, queues, strategy,
                 allow, lease_seconds, max_lost, ns, name, wait=wait, allow_pickle=allow_pickle,
-                cli=cli, hooks=self.hooks, events=events, **timings))  # fmt: skip
+                cli=cli, hooks=self.hooks, events=events,
+                burst=bool(engine_options.get("burst")), **timings))  # fmt: skip
         self.queues = queues
         # The engine's take timeout is the longest a child's take may last: the same wait.
         engine_options.setdefault("take_timeout", take_wait)

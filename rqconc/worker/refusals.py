@@ -6,11 +6,12 @@ nothing is imported for it: it goes back to its queue untouched (no attempt coun
 event `refused`), behind the jobs waiting there, for a worker that allows it: one stray job
 (a producer's typo) cannot stand in front of the jobs that can run. This worker says so at
 WARNING, once per function in each child process, with the option to add. After
-`REFUSALS_BEFORE_STOP` refusals of different jobs in a row, with no job run in between, it
-stops with exit code 2 and one line naming what to allow (engine.source.StopWorker): a
-misconfigured worker meets many refused jobs and stops, never emptying a queue into the dead
-letters nor spinning on it silently, while a well configured one that meets the same stray
-job again (alone in its queue) keeps running and only waits longer each time.
+`REFUSALS_BEFORE_STOP` refusals of different jobs in a row (of any, for a `--burst` worker,
+which must end), with no job run in between, it stops with exit code 2 and one line naming
+what to allow (engine.source.StopWorker): a misconfigured worker meets many refused jobs
+and stops, never emptying a queue into the dead letters nor spinning on it silently, while
+a well configured one that meets the same stray job again (alone in its queue) keeps
+running and only waits longer each time.
 
 Only this refusal is given back: a name that is corrupt, a function imported into an
 allowed module from elsewhere, a pickled payload on a worker without `--allow-pickle` and
@@ -40,9 +41,17 @@ REFUSAL_PAUSE_MAX = 5.0
 class Refusals:
     """The allow-list refusals of one worker process (shared by its threads or greenlets)."""
 
-    def __init__(self, limit: int = REFUSALS_BEFORE_STOP, pause: float = REFUSAL_PAUSE) -> None:
+    def __init__(
+        self,
+        limit: int = REFUSALS_BEFORE_STOP,
+        pause: float = REFUSAL_PAUSE,
+        count_repeats: bool = False,
+    ) -> None:
         self.limit = limit
         self.pause = pause
+        # A --burst worker must end: there, the same job refused again counts too (it can
+        # never drain a queue that holds it). A long-running one counts different jobs only.
+        self.count_repeats = count_repeats
         self.in_a_row = 0
         self._refused_ids: Dict[str, int] = {}  # of this run of refusals: job id -> times
         # Function name -> hint; dict.setdefault is atomic, so two threads refusing the same
@@ -75,11 +84,13 @@ class Refusals:
         self._allowed = refusal.allowed
         seen = self._refused_ids.get(job_id, 0)
         self._refused_ids[job_id] = seen + 1
-        if not seen:  # a job met again is no new sign of a misconfigured worker
+        if self.count_repeats or not seen:  # met again: no new sign of a misconfiguration
             self.in_a_row += 1
             if self.in_a_row >= self.limit:
                 raise StopWorker(self.stop_line(), 2)
-        time.sleep(min(self.pause * 2**seen, REFUSAL_PAUSE_MAX) if self.pause else 0)
+        # A job met again is alone in its queue: wait longer, unless this worker must end.
+        grown = 0 if self.count_repeats else seen
+        time.sleep(min(self.pause * 2**grown, REFUSAL_PAUSE_MAX) if self.pause else 0)
 
     def stop_line(self) -> str:
         """The one line a worker stopping for its refusals ends with."""
@@ -88,7 +99,7 @@ class Refusals:
             for hint, funcs in self._hints.items()
         )
         return (
-            f"refused {self.in_a_row} different jobs in a row, not allowed by this worker's "
+            f"refused {self.in_a_row} jobs in a row, not allowed by this worker's "
             f"allow-list ({self._allowed}); they wait in their queues: {fixes}"
         )
 

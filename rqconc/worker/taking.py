@@ -67,6 +67,7 @@ class Taker:
         strategy: str,
         lease_seconds: float,
         take_wait: float = MAX_BLOCK,
+        refusals: Optional[Refusals] = None,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
@@ -80,7 +81,8 @@ class Taker:
         self.take_wait = take_wait
         self._rotation = 0
         self.hooks = Hooks()  # the worker's job hooks (RedisSource sets them)
-        self.refusals = Refusals()  # jobs the allow-list refuses go back (refusals.py)
+        # Jobs the allow-list refuses go back (refusals.py).
+        self.refusals = refusals or Refusals()
         self._backoff = Backoff(first=0.1, cap=30.0, jitter=True)
 
     def child_started(self, forked: bool) -> None:

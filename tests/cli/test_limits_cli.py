@@ -34,6 +34,7 @@ def test_limits_sets_shows_and_clears_a_queues_caps(redis_url):
 
 
 def test_pause_and_resume_one_queue_leave_the_workers_alone(redis_url):
+    Queue("sms", redis_url).enqueue(ECHO, 1)  # a known queue (an unknown one is warned of)
     assert run("pause", "sms", "--url", redis_url).output == "queue sms paused\n"
     assert Queue("sms", redis_url).is_paused and not Queue("mail", redis_url).is_paused
     assert run("resume", "sms", "--url", redis_url).output == "queue sms resumed\n"

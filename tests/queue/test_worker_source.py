@@ -58,7 +58,7 @@ def test_refusals_of_different_jobs_in_a_row_stop_the_worker_with_the_option_to_
     with pytest.raises(StopWorker) as stop:
         take_and_run(source, "last")
     assert stop.value.exit_code == 2
-    assert f"refused {REFUSALS_BEFORE_STOP} different jobs in a row" in str(stop.value)
+    assert f"refused {REFUSALS_BEFORE_STOP} jobs in a row" in str(stop.value)
     assert "allow=['tests']) (for tests.queue.forbidden_tasks:run)" in str(stop.value)
     assert all(j.status == JobStatus.QUEUED and j.attempts == 0 for j in jobs)
 

@@ -5,6 +5,7 @@
 import base64
 import os
 import pickle
+import signal
 import subprocess
 import sys
 
@@ -237,6 +238,10 @@ def test_os_system_is_not_allowed_and_has_no_side_effect(redis_server, start_wor
         timeout=30,
         message="both jobs refused",
     )
+    for worker in workers:  # a warm stop: a refusal under way hands its job back first
+        worker.signal(signal.SIGTERM)
+    for worker in workers:
+        assert worker.wait_exit(30) == 0, worker.output()[-3000:]
     for job in (system, hostile):
         assert job.status == JobStatus.QUEUED and job.attempts == 0
     assert not marker.exists(), "os.system ran"
