@@ -24,6 +24,7 @@ from rqconc.cli.common import (
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import COUNTS, queue_counts
+from rqconc.queue.events import EventStream
 from rqconc.queue.limits.settings import Limits
 from rqconc.store.keys import KeySpace, check_queue_name
 from rqconc.worker.listened import EVERY
@@ -68,8 +69,7 @@ def gather(
         row.update(found[row["name"]].report())
     if is_suspended(client, namespace=namespace):  # only then: the SPEC's shape stays
         report["suspended"] = True
-    with translated_errors(client):  # only when some: the shape stays
-        dropped = int(client.hget(KeySpace(namespace).metrics, "events_dropped") or 0)
+    dropped = EventStream(client, namespace).dropped()  # only when some: the shape stays
     if dropped:
         report["events_dropped"] = dropped
     if with_workers or by_queue:

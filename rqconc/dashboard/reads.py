@@ -13,9 +13,9 @@ import redis
 
 from rqconc.connection.clients import translated_errors
 from rqconc.queue.control import is_suspended
-from rqconc.queue.counts import queue_counts
+from rqconc.queue.counts import queue_counts, queue_names
 from rqconc.queue.dead_letters import newest_letters
-from rqconc.queue.events import EventStream, entry_events
+from rqconc.queue.events import EventStream
 from rqconc.queue.job import Job
 from rqconc.queue.limits.settings import Limits
 from rqconc.queue.listing import list_jobs
@@ -88,7 +88,7 @@ def failed_page(
     queue that has some."""
     keys = KeySpace(namespace)
     with translated_errors(client):
-        names = [queue] if queue else sorted(text(n) for n in client.smembers(keys.queues))
+        names = [queue] if queue else queue_names(client, namespace)
         shown, totals = newest_letters(client, keys, names, offset, PAGE)
         jobs = _jobs(client, namespace, [job_id for job_id, _ in shown])
     of = dict(shown)
@@ -155,9 +155,7 @@ def events(client: redis.Redis, namespace: str, after: Optional[str]) -> Dict[st
     if not after:
         found = stream.latest(PAGE)
     else:
-        with translated_errors(client):
-            entries: Any = client.xrange(stream.key, f"({after}", "+", count=FEED_BATCH)
-        found = [event for i, raw in entries for event in entry_events(i, raw)]
+        found = stream.after(after, FEED_BATCH)
     # The id to read after: an entry's (a joined entry's second event has the entry's + ".1").
     last = found[-1]["id"].partition(".")[0] if found else (after or "0-0")
     return {"events": found, "last": last}

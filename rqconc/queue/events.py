@@ -95,6 +95,18 @@ class EventStream:
         events = [e for i, raw in reversed(entries) for e in entry_events(i, raw)]
         return events[-count:] if count > 0 else events
 
+    def after(self, entry_id: str, count: int) -> List[Event]:
+        """Up to `count` entries' events after stream id `entry_id` (a live feed's next read)."""
+        with translated_errors(self.client):
+            entries: Any = self.client.xrange(self.key, f"({entry_id}", "+", count=count)
+        return [event for i, raw in entries for event in entry_events(i, raw)]
+
+    def dropped(self) -> int:
+        """Entries trimmed before a consumer group acknowledged them (one HGET; `stats`
+        tells the rest)."""
+        with translated_errors(self.client):
+            return int(self.client.hget(self.keys.metrics, "events_dropped") or 0)
+
     def stats(self) -> Dict[str, Any]:
         """`entries` in the stream, the `oldest` one's ms (None when empty), `dropped`: those
         trimmed before a consumer group acknowledged them (rqconc_events_dropped_total), and
