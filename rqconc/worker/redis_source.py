@@ -77,7 +77,6 @@ class RedisSource(WorkSource):
     ) -> None:
         self.keys = KeySpace(namespace)
         self.listened = Listened(queues, self.keys)  # the names, or "*": every queue
-        self.queues = self.listened.given
         self.name = name or f"{socket.gethostname()}.{os.getpid()}"
         self.connections = Connections(url, self.keys, wait)
         self.runner = JobRunner(self.connections, allow, allow_pickle, cli)
@@ -94,6 +93,11 @@ class RedisSource(WorkSource):
         self.presence = Presence(self.connections, guard, self.listened, registry_ttl)
         self.cancels = Cancels(self.connections, guard, self.name, ends)
         self.ended = EndedChildren(self.connections, guard, self.recorder, lease_seconds, ends)
+
+    @property
+    def queues(self) -> List[str]:
+        """The queue names it was given (["*"]: every queue of the namespace)."""
+        return self.listened.given
 
     @property
     def lease_seconds(self) -> float:

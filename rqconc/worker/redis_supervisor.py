@@ -106,8 +106,7 @@ class Supervisor(BaseSupervisor):
                 cli=cli, hooks=self.hooks, events=events,
                 burst=bool(engine_options.get("burst")), **timings))  # fmt: skip
         self.queues = queues
-        # The engine's take timeout is the longest a child's take may last: the same wait.
-        engine_options.setdefault("take_timeout", take_wait)
+        engine_options.setdefault("take_timeout", take_wait)  # a take lasts at most that wait
         super().__init__(backend, size, source, name=name, **engine_options)
 
     def _serve(self) -> int:

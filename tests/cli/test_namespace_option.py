@@ -133,6 +133,25 @@ def check_limits(done, s):
     return mine.concurrency == 2 and Queue("mail", connection=s["url"]).limits.concurrency is None
 
 
+def mail_count(url, namespace):
+    return Queue("mail", connection=url, namespace=namespace).count
+
+
+def check_emptied(done, s):
+    return mail_count(s["url"], NS) == 0 < mail_count(s["url"], "rqconc")
+
+
+def check_queue_deleted(done, s):
+    return check_emptied(done, s) and dead_count(s["url"], NS) == 0 < dead_count(s["url"], "rqconc")
+
+
+def check_job_deleted(done, s):
+    gone = not Queue("mail", connection=s["url"], namespace=NS).connection.exists(
+        KeySpace(NS).job("same")
+    )
+    return gone and job(s["url"], "rqconc").status == JobStatus.QUEUED
+
+
 # Command path -> (arguments after it, the check of what it did in NS and not elsewhere).
 CASES = {
     ("cancel",): (["same"], lambda d, s: job(s["url"], NS).status == JobStatus.CANCELED),
@@ -158,7 +177,17 @@ CASES = {
     ("info",): (["--json", "-W"], check_info),
     ("limits",): (["mail", "--concurrency", "2"], check_limits),
     ("pause",): (["mail"], check_pause),
-    ("job",): (["same", "--json"], lambda d, s: json.loads(d.stdout)["args"] == [1, len(NS)]),
+    ("job", "show"): (
+        ["same", "--json"],
+        lambda d, s: json.loads(d.stdout)["args"] == [1, len(NS)],
+    ),
+    ("job", "delete"): (["same", "--yes"], check_job_deleted),
+    ("jobs",): (
+        ["mail", "--status", "failed", "--json"],
+        lambda d, s: s[NS] in d.stdout and s["rqconc"] not in d.stdout,
+    ),
+    ("empty",): (["mail", "--yes"], check_emptied),
+    ("delete",): (["mail", "--yes"], check_queue_deleted),
     ("ping",): (["--worker", "w"], lambda d, s: f"in namespace '{NS}'" in d.stderr),
     ("requeue",): (["--all"], check_requeue),
     ("resume",): ([], lambda d, s: True),  # the flag set before it is gone: see the test

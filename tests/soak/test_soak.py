@@ -17,8 +17,7 @@ import psutil
 import pytest
 
 from rqconc import Queue
-from rqconc.queue.job import DEFAULT_RESULT_TTL
-from rqconc.store.defaults import EVENTS_MAX
+from rqconc.store.defaults import DEFAULT_RESULT_TTL, EVENTS_MAX
 from rqconc.store.steps.core import now_ms
 from rqconc.worker.redis_source import RedisSource
 from tests.support.redis_server import RedisServer
