@@ -1,5 +1,5 @@
 """One job's page: its call, status, attempts, progress, outcome, its flow's stages, the
-dead letter it is (if it is one) and its events still in the stream (job_events.py)."""
+dead letter it is (if it is one) and its events still in the stream (queue/job_events.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import redis
 
 from rqconc import errors
 from rqconc.connection.clients import translated_errors
-from rqconc.dashboard.job_events import scan_job_events
 from rqconc.queue.dead_letters import DeadLetters
 from rqconc.queue.job import Job
+from rqconc.queue.job_events import scan_job_events
 from rqconc.store.keys import KeySpace
 
 FLOW_STAGES_SHOWN = 50

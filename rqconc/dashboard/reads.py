@@ -18,12 +18,11 @@ from rqconc.queue.dead_letters import newest_letters
 from rqconc.queue.events import EventStream
 from rqconc.queue.job import Job
 from rqconc.queue.limits.settings import Limits
-from rqconc.queue.listing import list_jobs
+from rqconc.queue.listing import due_soonest, list_jobs
 from rqconc.queue.schedule import cron
 from rqconc.store.clock import redis_time
 from rqconc.store.keys import KeySpace
-from rqconc.store.steps.core import text
-from rqconc.worker.registry import list_workers
+from rqconc.worker.registry import list_workers, live_count
 
 PAGE = 50  # rows per list page
 FEED_BATCH = 200  # events per live-feed answer at most
@@ -42,7 +41,7 @@ def overview(client: redis.Redis, namespace: str) -> Dict[str, Any]:
             "namespace": namespace,
             "queues": queues,
             "suspended": is_suspended(client, namespace),
-            "workers": int(client.zcount(keys.workers, redis_time(client, keys), "+inf")),
+            "workers": live_count(client, namespace),
         }
 
 
@@ -107,12 +106,10 @@ def failed_page(
 
 def scheduled_page(client: redis.Redis, namespace: str, queue: str) -> Dict[str, Any]:
     """The next PAGE scheduled jobs of a queue (due soonest first) with their due times."""
-    key = KeySpace(namespace).scheduled(queue)
+    due, total = due_soonest(client, queue, PAGE, namespace)
     with translated_errors(client):
-        due: Any = client.zrange(key, 0, PAGE - 1, withscores=True)
-        total = client.zcard(key)
-        jobs = _jobs(client, namespace, [text(i) for i, _ in due])
-    when = {text(i): score / 1000 for i, score in due}
+        jobs = _jobs(client, namespace, [job_id for job_id, _ in due])
+    when = dict(due)
     rows = [dict(_row(job), due=when.get(job.id)) for job in jobs]
     return {"queue": queue, "total": int(total), "jobs": rows}
 

@@ -94,6 +94,20 @@ def list_jobs(
     return listing
 
 
+def due_soonest(
+    connection: ConnectionLike, queue: str, count: int = PAGE, namespace: str = "rqconc"
+) -> Tuple[List[Tuple[str, float]], int]:
+    """The `count` scheduled jobs of `queue` due soonest, as (id, due time in Unix seconds),
+    and how many are scheduled (the dashboard's Scheduled page)."""
+    client, key = connect(connection), KeySpace(namespace).scheduled(queue)
+    with translated_errors(client):
+        pipe = client.pipeline(transaction=False)
+        pipe.zrange(key, 0, count - 1, withscores=True)
+        pipe.zcard(key)
+        due, total = pipe.execute()
+    return [(text(job_id), score / 1000) for job_id, score in due], int(total)
+
+
 def _ids(
     client: redis.Redis, keys: KeySpace, listing: JobListing, count: int
 ) -> Tuple[List[str], int]:

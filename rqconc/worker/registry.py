@@ -126,6 +126,12 @@ def list_workers(client: redis.Redis, namespace: str = "rqconc") -> List[Dict[st
     return WorkerRegistry(client, KeySpace(namespace)).list()
 
 
+def live_count(client: redis.Redis, namespace: str = "rqconc") -> int:
+    """How many workers of a namespace are registered and not expired (Redis' clock)."""
+    keys = KeySpace(namespace)
+    return int(client.zcount(keys.workers, redis_time(client, keys), "+inf"))
+
+
 def heartbeat_age(client: redis.Redis, name: str, namespace: str = "rqconc") -> Optional[float]:
     """Seconds since worker `name` last heartbeat, or None when it is not registered or
     that heartbeat is older than its TTL (`rqconc ping --worker`)."""
