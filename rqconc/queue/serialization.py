@@ -216,6 +216,8 @@ def _is_module(name: str) -> Optional[bool]:
 # Module names this process could not import (a producer need not have the workers' code):
 # asked once each. Bounded: the names come from callers.
 _NOT_HERE: Dict[str, bool] = {}
+# Names found defined here, not checked again (a module does not lose its functions).
+_DEFINED: Dict[str, bool] = {}
 _NOT_HERE_LIMIT = 1024
 
 
@@ -241,6 +243,8 @@ def check_defined(name: str, may_import: bool = True) -> str:
     module that does not import here is accepted as it is. `may_import=False` (code that runs
     inside a job, a flow's `Next`): only modules imported already are looked into, since a
     worker imports only what its allow-list accepts."""
+    if name in _DEFINED:  # checked before: enqueue_many names one function a thousand times
+        return name
     module_name, sep, qualname = current_name(name).partition(":")
     module = _module_here(module_name, may_import) if sep else None
     if module is None:
@@ -253,6 +257,8 @@ def check_defined(name: str, may_import: bool = True) -> str:
                 f"(imported here from {getattr(module, '__file__', None) or module_name})"
             )
         target = getattr(target, part)
+    if len(_DEFINED) < _NOT_HERE_LIMIT:  # bounded: a producer may name many functions
+        _DEFINED[name] = True
     return name
 
 
