@@ -142,7 +142,13 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def plural(n: int, word: str) -> str:
+    """ "1 job", "2 jobs": counts in the commands' one-line answers."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 __all__: List[str] = [
+    "plural",
     "url_option",
     "namespace_option",
     "client_for",

@@ -12,6 +12,7 @@ from rqconc.cli.common import (
     client_for,
     namespace_option,
     one_line,
+    plural,
     replica_options,
     table,
     url_option,
@@ -104,7 +105,7 @@ def purge_failed(
     wait = {"wait_replicas": wait_replicas, "wait_timeout": wait_timeout}
     with translated_errors(client):
         deleted = sum(q.failed.purge() for q in _queues(client, queue_name, namespace, **wait))
-    click.echo(f"purged {deleted} dead letter{'' if deleted == 1 else 's'}")
+    click.echo(f"purged {plural(deleted, 'dead letter')}")
 
 
 @click.command()
@@ -140,4 +141,4 @@ def requeue(
             if missing:
                 raise click.ClickException(f"not dead letters: {' '.join(missing)}")
             count = len(job_ids)
-    click.echo(f"requeued {count} job{'' if count == 1 else 's'}")
+    click.echo(f"requeued {plural(count, 'job')}")

@@ -12,7 +12,13 @@ from typing import Any, List, Optional, Sequence
 import click
 
 from rqconc import errors
-from rqconc.cli.common import client_for, namespace_option, replica_options, url_option
+from rqconc.cli.common import (
+    client_for,
+    namespace_option,
+    plural,
+    replica_options,
+    url_option,
+)
 from rqconc.cli.job import job as show_job
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.queue.job import Job
@@ -38,10 +44,6 @@ def _queue(name: str, namespace: str, url: Optional[str], **wait: Any) -> Queue:
         raise click.UsageError(str(exc)) from None
 
 
-def _plural(n: int, word: str = "job") -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 @click.command()
 @click.argument("queue_name", metavar="QUEUE")
 @yes_option
@@ -61,7 +63,7 @@ def empty(
         queue_name, namespace, url, wait_replicas=wait_replicas, wait_timeout=wait_timeout
     )
     confirmed(f"Delete every waiting job of queue {queue_name}?", yes)
-    click.echo(f"deleted {_plural(queue.empty())} of queue {queue_name}")
+    click.echo(f"deleted {plural(queue.empty(), 'job')} of queue {queue_name}")
 
 
 @click.command()
@@ -84,7 +86,7 @@ def delete(
         queue_name, namespace, url, wait_replicas=wait_replicas, wait_timeout=wait_timeout
     )
     confirmed(f"Delete queue {queue_name} and every job of it that is not running?", yes)
-    click.echo(f"deleted queue {queue_name} ({_plural(queue.delete())})")
+    click.echo(f"deleted queue {queue_name} ({plural(queue.delete(), 'job')})")
 
 
 class JobCommands(click.Group):
@@ -122,7 +124,7 @@ def delete_jobs(
     """Delete jobs that are not running (cancel a running one first). Exits 1 if one could
     not be deleted."""
     client = client_for(url)
-    confirmed(f"Delete {_plural(len(job_ids))}?", yes)
+    confirmed(f"Delete {plural(len(job_ids), 'job')}?", yes)
     refused = []
     for job_id in job_ids:
         found = Job(job_id, client, namespace)

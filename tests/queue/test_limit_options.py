@@ -69,7 +69,8 @@ def test_debounce_under_20_concurrent_producers_runs_once_with_the_latest_argume
     assert len({job.id for job in jobs}) == 1
     job = jobs[0]
     wait_for(lambda: job.status == "finished", timeout=15, message="the debounced job")
-    time.sleep(0.3)  # a second run would have started by now: there must be none
+    # Nothing of the queue is left waiting or scheduled: no second run can come.
+    assert queues[0].count == 0 and not client.zcard(KeySpace().scheduled("debounced"))
     (run,) = [json.loads(entry) for entry in client.lrange("runs", 0, -1)]
     job.refresh()
     # The latest enqueue's arguments won (the job's stored ones are those it ran with)...
@@ -99,7 +100,10 @@ def test_debounce_while_the_job_runs_waits_behind_it_and_runs_the_latest_argumen
     assert third.id == second.id
     wait_for(lambda: second.status == "finished", timeout=15)
     wait_for(lambda: client.llen("runs") >= 2, timeout=5)
-    time.sleep(0.3)  # a third run would have started by now: there must be none
+    # Nothing of the queue is left waiting, scheduled or deferred: no third run can come.
+    keys = q.keys
+    assert q.count == 0 and not client.zcard(keys.scheduled("debounced"))
+    assert not client.zcard(keys.deferred("debounced"))
     done, latest = [json.loads(entry) for entry in client.lrange("runs", 0, -1)]
     assert (done["tag"], latest["tag"]) == ("first", "third")
     assert latest["start"] >= done["end"]  # one at a time
