@@ -225,10 +225,14 @@ def _module_here(name: str, may_import: bool) -> Optional[types.ModuleType]:
     """Module `name` as imported in this process (importing it when `may_import` and it is
     found here), or None when it is not to be had here."""
     module = sys.modules.get(name)
-    if module is not None or not may_import or name in _NOT_HERE:
+    # Another thread may be importing it right now: sys.modules holds it half made (its
+    # functions not yet defined) until that import ends. import_module waits for it.
+    if module is not None and not getattr(module.__spec__, "_initializing", False):
         return module
+    if not may_import or name in _NOT_HERE:
+        return None
     try:
-        if _is_module(name):
+        if module is not None or _is_module(name):
             return importlib.import_module(name)
     except Exception:  # it does not import here: whether it names the function is unknown
         pass

@@ -1,7 +1,9 @@
 """SPEC sections 3, 4 and 7: enqueueing, its options, and what bad input gets."""
 
 import datetime as dt
+import importlib
 import os
+import sys
 import threading
 import time
 
@@ -343,3 +345,20 @@ def test_a_function_the_module_here_does_not_define_is_refused_at_enqueue(
     queue.enqueue("workers_only.tasks:send")  # not importable here: the worker's business
     queue.enqueue("workers_only.tasks.send")
     assert queue.count == 4
+
+
+def test_a_name_whose_module_another_thread_is_importing_is_accepted_once_imported(queue):
+    # 20 producers naming one module at once: sys.modules holds it half made while the first
+    # import runs, and enqueue refused its function as missing (a CI run of the unique-key
+    # test with concurrent producers).
+    name = "tests.queue.slow_import_tasks"
+    sys.modules.pop(name, None)
+    importer = threading.Thread(target=importlib.import_module, args=(name,))
+    importer.start()
+    deadline = time.monotonic() + 5
+    while name not in sys.modules and time.monotonic() < deadline:
+        time.sleep(0.001)  # until the other thread's import has begun
+    assert name in sys.modules and not hasattr(sys.modules[name], "ready")
+    job = queue.enqueue(f"{name}:ready")
+    importer.join()
+    assert job.func_name == f"{name}:ready"
