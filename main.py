@@ -9,6 +9,6 @@ if __name__ == "__main__":
 
     prepare_worker_process(sys.argv[1:], positional=True)
 
-    from rqconc.cli.app import run_main_py
+    from rqconc.cli.worker_command import run_main_py
 
     run_main_py()

@@ -87,10 +87,32 @@ def redis_server(redis_binary):
     server.close()
 
 
+@pytest.fixture(scope="session")
+def redis_system_server(redis_binary):
+    """A session-wide server of the one binary, for tests of processes (CLI commands, workers)
+    whose Redis steps the store and queue tests already run on every version."""
+    server = RedisServer(redis_binary).start()
+    yield server
+    server.close()
+
+
 @pytest.fixture
 def redis_url(redis_versions_server):
-    """URL of a flushed shared server, once per Redis version."""
-    client = redis_versions_server.client()
+    """URL of a flushed shared server, once per Redis version: the store's and the queue's
+    tests, where a Lua step meets each version's commands."""
+    return flushed_url(redis_versions_server)
+
+
+@pytest.fixture
+def one_redis_url(redis_system_server):
+    """URL of a flushed shared server of one version: a directory whose tests start processes
+    (tests/cli, tests/worker) makes this its `redis_url` — a second version would double
+    their minutes and test no Lua step that tests/store and tests/queue do not."""
+    return flushed_url(redis_system_server)
+
+
+def flushed_url(server):
+    client = server.client()
     # An earlier test's worker, killed, may still have a marker wait blocked here with its
     # take pipelined behind it: that take would lease this test's first job to a claim nobody
     # renews. Start only once Redis has let go of every such wait (start_worker's close has
@@ -102,7 +124,7 @@ def redis_url(redis_versions_server):
     )
     client.flushall()
     client.close()
-    return redis_versions_server.url
+    return server.url
 
 
 @pytest.fixture(autouse=True)

@@ -31,8 +31,9 @@ from typing import List, Optional
 import click
 import pytest
 
-from rqconc.cli.app import cli, main_py
+from rqconc.cli.app import cli
 from rqconc.cli.worker import check_size
+from rqconc.cli.worker_command import main_py
 from tests.support.worker_process import ROOT
 
 MARKER = "<!-- test: run -->"

@@ -4,57 +4,20 @@
 from __future__ import annotations
 
 import sys
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 import click
 import redis
 
 from rqconc import __version__, errors
-from rqconc.cli.worker import BackendName, check_size, env_option, run_worker, worker_options
+from rqconc.cli.commands import CommandTable
 from rqconc.worker.logs import redact_text
 
-# A typo is refused with the valid names, and shell completion offers them.
-BACKEND = BackendName()
 
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CommandTable, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "-V", "--version", prog_name="rqconc")
 def cli() -> None:
     """rqconc: a Redis job queue whose worker supervises concurrent children."""
-
-
-@cli.command()
-@env_option(
-    "-b",
-    "--backend",
-    type=BACKEND,
-    default="forking",
-    show_default=True,
-    help="How the children run.",
-)
-@env_option(
-    "-n",
-    "--size",
-    type=int,
-    default=1,
-    show_default=True,
-    help="How many children run jobs at once.",
-)
-@worker_options
-def worker(backend: str, size: int, **options: Any) -> None:
-    """Run a worker (the same as `python main.py BACKEND SIZE`)."""
-    check_size(backend, size)
-    sys.exit(run_worker(backend, size, options))
-
-
-@click.command(name="main.py", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("backend", type=BACKEND)
-@click.argument("size", type=int)
-@worker_options
-def main_py(backend: str, size: int, **options: Any) -> None:
-    """python main.py BACKEND SIZE [options]: run a worker."""
-    check_size(backend, size)
-    sys.exit(run_worker(backend, size, options))
 
 
 def _one_line(message: str) -> str:
@@ -69,7 +32,7 @@ def _fail(prog: str, message: str, code: int) -> None:
     sys.exit(code)
 
 
-def _invoke(command: click.Command, args: Optional[Sequence[str]], prog: str) -> None:
+def invoke(command: click.Command, args: Optional[Sequence[str]], prog: str) -> None:
     try:
         code = command.main(args=args, prog_name=prog, standalone_mode=False)
     except click.exceptions.Abort:
@@ -90,15 +53,4 @@ def _invoke(command: click.Command, args: Optional[Sequence[str]], prog: str) ->
 
 
 def main(args: Optional[Sequence[str]] = None) -> None:
-    _invoke(cli, args, "rqconc")
-
-
-def run_main_py(args: Optional[Sequence[str]] = None) -> None:
-    _invoke(main_py, args, "main.py")
-
-
-from rqconc.cli.commands import register  # noqa: E402
-from rqconc.cli.metrics import metrics  # noqa: E402
-
-register(cli)
-cli.add_command(metrics)
+    invoke(cli, args, "rqconc")

@@ -11,8 +11,7 @@ import redis
 from rqconc.connection.clients import connect, resolve_url
 from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT
 from rqconc.queue.counts import queue_names
-from rqconc.store.keys import KeySpace
-from rqconc.worker.namespaces import split_namespaces
+from rqconc.store.keys import KeySpace, split_namespaces
 
 F = TypeVar("F", bound=Callable[..., Any])
 

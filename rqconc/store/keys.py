@@ -7,6 +7,7 @@ spans several queues, touches a single Redis Cluster slot.
 from __future__ import annotations
 
 import re
+from typing import Any, List
 
 _BAD_NAME = re.compile(r"[\s,{}]")
 
@@ -40,6 +41,17 @@ def check_queue_name(name: str) -> str:
             f"invalid queue name {name!r}: use a non-empty name without spaces, commas or braces"
         )
     return name
+
+
+def split_namespaces(namespace: Any) -> List[str]:
+    """`"a,b"`, `["a", "b"]` or `"a"` as a list of distinct names (order kept)."""
+    names = namespace.split(",") if isinstance(namespace, str) else list(namespace)
+    names = [n.strip() if isinstance(n, str) else n for n in names]
+    if not names or any(not n for n in names):
+        raise ValueError(f"invalid namespace {namespace!r}: give one name or a comma list")
+    if len(set(names)) != len(names):
+        raise ValueError(f"namespace {namespace!r} names one namespace twice")
+    return names
 
 
 class KeySpace:

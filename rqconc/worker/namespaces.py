@@ -26,28 +26,18 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any, Callable, List, Optional, Sequence, Set, Tuple, TypeVar, Union
+from typing import Callable, List, Optional, Sequence, Set, Tuple, TypeVar, Union
 
 import redis
 
 from rqconc.connection.backoff import REDIS_DOWN
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
+from rqconc.store.keys import split_namespaces
 from rqconc.worker.logs import name_namespaces_in_logs, serving
 from rqconc.worker.redis_source import RedisSource
 from rqconc.worker.rotation import Rotation
 
 T = TypeVar("T")
-
-
-def split_namespaces(namespace: Any) -> List[str]:
-    """`"a,b"`, `["a", "b"]` or `"a"` as a list of distinct names (order kept)."""
-    names = namespace.split(",") if isinstance(namespace, str) else list(namespace)
-    names = [n.strip() if isinstance(n, str) else n for n in names]
-    if not names or any(not n for n in names):
-        raise ValueError(f"invalid namespace {namespace!r}: give one name or a comma list")
-    if len(set(names)) != len(names):
-        raise ValueError(f"namespace {namespace!r} names one namespace twice")
-    return names
 
 
 def source_for(

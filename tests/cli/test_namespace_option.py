@@ -27,7 +27,9 @@ NS = "ns1"
 
 def leaf_commands(group, prefix=()):
     """(path, command) of every runnable command under `group`."""
-    for name, command in sorted(group.commands.items()):
+    context = click.Context(group)
+    for name in group.list_commands(context):  # the lazy `rqconc` group loads each here
+        command = group.get_command(context, name)
         if isinstance(command, click.Group):
             yield from leaf_commands(command, (*prefix, name))
         else:
