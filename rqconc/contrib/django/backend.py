@@ -50,12 +50,10 @@ class RqconcBackend(BaseTaskBackend):
         self.defaults = enqueue_options(self.options)
         self._queues: Dict[str, Queue] = {}
         # redis.asyncio clients belong to the event loop that opened them: queues per loop.
-        self._async_queues: MutableMapping[Any, Dict[str, AsyncQueue]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._async_queues: MutableMapping[Any, Dict[str, AsyncQueue]] = weakref.WeakKeyDictionary()
 
     # ---- enqueueing ----
-    def _plan(self, task: Task, args: Any, kwargs: Any) -> Dict[str, Any]:
+    def _options(self, task: Task) -> Dict[str, Any]:
         """The options of the task's job (the call goes beside them)."""
         self.validate_task(task)
         options = dict(self.defaults, priority=rqconc_priority(task.priority))
@@ -69,7 +67,7 @@ class RqconcBackend(BaseTaskBackend):
         return run_after
 
     def enqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
-        options = self._plan(task, args, kwargs)
+        options = self._options(task)
         func = RUN_ASYNC_TASK if iscoroutinefunction(task.func) else RUN_TASK
         call = stored_call(task, args, kwargs, self.alias)
         queue, when = self._queue(task.queue_name), self._when(task)
@@ -80,7 +78,7 @@ class RqconcBackend(BaseTaskBackend):
         return self._enqueued(task, job)
 
     async def aenqueue(self, task: Task, args: Any, kwargs: Any) -> TaskResult:
-        options = self._plan(task, args, kwargs)
+        options = self._options(task)
         func = RUN_ASYNC_TASK if iscoroutinefunction(task.func) else RUN_TASK
         call = stored_call(task, args, kwargs, self.alias)
         queue, when = self._async_queue(task.queue_name), self._when(task)

@@ -11,16 +11,13 @@ try:
     from django.tasks.signals import task_enqueued
     from django.utils.json import normalize_json
 except ImportError:  # Django before 6.0: the backport
-    from django_tasks import TaskContext, TaskResult, TaskResultStatus  # type: ignore[no-redef]
-    from django_tasks.base import Task  # type: ignore[no-redef]
-    from django_tasks.backends.base import BaseTaskBackend  # type: ignore[no-redef]
-    from django_tasks.base import TaskError  # type: ignore[no-redef]
-    from django_tasks.exceptions import (  # type: ignore[no-redef]
-        InvalidTaskError as InvalidTask,
-        TaskResultDoesNotExist,
-    )
-    from django_tasks.signals import task_enqueued  # type: ignore[no-redef]
-    from django_tasks.utils import normalize_json  # type: ignore[no-redef]
+    from django_tasks import TaskContext, TaskResult, TaskResultStatus
+    from django_tasks.backends.base import BaseTaskBackend
+    from django_tasks.base import Task, TaskError
+    from django_tasks.exceptions import InvalidTaskError as InvalidTask
+    from django_tasks.exceptions import TaskResultDoesNotExist
+    from django_tasks.signals import task_enqueued
+    from django_tasks.utils import normalize_json
 
 __all__ = [
     "BaseTaskBackend",

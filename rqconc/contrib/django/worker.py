@@ -34,6 +34,8 @@ def _call_args(args: List[Any], task: Any) -> List[Any]:
         return args
     # The job as stored now (started): the running attempt's number and times.
     current = get_current_job()
+    if current is None:
+        raise RuntimeError("a Django task runs as an rqconc job (rqconc worker --django)")
     job = Job.fetch(current.id, current.connection, current.namespace)
     return [TaskContext(task_result=task_result(job)), *args]
 

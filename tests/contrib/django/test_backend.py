@@ -57,7 +57,7 @@ def test_a_failing_task_is_failed_with_its_error(worker):
     assert error.exception_class_path == "builtins.ValueError"
     assert "ValueError: boom" in error.traceback and "raise ValueError" in error.traceback
     with pytest.raises(ValueError, match="Task failed"):
-        result.return_value
+        _ = result.return_value
 
 
 def test_a_deferred_task_waits_until_its_run_after(worker):
@@ -113,7 +113,9 @@ def test_priorities_order_the_run(django_site, tmp_path_factory):
     for priority in (-100, 10, 100, -20, 50):
         ordered.using(priority=priority).enqueue(f"priority {priority}")
     log_dir = tmp_path_factory.mktemp("django-ordered")
-    process = redis_worker("forking", 1, django_site, log_dir, "--burst", *worker_options("ordered"))
+    process = redis_worker(
+        "forking", 1, django_site, log_dir, "--burst", *worker_options("ordered")
+    )
     try:
         assert process.wait_exit(30) == 0, process.output()[-3000:]
     finally:
