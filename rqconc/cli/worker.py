@@ -7,6 +7,7 @@ an option on the command line wins. Below the environment come the settings of a
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type
@@ -243,6 +244,16 @@ def use_django(options: Dict[str, Any]) -> None:
     or spawned), django.setup() before each child's first job, and the runner allowed."""
     if not options["django"]:
         return
+    if importlib.util.find_spec("django") is None:
+        raise click.UsageError("--django needs Django: pip install 'rqconc[django]'")
+    try:
+        found = importlib.util.find_spec(options["django"])
+    except ImportError:  # its package is missing
+        found = None
+    if found is None:
+        raise click.UsageError(
+            f"--django: no settings module {options['django']!r} here (see --path)"
+        )
     os.environ["DJANGO_SETTINGS_MODULE"] = options["django"]
     options["preload"] = (DJANGO_RUNNER + ":setup", *options["preload"])
     options["allow"] = (*options["allow"], DJANGO_RUNNER)
