@@ -245,7 +245,9 @@ def use_django(options: Dict[str, Any]) -> None:
     if not options["django"]:
         return
     if importlib.util.find_spec("django") is None:
-        raise click.UsageError("--django needs Django: pip install 'rqconc[django]'")
+        raise click.UsageError(
+            "--django needs Django: install rqconc's django extra (docs/django.md)"
+        )
     try:
         found = importlib.util.find_spec(options["django"])
     except ImportError:  # its package is missing
