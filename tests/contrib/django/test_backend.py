@@ -6,7 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from tests.contrib.django.conftest import worker_options
+from rqconc import Job
+from tests.contrib.django.conftest import NAMESPACE, worker_options
 from tests.support.waiting import wait_for
 from tests.support.worker_process import redis_worker
 
@@ -30,7 +31,7 @@ def finished(task, result_id, timeout=20):
     return wait_for(ended, timeout=timeout, message=f"task result {result_id} to finish")
 
 
-def test_a_view_enqueues_and_a_worker_runs_the_task_that_writes_a_row(worker):
+def test_a_view_enqueues_and_a_worker_runs_the_task_that_writes_a_row(worker, django_site):
     from django.test import Client
     from notes.models import Note
     from notes.tasks import write_note
@@ -45,6 +46,9 @@ def test_a_view_enqueues_and_a_worker_runs_the_task_that_writes_a_row(worker):
     assert result.enqueued_at <= result.started_at <= result.finished_at
     assert result.last_attempted_at == result.started_at
     assert Client().get(f"/notes/result/{result.id}").json()["status"] == "SUCCESSFUL"
+    # The job behind it: OPTIONS' timeout, Django's default priority 0 as rqconc's 50.
+    job = Job.fetch(result.id, django_site, NAMESPACE)
+    assert (job.timeout, job.priority, job.queue_name) == (30, 50, "default")
 
 
 def test_a_failing_task_is_failed_with_its_error(worker):
@@ -142,3 +146,12 @@ def test_a_queue_not_in_queues_is_refused_and_an_unknown_id_does_not_exist(djang
         write_note.using(queue_name="elsewhere")
     with pytest.raises(TaskResultDoesNotExist):
         write_note.get_result("no-such-id")
+
+
+def test_an_option_the_backend_does_not_know_is_improperly_configured(django_site):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from rqconc.contrib.django import RqconcBackend
+
+    with pytest.raises(ImproperlyConfigured, match="OPTIONS has no bogus: it takes url"):
+        RqconcBackend("other", {"OPTIONS": {"url": django_site, "bogus": 1}})
