@@ -91,4 +91,4 @@ lint: venv
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) *.egg-info
+	rm -rf $(VENV) .venv-django6 .venv-django6.lock *.egg-info

@@ -135,6 +135,24 @@ def test_the_queue_layer_never_imports_worker_or_cli_code():
     assert not crossings, _listed(crossings)
 
 
+def test_contrib_uses_the_public_api_and_nothing_imports_it():
+    public = ("rqconc", "rqconc.aio", "rqconc.errors")
+    inward = [
+        str(imp)
+        for imp in IMPORTS
+        if _inside(imp.module, "rqconc.contrib")
+        and _inside(imp.target, "rqconc")
+        and not _inside(imp.target, "rqconc.contrib")
+        and imp.target not in public
+    ]
+    outward = [
+        str(imp)
+        for imp in IMPORTS
+        if not _inside(imp.module, "rqconc.contrib") and _inside(imp.target, "rqconc.contrib")
+    ]
+    assert not inward + outward, _listed(inward + outward)
+
+
 def test_the_store_imports_only_connection_and_errors():
     # The data model sits below the client API: keys, Lua and the one caller know nothing
     # of Queue, Job, the worker or the tools on top.

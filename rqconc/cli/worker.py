@@ -7,6 +7,7 @@ an option on the command line wins. Below the environment come the settings of a
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type
@@ -122,6 +123,15 @@ def worker_options(command: Callable) -> Callable:
             help="Module each child imports at start ('module:function' also calls the function).",
         ),
         env_option(
+            "--django",
+            default=None,
+            metavar="SETTINGS",
+            # DJANGO_SETTINGS_MODULE too: a shell set up for the project needs no flag.
+            envvar=["RQCONC_DJANGO", "DJANGO_SETTINGS_MODULE"],
+            help="Run the tasks of Django's task framework (docs/django.md): each child "
+            "runs django.setup() with these settings before its first job.",
+        ),
+        env_option(
             "--lease-seconds",
             type=click.FloatRange(min=0.5),
             default=15,
@@ -193,6 +203,7 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         click.echo(describe(click.get_current_context()))
         return 0
     add_to_sys_path(options["paths"])
+    use_django(options)
     level = options["log_level"] or ("WARNING" if options["demo"] else "INFO")
     logs.configure(level, options["log_format"], sys.stderr)
     check_before_start(backend, options)
@@ -221,6 +232,33 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
         **{name: options[name] for name in SAME_NAMED},
     )
     return supervisor.run()
+
+
+# The contrib module a --django worker's children preload and run tasks through: named, not
+# imported (nothing imports rqconc.contrib; it needs Django installed).
+DJANGO_RUNNER = "rqconc.contrib.django.worker"
+
+
+def use_django(options: Dict[str, Any]) -> None:
+    """--django SETTINGS: the settings for every child (the environment is inherited, forked
+    or spawned), django.setup() before each child's first job, and the runner allowed."""
+    if not options["django"]:
+        return
+    if importlib.util.find_spec("django") is None:
+        raise click.UsageError(
+            "--django needs Django: install rqconc's django extra (docs/django.md)"
+        )
+    try:
+        found = importlib.util.find_spec(options["django"])
+    except ImportError:  # its package is missing
+        found = None
+    if found is None:
+        raise click.UsageError(
+            f"--django: no settings module {options['django']!r} here (see --path)"
+        )
+    os.environ["DJANGO_SETTINGS_MODULE"] = options["django"]
+    options["preload"] = (DJANGO_RUNNER + ":setup", *options["preload"])
+    options["allow"] = (*options["allow"], DJANGO_RUNNER)
 
 
 def check_before_start(backend: str, options: Dict[str, Any]) -> None:
