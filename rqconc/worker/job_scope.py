@@ -10,18 +10,14 @@ recorded: one more step, only for such a run."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Dict, Optional
 
 from rqconc import errors
 from rqconc.queue.job import Job
-from rqconc.store.steps.reporting import ReportSteps
 from rqconc.worker.connections import Connections
 from rqconc.worker.hooks import Hooks
-from rqconc.worker.recording import Notify
+from rqconc.worker.recording import Notify, seal_job_log
 from rqconc.worker.runner import Outcome
-
-log = logging.getLogger("rqconc.worker")
 
 
 class JobScope:
@@ -65,13 +61,6 @@ class JobScope:
         job; the after_job hook of a success."""
         job = self._job
         if job is not None and job.wrote_logs:
-            self._seal_log()
+            seal_job_log(self._connections, self._job_id)
         if self.hooks and outcome.exc is None:
             self.hooks.call("after_job", self.job, outcome.value)
-
-    def _seal_log(self) -> None:
-        connections = self._connections
-        try:
-            ReportSteps(connections.client, connections.keys).seal_log(self._job_id)
-        except Exception as exc:  # the log keeps the bound each line gave it (job_log.lua)
-            log.warning("job %s: could not set its log's expiry: %s", self._job_id, exc)

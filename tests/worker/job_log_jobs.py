@@ -48,3 +48,9 @@ def talk_then_fail(tag: str) -> None:
 
 def silent() -> str:
     return "nothing logged"
+
+
+def talk_then_hang(tag: str) -> None:
+    """Logs, then overruns its timeout: the supervisor records the failure (and seals)."""
+    get_current_job().log(f"{tag} before the timeout")  # type: ignore[union-attr]
+    time.sleep(60)

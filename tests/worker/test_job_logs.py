@@ -31,6 +31,7 @@ def test_a_jobs_lines_are_kept_with_it_as_long_as_its_result(backend, redis_serv
     failing = q.enqueue(f"{JOBS}:talk_then_fail", "bad", failure_ttl=900)
     gone = q.enqueue(f"{JOBS}:talk", "brief", 2, result_ttl=0)
     silent = q.enqueue(f"{JOBS}:silent")
+    hung = q.enqueue(f"{JOBS}:talk_then_hang", "hung", timeout=1, failure_ttl=300)
     assert [j.get(timeout=30) for j in jobs] == ["job0", "job1", "coro"]
     for job in jobs:
         assert messages(job) == expected(job.args[0], 12)
@@ -49,6 +50,10 @@ def test_a_jobs_lines_are_kept_with_it_as_long_as_its_result(backend, redis_serv
     wait_for(lambda: not client.exists(q.keys.log(gone.id)), 10, message="its log deleted")
     assert silent.get(timeout=20) == "nothing logged"
     assert silent.logs() == [] and not client.exists(q.keys.log(silent.id))
+    # A timeout is recorded by the supervisor, which gives the log the job's TTL itself.
+    wait_for(lambda: hung.status is JobStatus.FAILED, 20, message="the hung job timed out")
+    assert messages(hung) == ["hung before the timeout"]
+    wait_for(lambda: 200_000 < client.pttl(q.keys.log(hung.id)) <= 300_000, 10)  # not 500 s
     # Deleted with the job.
     jobs[0].delete()
     assert not client.exists(q.keys.log(jobs[0].id))
