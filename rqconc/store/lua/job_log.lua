@@ -3,10 +3,11 @@ it within its bounds: the newest LOG_LINES lines, at most LOG_BYTES bytes in all
 
 Only a job that logs has a log, so a job that does not pays nothing. The log has no field
 in the job's hash: its expiry follows the hash's, set by `seal_log` once the run's outcome
-is recorded (the hash gets its TTL then). Until then the log must outlive the job's run
-and, if no seal comes (a child killed or timed out mid-run, whose end the supervisor
-records), last no longer than the job can: the hash's own TTL when it has one, else the
-longer of its result_ttl and failure_ttl (kept for ever when either keeps it for ever).
+is recorded (the hash gets its TTL then; the child seals, or the supervisor for a run it
+ended). Until then the log must outlive the job's run and, if no seal comes (a worker
+killed whole and its lease recovered elsewhere, Redis away at the seal), last no longer
+than the job can: the hash's own TTL when it has one, else the longer of its result_ttl
+and failure_ttl (kept for ever when either keeps it for ever).
 
 KEYS[1]          job:<id>            the job's hash
 KEYS[2]          log:<id>            its log lines, oldest first
