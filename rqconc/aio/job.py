@@ -11,7 +11,7 @@ of the last `fetch_job` or `await job.refresh()` (`Job` reads those on each acce
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from rqconc.connection.clients import translated_errors
 from rqconc.connection.replicas import ReplicaWait
@@ -25,6 +25,7 @@ from rqconc.queue.job_outcome import (
     result_of,
 )
 from rqconc.queue.job_record import JobRecord
+from rqconc.store import reads
 from rqconc.store.keys import KeySpace
 from rqconc.store.status import JobStatus
 from rqconc.store.steps.core import await_step, cancel_step, text
@@ -116,6 +117,14 @@ class AsyncJob(JobRecord):
         return job_deleted(self.id, reply)
 
     # ---- waiting for the outcome ----
+    async def logs(self) -> List[str]:
+        """The lines the job logged, oldest first (`Job.logs()`); empty when none."""
+        with translated_errors(self.connection):
+            lines: List[str] = await reads.aread(
+                reads.job_log(self._keys, self.id), self.connection
+            )
+        return lines
+
     async def get(self, timeout: Optional[float] = None) -> Any:
         """Wait (without blocking the loop) until the job ends; its return value, or
         `JobFailed`. `TimeoutError` when `timeout` seconds pass first (None: no limit)."""
@@ -166,3 +175,6 @@ class AsyncEagerJob:
 
     async def delete(self) -> bool:
         return bool(self.job.delete())
+
+    async def logs(self) -> List[str]:
+        return list(self.job.logs())

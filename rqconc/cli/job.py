@@ -1,4 +1,5 @@
-"""`rqconc job ID [--json]`: one job's state, call, timestamps and outcome."""
+"""`rqconc job ID [--json] [--logs]`: one job's state, call, timestamps and outcome, or the
+lines it logged (SPEC 17)."""
 
 from __future__ import annotations
 
@@ -95,15 +96,24 @@ def render(report: Dict[str, Any]) -> str:
 @click.command()
 @click.argument("job_id", metavar="ID")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option(
+    "--logs",
+    is_flag=True,
+    help="Print the lines the job logged (job.log(), the rqconc.job logger), oldest first.",
+)
 @url_option
 @namespace_option()
-def job(job_id: str, as_json: bool, url: Optional[str], namespace: str) -> None:
+def job(job_id: str, as_json: bool, logs: bool, url: Optional[str], namespace: str) -> None:
     """Show one job: status, function, queue, priority, attempts, leases lost, log_tag,
-    times (and how long a running job has run), result or error."""
+    times (and how long a running job has run), result or error; with --logs, its log."""
     client = client_for(url)
     try:
         with translated_errors(client):
-            report = describe_job(Job.fetch(job_id, client, namespace))
+            found = Job.fetch(job_id, client, namespace)
+            if logs:
+                _print_logs(found, as_json)
+                return
+            report = describe_job(found)
     except errors.NoSuchJob:
         raise click.ClickException(f"no such job {job_id}") from None
     except (ValueError, TypeError, KeyError) as exc:  # a stored field no longer reads back
@@ -112,3 +122,13 @@ def job(job_id: str, as_json: bool, url: Optional[str], namespace: str) -> None:
             "`rqconc job ID` cannot show it"
         ) from None
     click.echo(json.dumps(report) if as_json else render(report))
+
+
+def _print_logs(job: Job, as_json: bool) -> None:
+    lines = job.logs()
+    if as_json:
+        click.echo(json.dumps({"id": job.id, "status": str(job.status), "logs": lines}))
+    elif lines:
+        click.echo("\n".join(lines))
+    else:
+        click.echo(f"job {job.id} logged nothing", err=True)

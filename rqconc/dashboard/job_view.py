@@ -1,5 +1,6 @@
-"""One job's page: its call, status, attempts, progress, outcome, its flow's stages, the
-dead letter it is (if it is one) and its events still in the stream (queue/job_events.py)."""
+"""One job's page: its call, status, attempts, progress, outcome, the lines it logged, its
+flow's stages, the dead letter it is (if it is one) and its events still in the stream
+(queue/job_events.py)."""
 
 from __future__ import annotations
 
@@ -93,6 +94,7 @@ def job_page(client: redis.Redis, namespace: str, job_id: str) -> Optional[Dict[
                 "worker": job.worker_name,
                 "meta": job.meta,
                 "progress": _progress(job),
+                "logs": job.logs(),
                 "flow": _flow(job),
                 "flow_id": job.flow_id,
                 "dead_letter_of": _dead_letter(client, keys, job),

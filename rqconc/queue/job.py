@@ -112,7 +112,9 @@ class Job(JobRecord, Generic[Result]):
         if not raw:
             raise self._missing()
         self._fields = {text(k): text(v) for k, v in raw.items()}
+        logged = self._report.logged  # a worker seals the log of a run that logged
         self._report = JobReport(self.id, self.connection, self._keys, self._fields)
+        self._report.logged = logged
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, func={self.func_name!r}, queue={self.queue_name!r})"
@@ -244,6 +246,22 @@ class Job(JobRecord, Generic[Result]):
         """(fraction, message) as the job last reported it, read from Redis; (0.0, None)
         before it reported any."""
         return self._report.progress
+
+    def log(self, message: Any) -> None:
+        """Keep a line with the job (SPEC 17): the moment (UTC) and `message`. A job keeps
+        its newest 100 lines, at most 64 KB, as long as its result; records of the logger
+        `rqconc.job` logged while it runs are kept the same way."""
+        self._report.log(message)
+
+    @property
+    def wrote_logs(self) -> bool:
+        """Whether `log()` was called on this object (the worker seals such a run's log)."""
+        return self._report.logged
+
+    def logs(self) -> List[str]:
+        """The lines the job logged, oldest first ("2026-01-01 12:00:00.000 message");
+        empty when it logged none, or is gone."""
+        return self._report.logs()
 
     # ---- waiting for the outcome ----
     def get(self, timeout: Optional[float] = None) -> Result:

@@ -23,6 +23,10 @@ EVENTS_MAX = 1_000_000
 # quickly (kept 0 s or briefly): long enough for `Queue.enqueue`'s one resend after a lost
 # reply to find it although the job already ran and is gone.
 ENQUEUE_MARK_MS = 10000
+# A job's log (`job.log()`, the `rqconc.job` logger; lua/job_log.lua) keeps its newest
+# lines, at most this many and this many bytes in all (SPEC 17).
+LOG_LINES = 100
+LOG_BYTES = 64 * 1024
 
 # Name -> value of every number above that a Lua file declares (as `local NAME = ...`).
 SHARED_WITH_LUA = {
@@ -32,4 +36,6 @@ SHARED_WITH_LUA = {
     "DEFAULT_FAILURE_TTL": DEFAULT_FAILURE_TTL,
     "MAX_TTL": MAX_TTL,
     "ENQUEUE_MARK_MS": ENQUEUE_MARK_MS,
+    "LOG_LINES": LOG_LINES,
+    "LOG_BYTES": LOG_BYTES,
 }

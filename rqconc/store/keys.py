@@ -166,6 +166,11 @@ class KeySpace:
     def done(self, job_id: str) -> str:
         return self.prefix + "done:" + job_id
 
+    def log(self, job_id: str) -> str:
+        """The lines a job logged (lua/job_log.lua; lua/include/keys.lua builds this name
+        too, from the same pattern)."""
+        return self.prefix + "log:" + job_id
+
     def enqueued(self, job_id: str) -> str:
         """The enqueue step's short-lived mark of a request that stored a job (lua/enqueue.lua)."""
         return self.prefix + "enqueued:" + job_id

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Generator, List, Tuple
 
+from rqconc.store.keys import KeySpace
+
 Commands = List[Tuple[Any, ...]]
 Read = Generator[Commands, List[Any], Any]
 
@@ -34,3 +36,9 @@ async def aread(reads: Read, client: Any) -> Any:
             commands = reads.send(await pipe.execute())
     except StopIteration as done:
         return done.value
+
+
+def job_log(keys: KeySpace, job_id: str) -> Read:
+    """The lines a job logged, oldest first (empty when it logged none or is gone)."""
+    (lines,) = yield [("lrange", keys.log(job_id), 0, -1)]
+    return [line.decode("utf-8", "replace") if isinstance(line, bytes) else line for line in lines]

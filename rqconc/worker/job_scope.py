@@ -4,7 +4,9 @@ in the job's own child.
 
 Every job passes through here, so a plain one (no hooks, never asking for its `Job`) pays
 for one context variable set and reset, nothing more: the `Job` object is made on first
-use (bench/RESULTS.md, the 5% budget of SPEC 13)."""
+use (bench/RESULTS.md, the 5% budget of SPEC 13). A run that logged (`job.log()`, the
+`rqconc.job` logger) made it, and has its log expire with the job once its outcome is
+recorded: one more step, only for such a run."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from rqconc import errors
 from rqconc.queue.job import Job
 from rqconc.worker.connections import Connections
 from rqconc.worker.hooks import Hooks
-from rqconc.worker.recording import Notify
+from rqconc.worker.recording import Notify, seal_job_log
 from rqconc.worker.runner import Outcome
 
 
@@ -55,6 +57,10 @@ class JobScope:
         return hooks.failure_notify(lambda: self.job, exc_info)
 
     def after(self, outcome: Outcome) -> None:
-        """After a success was recorded."""
+        """After the outcome was recorded: the log of a run that logged expires with the
+        job; the after_job hook of a success."""
+        job = self._job
+        if job is not None and job.wrote_logs:
+            seal_job_log(self._connections, self._job_id)
         if self.hooks and outcome.exc is None:
             self.hooks.call("after_job", self.job, outcome.value)

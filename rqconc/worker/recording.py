@@ -22,11 +22,23 @@ from rqconc.queue.serialization import mro_names, type_name
 from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
 from rqconc.store.defaults import DEFAULT_TIMEOUT
 from rqconc.store.steps.core import CompleteReply, text
+from rqconc.store.steps.reporting import ReportSteps
 from rqconc.worker.completions import CombinedCompletions
 from rqconc.worker.connections import Connections
 from rqconc.worker.runner import Outcome
 
 log = logging.getLogger("rqconc.worker")
+
+
+def seal_job_log(connections: Connections, job_id: str) -> None:
+    """Once a run's outcome is recorded: the job's log (if it has one) expires with the job
+    (lua/seal_log.lua). Never raises: a log left unsealed keeps the bound each of its lines
+    gave it (lua/job_log.lua)."""
+    try:
+        ReportSteps(connections.client, connections.keys).seal_log(job_id)
+    except Exception as exc:
+        log.warning("job %s: could not set its log's expiry: %s", job_id, exc)
+
 
 ExcInfo = Tuple[str, str, str]  # type name, message, traceback
 # Told how a failure was recorded: (FailReply code, retry delay in s or None).
@@ -221,7 +233,11 @@ class Recorder:
             message = errors.JobTimeout.describe(stored_number(fields.get("timeout"), 180.0))
         notify = None if notify_for is None else notify_for(job_id, fields, cls(message))
         exc = (type_name(cls), message, "")
-        return self.fail(claim, job_id, fields, exc, mro_names(cls), notify=notify)
+        code = self.fail(claim, job_id, fields, exc, mro_names(cls), notify=notify)
+        # Its child ended before it could seal the job's log (job_scope.py): a log, if the
+        # run left one, expires with the job from now on (one step on this rare path).
+        seal_job_log(self.connections, job_id)
+        return code
 
     def _stale(self, item: WorkItem, fields: Dict[str, str]) -> None:
         """This run's outcome was refused (its claim no longer holds the job): say what

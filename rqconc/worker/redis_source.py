@@ -23,6 +23,7 @@ import redis
 
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
+from rqconc.queue.job_logs import keep_job_records
 from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
 from rqconc.store.keys import KeySpace
 from rqconc.worker import webhooks
@@ -120,6 +121,7 @@ class RedisSource(WorkSource):
     def child_started(self, child_index: int) -> None:
         # Not connected in this process: forked or unpickled, with nothing of the parent's.
         webhooks.set_timeout(self.webhook_timeout)  # the webhooks this child delivers
+        keep_job_records()  # the `rqconc.job` logger's records go with their job (SPEC 17)
         self.taker.child_started(forked=not self.connections.connected)
         self.connections.child_started()
 

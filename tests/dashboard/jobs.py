@@ -39,3 +39,18 @@ def a_third():
 
     get_current_job().set_progress(1 / 3, "a third")
     return "done"
+
+
+def import_invoices(count):
+    """Keeps log lines with the job (SPEC 17), by job.log() and the `rqconc.job` logger."""
+    import logging
+
+    from rqconc import get_current_job
+
+    job, records = get_current_job(), logging.getLogger("rqconc.job")
+    job.log(f"fetching {count} invoices from the billing API")
+    for n in range(1, count + 1):
+        records.info("invoice INV-%04d imported (%d of %d)", 1200 + n, n, count)
+    records.warning("invoice INV-%04d has no customer e-mail: skipped the receipt", 1200 + count)
+    job.log(f"done: {count} imported, 1 receipt skipped")
+    return count

@@ -8,6 +8,7 @@ the real dashboard and headless Chromium.
 import sys
 import tempfile
 from pathlib import Path
+from typing import Tuple
 
 from rqconc import Queue
 from tests.dashboard.processes import Dashboard, start_browser, wait_page
@@ -20,11 +21,13 @@ SHOTS = [
     ("failed", "/failed?queue=default", "#failed"),
     ("scheduled", "/scheduled?queue=reports", "#crons"),
     ("events", "/events", "#feed tr"),
+    ("queue", "/queues/digest", "#jobs"),
 ]
 
 
-def scene(url: str, workers: WorkerProcesses) -> str:
-    """Jobs in every state; returns the id of a flow's second stage for the job page."""
+def scene(url: str, workers: WorkerProcesses) -> Tuple[str, str]:
+    """Jobs in every state; returns the ids of a flow's second stage and of a job that
+    logged, for the job pages."""
     default, mail = Queue("default", connection=url), Queue("mail", connection=url)
     reports = Queue("reports", connection=url)
     workers("threading", 4, url, "-q", "default,mail", "--name", "web-1.threading")
@@ -39,10 +42,15 @@ def scene(url: str, workers: WorkerProcesses) -> str:
     for delay in (300, 900, 3600):
         reports.enqueue_in(delay, "tests.dashboard.jobs:add", delay, 0)
     reports.cron("0 6 * * *", "tests.dashboard.jobs:add", 1, 2, id="daily-report")
+    logged = default.enqueue("tests.dashboard.jobs:import_invoices", 6)
+    digest = Queue("digest", connection=url)  # no worker listens: its jobs wait, listed
+    digest.enqueue_many([("tests.dashboard.jobs:add", (i, 1)) for i in range(60)])
+    digest.enqueue_many([("tests.dashboard.jobs:nap", (i,)) for i in range(1, 4)], priority=5)
     wait_for(lambda: all(j.status == "finished" for j in done), 60, message="300 jobs done")
     wait_for(lambda: first.next_id and default.fetch_job(first.next_id).status == "finished", 30)
     wait_for(lambda: len(default.failed) == 2, 30, message="two dead letters")
-    return first.next_id
+    wait_for(lambda: logged.status == "finished", 30, message="the job that logs")
+    return first.next_id, logged.id
 
 
 def main() -> None:
@@ -53,17 +61,22 @@ def main() -> None:
     workers = WorkerProcesses(scratch)
     board = browser = None
     try:
-        job_id = scene(server.url, workers)
+        job_id, logged_id = scene(server.url, workers)
         board = Dashboard(server.url, scratch).wait_ready()
         browser = start_browser(1280, 820)
-        for name, path, css in SHOTS + [("job", f"/jobs/{job_id}", "#flow")]:
+        jobs = [
+            ("job", f"/jobs/{job_id}", "#flow"),
+            ("job-logs", f"/jobs/{logged_id}", "#job-logs"),
+        ]
+        for name, path, css in SHOTS + jobs:
             browser.get(board.base + path)
             wait_page(browser, css)
             wait_for(lambda: browser.find_element("id", "updated").text, 10)
             if name == "failed":  # a traceback shown (an open one also pauses the refresh)
                 browser.execute_script("document.querySelector('#failed details').open = true")
             height = browser.execute_script("return document.body.scrollHeight")
-            browser.set_window_size(1280, max(720, min(960, height + 20)))
+            tallest = 1200 if name == "job-logs" else 960  # down to the log's last line
+            browser.set_window_size(1280, max(720, min(tallest, height + 20)))
             browser.save_screenshot(str(out / f"dashboard-{name}.png"))
             print(out / f"dashboard-{name}.png")
     finally:

@@ -130,7 +130,7 @@ def test_job_text_that_looks_like_markup_is_shown_as_text_and_never_runs(
         wait_page(browser, "#page h1 + *")
         wait_for(lambda: "Loading" not in _text(browser, "#page"), 20, message=path)
         if path.startswith("/jobs/"):
-            shown = browser.find_element(By.CSS_SELECTOR, "#job-traceback").text
+            shown = _text(browser, "#job-traceback")  # again if the page redrew it meanwhile
             assert any(text in shown for text in XSS), path  # the text itself, literally
         if path.startswith("/failed"):
             tracebacks = browser.execute_script(

@@ -159,3 +159,17 @@ def test_a_queue_is_paused_resumed_limited_emptied_and_deleted(board, redis_serv
     assert q.scheduled_job_ids == [later.id]
     assert _post(board, "/api/queues/mail/delete")[1] == {"deleted": 1}
     assert q.scheduled_job_ids == [] and "mail" not in board.get_json("/api/overview")["queues"]
+
+
+def test_a_jobs_page_carries_the_lines_it_logged(board, redis_server):
+    """SPEC 17: the job's log, oldest first, as text (a line that looks like markup too)."""
+    q = Queue("mail", connection=redis_server.url)
+    talked, silent = q.enqueue(tasks.add, 1, 1), q.enqueue(tasks.add, 2, 2)
+    for line in ("first step", "<b>not markup</b>"):
+        talked.log(line)
+    logs = board.get_json(f"/api/jobs/{talked.id}")["logs"]
+    assert logs == talked.logs() and [line.split(" ", 2)[2] for line in logs] == [
+        "first step",
+        "<b>not markup</b>",
+    ]
+    assert board.get_json(f"/api/jobs/{silent.id}")["logs"] == []

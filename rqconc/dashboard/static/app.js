@@ -271,6 +271,7 @@ function jobOutcome(job) {
   else parts.push(el("h2", { text: "Arguments" }), el("pre", { id: "job-args", text: compact({ args: job.args, kwargs: job.kwargs }) }));
   if ("result" in job) parts.push(el("h2", { text: "Result" }), el("pre", { id: "job-result", text: job.result_pickled ? "(pickled)" : compact(job.result) }));
   if (job.error) parts.push(el("h2", { text: "Error" }), el("p", {}, el("strong", { text: job.error.type }), ": ", job.error.message), el("pre", { id: "job-traceback", text: job.error.traceback }));
+  if (job.logs && job.logs.length) parts.push(el("h2", { text: "Logs" }), el("pre", { id: "job-logs", text: job.logs.join("\n") }));
   if (Object.keys(job.meta || {}).length) parts.push(el("h2", { text: "Meta" }), el("pre", { text: json(job.meta) }));
   return parts;
 }

@@ -33,6 +33,7 @@ from rqconc.queue.eager.run import (
 )
 from rqconc.queue.execution import Execution, Outcome
 from rqconc.queue.job import Job
+from rqconc.queue.job_logs import keep_job_records
 from rqconc.queue.limits.options import with_expiry
 from rqconc.queue.options import Call, refuse, take_options
 from rqconc.queue.retry import policy_of
@@ -154,6 +155,7 @@ class EagerRunner:
         """Run the job until it succeeds or its retry policy gives up (no delays)."""
         fields = job._fields
         policy, seconds = policy_of(fields.get("retry")), timeout_of(fields)
+        keep_job_records()  # the `rqconc.job` logger's lines are kept, as on a worker
         while True:
             fields["status"], fields["started_at"] = JobStatus.STARTED.value, str(now_ms())
             fields.pop("expires_at", None)  # started: a ttl no longer applies

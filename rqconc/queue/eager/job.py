@@ -12,7 +12,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from rqconc import errors
 from rqconc.queue.job import Job
-from rqconc.queue.job_reporting import JobReport, check_progress
+from rqconc.queue.job_reporting import JobReport, bounded, check_progress, log_line
 from rqconc.store.keys import KeySpace
 from rqconc.store.status import JobStatus
 
@@ -75,10 +75,19 @@ class EagerJob(Job):
 
 class EagerReport(JobReport):
     """An eager job's meta and progress, stored in its fields as a worker stores them in
-    Redis (no progress event: there is no stream)."""
+    Redis (no progress event: there is no stream), and its log lines, within the same
+    bounds."""
 
     def __init__(self, job_id: str, keys: KeySpace, fields: Dict[str, str]) -> None:
         super().__init__(job_id, None, keys, fields)  # type: ignore[arg-type]
+        self._lines: List[str] = []
+
+    def log(self, message: Any) -> None:
+        self._lines = bounded([*self._lines, log_line(message)])
+        self.logged = True
+
+    def logs(self) -> List[str]:
+        return list(self._lines)
 
     def save_meta(self) -> None:
         self.fields["meta"] = json.dumps(self.meta)

@@ -2,8 +2,9 @@
 
 KEYS[1]          failed:<queue>      dead letters
 KEYS[2]          failed_expiry:<queue>  when each dead letter's failure_ttl runs out
-KEYS[2i+1]       job:<id>            the i-th job's hash (i = 1..n)
-KEYS[2i+2]       done:<id>           its completion list
+KEYS[3i]         job:<id>            the i-th job's hash (i = 1..n)
+KEYS[3i+1]       done:<id>           its completion list
+KEYS[3i+2]       log:<id>            its log lines
 
 ARGV[1], ...     the job ids: ARGV[i] is the i-th
 
@@ -14,7 +15,7 @@ local deleted = 0
 for i = 1, #ARGV do
   if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
     redis.call('ZREM', KEYS[2], ARGV[i])
-    redis.call('DEL', KEYS[2 * i + 1], KEYS[2 * i + 2])
+    redis.call('DEL', KEYS[3 * i], KEYS[3 * i + 1], KEYS[3 * i + 2])
     deleted = deleted + 1
   end
 end

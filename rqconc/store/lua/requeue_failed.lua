@@ -48,8 +48,9 @@ redis.call('ZREM', KEYS[6], id)
 if redis.call('EXISTS', key) == 0 then
   return 0
 end
--- Waiters must not see the old failure as the outcome of the new run.
-redis.call('DEL', KEYS[4])
+-- Waiters must not see the old failure as the outcome of the new run, nor its page the old
+-- run's log lines (a log without its seal would outlive the job: lua/job_log.lua).
+redis.call('DEL', KEYS[4], log_key(id))
 redis.call('HDEL', key, 'exc_type', 'exc_message', 'traceback', 'ended_at', 'started_at',
   'result', 'token', 'worker')
 redis.call('HSET', key, 'attempts', 0, 'lost', 0)

@@ -144,7 +144,7 @@ class Steps(BoundSteps):
     def purge_failed(self, queue: str, job_ids: Sequence[str]) -> int:
         keys = [self.keys.failed(queue), self.keys.failed_expiry(queue)]
         for job_id in job_ids:
-            keys += [self.keys.job(job_id), self.keys.done(job_id)]
+            keys += [self.keys.job(job_id), self.keys.done(job_id), self.keys.log(job_id)]
         return int(script("purge_failed")(self.client, keys, list(job_ids)))
 
     def revoke(self, claims: Sequence[str]) -> None:

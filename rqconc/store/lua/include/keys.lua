@@ -14,5 +14,6 @@ local function started_key(name) return NS .. 'started:' .. name end
 local function deferred_key(name) return NS .. 'deferred:' .. name end
 local function done_key(id) return NS .. 'done:' .. id end
 local function dependents_key(id) return NS .. 'dependents:' .. id end
+local function log_key(id) return NS .. 'log:' .. id end
 --#cold
 local function group_key(id) return NS .. 'group:' .. id end

@@ -6,7 +6,7 @@ one way every removing step shares. Context: NS (and, through dependents, SEQ an
 --#include jobs
 --#include dependents
 
--- The job's hash, outcome list and dependents set go. A job removed before it ended is a
+-- The job's hash, outcome list, dependents set and log go. A job removed before it ended is a
 -- job that did not finish, as a failed one: its unique key ends (unique_ended), its group
 -- fails and its chord callback is canceled, its dependents are canceled (or released if
 -- they allow failure), and a caller blocked in job.get() wakes with JobCanceled (the
@@ -28,5 +28,5 @@ local function remove_job(id, key, status, grace)
     redis.call('RPUSH', done, 'canceled:')
     redis.call('EXPIRE', done, grace)
   end
-  redis.call('DEL', dependents_key(id))
+  redis.call('DEL', dependents_key(id), log_key(id))
 end
