@@ -37,9 +37,13 @@ def hold_open(context: AsyncContextManager[Any]) -> None:
             entered.set()
             await asyncio.Event().wait()
 
-    asyncio.run_coroutine_threadsafe(hold(), _driver_loop())
-    if not entered.wait(30):
-        raise RuntimeError("the connection was not open within 30 s")
+    held = asyncio.run_coroutine_threadsafe(hold(), _driver_loop())
+    deadline = time.monotonic() + 30
+    while not entered.wait(0.01):
+        if held.done():
+            held.result()  # entering failed: its error, here
+        if time.monotonic() > deadline:
+            raise RuntimeError("the connection was not open within 30 s")
 
 
 class AsyncClient:

@@ -89,7 +89,9 @@ def enqueue_batch(kind: str, n: int) -> None:
     async def send():
         pool = await _get_pool()
         for start in range(0, n, BATCH):
-            await asyncio.gather(*(pool.enqueue_job(NAMES.get(kind, kind)) for _ in range(min(BATCH, n - start))))
+            await asyncio.gather(
+                *(pool.enqueue_job(NAMES.get(kind, kind)) for _ in range(min(BATCH, n - start)))
+            )
 
     _run(send())
 

@@ -5,8 +5,8 @@ middleware's loop thread sits idle while plain actors run."""
 
 from __future__ import annotations
 
-import os
 import asyncio
+import os
 import time
 from pathlib import Path
 from typing import List

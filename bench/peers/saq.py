@@ -4,7 +4,8 @@ each of the `concurrency` consumers of a process BLMOVEs one job at a time, so c
 its only throughput setting. Results are not kept (`ttl=-1` deletes the job when it ends).
 
 Started as `python -m bench.peers.saq PROCESSES CONCURRENCY`: saq's own runner
-(`saq.runner.run`, what the `saq` command calls) with these settings, at -v 0 (WARNING: no line per job)."""
+(`saq.runner.run`, what the `saq` command calls) with these settings, at -v 0 (WARNING: no
+line per job)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any, Dict, List
 
 from saq import Queue
 
-from bench.peers._async import concurrently, AsyncClient, run_coroutine
+from bench.peers._async import AsyncClient, concurrently, run_coroutine
 
 URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 QUEUE = "bench"

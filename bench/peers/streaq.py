@@ -18,7 +18,7 @@ from typing import List
 
 from streaq import Worker
 
-from bench.peers._async import concurrently, AsyncClient, hold_open, run_coroutine
+from bench.peers._async import AsyncClient, concurrently, hold_open, run_coroutine
 
 URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 BATCH_API = "Worker.enqueue_many (one pipeline per 1,000)"
