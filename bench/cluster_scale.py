@@ -155,7 +155,10 @@ def _flush_single(server: RedisServer) -> Any:
 
 
 def lines(found: Dict[str, Any]) -> List[str]:
-    """The results as a Markdown table (and the ratios the SPEC targets)."""
+    """The results as a Markdown table (and the ratios the SPEC targets), or the error that
+    stopped the measurement."""
+    if "error" in found:
+        return [f"Not measured in this run: {found['error']}"]
     quiet, incr = found["quiet"], found["incr"]
 
     def cell(rates: List[float]) -> str:
