@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint wheel-smoke venv clean bench chaos soak fuzz lua
+.PHONY: demo test lint wheel-smoke venv clean bench bench-quick bench-redis-core chaos soak fuzz lua
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -52,21 +52,38 @@ test: lint wheel-smoke
 wheel-smoke: venv
 	$(BIN)/python .ci/wheel_smoke.py
 
-# Peers go into bench/.peers-venv; a private redis-server; writes bench/RESULTS.md (< 15 min),
-# then its "Redis time per job" section (bench/redis_cost.py, ~3 min), then the cost of
-# wait_replicas=1 (bench/wait_replicas.py, master + 1 replica, ~1 min), then what limits,
-# metrics and richer events cost the no-op job against the code before them (SPEC 13: 5%;
-# bench/compare_revisions.py, ~3 min); then jobs/s per Redis core against the code when issue
-# 21 was filed, Redis capped at a quarter of a core by a cgroup (bench/redis_core.py, needs
-# root; one-slot and 16-slot processes, 7 runs each, ~6 min each: with 3 runs one odd run of the
-# base moved the ratio by 0.15).
+# Peers go into bench/.peers-venv; a private redis-server. bench/run.py writes its table,
+# the chart (bench/results.png) and the SPEC 5/13/15 verdicts into bench/RESULTS.md: every
+# system at its best setting tried in the same run (Dramatiq -p 2 -t 8 for the no-op, SAQ,
+# streaQ and arq at their best concurrency), runs alternating between the systems, medians
+# of BENCH_RUNS (3); then the cluster and dashboard rows (~20 min in all on a quiet 2-core
+# machine). Then, each into its own section of the same file: Redis time per job
+# (bench/redis_cost.py, ~3 min), the cost of wait_replicas=1 (master + 1 replica, ~1 min),
+# today's no-op against ed5a5be's (SPEC 5, ~1 min) and what limits, metrics and richer events
+# cost it against 788155d (SPEC 13, ~3 min). ~30 min in all.
+# BENCH_RUNS=N and BENCH_JOBS=N (at most N jobs per row: a check of the harness, not a
+# steady-state rate) apply to bench/run.py.
 bench: venv
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/redis_cost.py --jobs 10000
+	$(BIN)/python bench/wait_replicas.py --results
+	$(BIN)/python bench/compare_revisions.py --base ed5a5be --noop-only --runs 5 --results
+	$(BIN)/python bench/compare_revisions.py --runs 5 --results
+
+# The issue's key rows in ~10 min: no-op forking 2 against Dramatiq -p 2 -t 8, SAQ and
+# streaQ; SPEC 15's 200-slot async def rows; async enqueue from 100 coroutines; idle
+# latency; then today's no-op against ed5a5be's. Into their own sections of RESULTS.md.
+bench-quick: venv
+	$(BIN)/python bench/run.py --quick
+	$(BIN)/python bench/compare_revisions.py --base ed5a5be --noop-only --runs 3 --results
+
+# Jobs/s per Redis core against the code when issue 21 was filed, Redis capped at a quarter
+# of a core by a cgroup (bench/redis_core.py, needs root; one-slot and 16-slot processes, 7
+# runs each, ~6 min each: with 3 runs one odd run of the base moved the ratio by 0.15). Out
+# of `make bench` so that it fits in 30 minutes.
+bench-redis-core: venv
 	$(BIN)/python bench/redis_core.py --runs 7 --jobs 20000 --workers forking:4 --results
 	$(BIN)/python bench/redis_core.py --runs 7 --jobs 20000 --workers forking:2:16 --results
-	$(BIN)/python bench/wait_replicas.py
-	$(BIN)/python bench/compare_revisions.py --runs 5 --results
 
 # Long chaos run: 5,000 jobs under faults (< 15 min); rewrites the table in docs/reliability.md.
 # Then a Sentinel failover under 2,000 jobs, with and without wait_replicas (docs/reliability.md),

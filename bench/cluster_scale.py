@@ -3,7 +3,7 @@ the same run: the ratio is what counts, target within 15%), and 3 namespaces on 
 masters of the cluster at once (their sum). Like is compared with like: one Redis with a
 cluster of 3 masters, and one Redis with a replica with a cluster of 3 masters + 3 replicas.
 
-    .venv/bin/python bench/cluster_scale.py [--runs 3] [--jobs 10000]
+    .venv/bin/python bench/cluster_scale.py [--runs 3] [--jobs 10000] [--results]
 
 The clusters are the test suite's (tests/support/cluster.py) on local ports, the single
 Redis a node of the same kind without cluster mode.
@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, List, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.common import DONE_FILE, Workers, worker_env  # noqa: E402
+from bench.common import DONE_FILE, Workers, replace_section, worker_env  # noqa: E402
 from rqconc import Queue  # noqa: E402
 from rqconc.cli.cluster import suggestions  # noqa: E402
 from rqconc.connection.clients import connect  # noqa: E402
@@ -155,7 +155,10 @@ def _flush_single(server: RedisServer) -> Any:
 
 
 def lines(found: Dict[str, Any]) -> List[str]:
-    """The results as a Markdown table (and the ratios the SPEC targets)."""
+    """The results as a Markdown table (and the ratios the SPEC targets), or the error that
+    stopped the measurement."""
+    if "error" in found:
+        return [f"Not measured in this run: {found['error']}"]
     quiet, incr = found["quiet"], found["incr"]
 
     def cell(rates: List[float]) -> str:
@@ -193,27 +196,35 @@ DEPLOYMENTS = {
 }
 
 
-def append_section(results: Path, found: Dict[str, Any]) -> None:
-    """Add the scale-out table to RESULTS.md (written by the full run just before)."""
-    text = results.read_text() if results.exists() else ""
-    results.write_text(
-        text.rstrip("\n")
-        + "\n\n## Scale-out: one namespace on a Redis Cluster, and 3 namespaces on 3 masters\n\n"
-        + "`bench/cluster_scale.py` (SPEC 13), in the same run; no-op jobs, 10,000 (5,000 per "
-        + "namespace with 3).\n\n"
-        + "\n".join(lines(found))
-        + "\n"
-    )
+BEGIN, END = "<!-- cluster-scale:begin -->", "<!-- cluster-scale:end -->"
+
+
+def write_section(found: Dict[str, Any]) -> None:
+    """The scale-out table, between its markers in bench/RESULTS.md."""
+    text = [
+        BEGIN,
+        "## Scale-out: one namespace on a Redis Cluster, and 3 namespaces on 3 masters",
+        "",
+        "`bench/cluster_scale.py` (SPEC 13), in the same run as the table above; no-op jobs, "
+        "10,000 (5,000 per namespace with 3).",
+        "",
+        *lines(found),
+        END,
+    ]
+    replace_section(BEGIN, END, "\n".join(text))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--results", action="store_true", help="write bench/RESULTS.md's table")
     args = parser.parse_args()
     began = time.monotonic()
     found = measure(args.runs, args.jobs)
     print("\n".join(lines(found)))
+    if args.results and found:
+        write_section(found)
     print(f"({time.monotonic() - began:.0f} s)")
 
 

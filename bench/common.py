@@ -237,15 +237,19 @@ def revision_tree(rev: str) -> Iterator[Path]:
         shutil.rmtree(parent, ignore_errors=True)
 
 
-def replace_section(begin: str, end: str, text: str) -> None:
+def replace_section(
+    begin: str, end: str, text: str, first: bool = False, path: Optional[Path] = None
+) -> None:
     """Put `text` (which starts with `begin` and ends with `end`) into bench/RESULTS.md in
-    place of the section between those markers, or at its end: a full `make bench` and each
-    tool that writes a section of its own can run in any order."""
-    path = ROOT / "bench" / "RESULTS.md"
+    place of the section between those markers, or at its end (`first`: at its start): a full
+    `make bench` and each tool that writes a section of its own can run in any order."""
+    path = path or ROOT / "bench" / "RESULTS.md"
     old = path.read_text() if path.exists() else ""
     if begin in old and end in old:
         head, rest = old.split(begin, 1)
         new = head + text + rest.split(end, 1)[1]
+    elif first:
+        new = text + "\n\n" + old.lstrip("\n")
     else:
         new = old.rstrip("\n") + "\n\n" + text + "\n"
     path.write_text(new)

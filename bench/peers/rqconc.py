@@ -19,6 +19,7 @@ BATCH_API = "Queue.enqueue_many (one Lua step per batch)"
 BATCH = 1000
 
 _queue = None
+_aqueue = None
 
 
 def queue() -> Queue:
@@ -38,6 +39,24 @@ def enqueue_batch(kind: str, n: int) -> None:
 
 
 fill = enqueue_batch
+
+
+async def aenqueue(kind: str) -> None:
+    global _aqueue
+    if _aqueue is None:
+        from rqconc.aio import AsyncQueue
+
+        _aqueue = AsyncQueue(QUEUE, connection=os.environ["BENCH_REDIS_URL"])
+    await _aqueue.enqueue(TASKS[kind], result_ttl=0)
+
+
+def enqueue_concurrently(kind: str, n: int, coroutines: int) -> float:
+    """rqconc.aio's AsyncQueue.enqueue from `coroutines` coroutines of one process."""
+    import asyncio
+
+    from bench.peers._async import concurrently
+
+    return asyncio.run(concurrently(aenqueue, kind, n, coroutines))
 
 
 # The caps of the "limits" rows: set, checked by every take, never reached (SPEC 13: what
