@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-_totals: "collections.Counter[str]" = collections.Counter()
+_totals: collections.Counter[str] = collections.Counter()
 
 
 def _cpu() -> float:
