@@ -33,6 +33,7 @@ REDIS_BINARIES = _binaries()
 # the other processes sit idle. The rest follow, those with most tests first (xdist's own
 # order without the option). A file missing here is only scheduled later, never skipped.
 LONG_FILES = (
+    "tests/contrib/django/test_django6.py",
     "tests/worker/test_worker_redis.py",
     "tests/engine/test_children.py",
     "tests/connection/test_redis_restart.py",
