@@ -24,6 +24,7 @@ _EXPORTS = {
     "NoSuchJob": "rqconc.errors",
     "JobFailed": "rqconc.errors",
     "JobTimeout": "rqconc.errors",
+    "JobSoftTimeout": "rqconc.errors",
     "WorkerLost": "rqconc.errors",
     "NotAllowed": "rqconc.errors",
     "JobCanceled": "rqconc.errors",
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from rqconc.errors import ConnectionError as ConnectionError
     from rqconc.errors import JobCanceled as JobCanceled
     from rqconc.errors import JobFailed as JobFailed
+    from rqconc.errors import JobSoftTimeout as JobSoftTimeout
     from rqconc.errors import JobTimeout as JobTimeout
     from rqconc.errors import NoSuchJob as NoSuchJob
     from rqconc.errors import NotAllowed as NotAllowed

@@ -47,6 +47,15 @@ class JobTimeout(RQConcError):
         return f"the job ran past its timeout of {timeout:g} s{ending}"
 
 
+class JobSoftTimeout(RQConcError):
+    """Raised inside a job that runs past its `soft_timeout`, so that it can clean up: a job
+    that catches it and returns before its hard `timeout` finishes normally; one that lets
+    it propagate fails with it (and is retried as its Retry policy says)."""
+
+    def __init__(self, message: str = "the job ran past its soft timeout") -> None:
+        super().__init__(message)
+
+
 class WorkerLost(RQConcError):
     """The child running the job died mid-job."""
 

@@ -29,7 +29,8 @@ from rqconc.queue.serialization import (
 from rqconc.queue.workflow.callbacks import callback_arguments
 from rqconc.queue.workflow.flows import Next
 
-Call = Callable[[Callable[..., Any], List[Any], Dict[str, Any]], Any]
+# (function, args, kwargs), and `soft_timeout=` for a job that has one.
+Call = Callable[..., Any]
 
 
 @dataclass
@@ -85,6 +86,16 @@ def _well_formed(module: str, qualname: str) -> bool:
     """Whether a function name is one an allow-list could cover: a name that is not (junk
     written into Redis) is corrupt job data, a final failure, never given back."""
     return all(part.isidentifier() for part in (*module.split("."), *qualname.split(".")))
+
+
+def _seconds(stored: str) -> Optional[float]:
+    """A stored soft timeout; None (no soft timeout, the hard one still holds) when it is
+    not a number > 0, which only a write by something other than rqconc can store."""
+    try:
+        seconds = float(stored)
+    except ValueError:
+        return None
+    return seconds if 0 < seconds < float("inf") else None
 
 
 def short(value: str, limit: int = 300) -> str:
@@ -162,8 +173,12 @@ class Execution:
             func, args, kwargs, serializer = self.prepare(fields)
         except Refused as refused:
             return Outcome(exc=(refused.exc_type, str(refused), ""))
+        soft = fields.get("soft_timeout")  # SPEC 18; most jobs have none
         try:
-            result = call(func, args, kwargs)
+            if soft is None:
+                result = call(func, args, kwargs)
+            else:
+                result = call(func, args, kwargs, soft_timeout=_seconds(soft))
         except Exception as exc:  # the job's own failure; BaseException ends the child
             return Outcome(
                 exc=(type_name(type(exc)), str(exc), user_traceback(exc)),

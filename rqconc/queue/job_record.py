@@ -91,6 +91,12 @@ class JobRecord:
         return float(self._field("timeout") or DEFAULT_TIMEOUT)
 
     @property
+    def soft_timeout(self) -> Optional[float]:
+        """Seconds after which JobSoftTimeout is raised inside the job; None: no soft one."""
+        soft = self._field("soft_timeout")
+        return float(soft) if soft else None
+
+    @property
     def result_ttl(self) -> int:
         return int(self._field("result_ttl") or DEFAULT_RESULT_TTL)
 

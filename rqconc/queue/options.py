@@ -37,6 +37,7 @@ Call = Tuple[Func, Tuple[Any, ...], Dict[str, Any]]
 OPTION_NAMES = (
     "priority",
     "timeout",
+    "soft_timeout",
     "retry",
     "result_ttl",
     "failure_ttl",
@@ -122,6 +123,23 @@ def _check_timeout(timeout: Any) -> float:
     return timeout
 
 
+def _check_soft_timeout(soft_timeout: Any, timeout: Any) -> float:
+    """Seconds after which JobSoftTimeout is raised inside the job (SPEC 18): below its
+    hard timeout, which still ends a job that ignores the soft one."""
+    timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+    try:
+        _check_timeout(soft_timeout)
+    except ValueError:
+        raise ValueError(
+            f"soft_timeout must be a finite number of seconds > 0, not {soft_timeout!r}"
+        ) from None
+    if not soft_timeout < timeout:
+        raise ValueError(
+            f"soft_timeout must be below the job's timeout ({timeout:g} s), not {soft_timeout!r}"
+        )
+    return soft_timeout
+
+
 # Options stored as hash fields only when they differ from their defaults: (name, check, default).
 _SETTINGS = (
     ("priority", check_priority, DEFAULT_PRIORITY),
@@ -153,6 +171,9 @@ def common_fields(
             value = check(options[name])
             if value != default:
                 fields[name] = str(value)
+    if options.get("soft_timeout") is not None:
+        soft = _check_soft_timeout(options["soft_timeout"], options.get("timeout"))
+        fields["soft_timeout"] = str(soft)
     priority = int(fields.get("priority", DEFAULT_PRIORITY))
     if retry is not None:
         fields["retry"] = retry.to_json()

@@ -49,6 +49,7 @@ TAKE_FIELDS = (
     "chord_results",  # a chord callback fired by an older rqconc: its group's results
     "expires_at",  # a job with a ttl: the take expires it past then (lua/include/limits.lua)
     "chord_of",  # a chord callback's group, whose hash keeps the results (include/groups.lua)
+    "soft_timeout",  # SPEC 18: JobSoftTimeout raised inside the job after these seconds
 )
 
 # A job enqueued without any of these fields is stored `lean` ("1", steps.enqueue): the hot
@@ -72,6 +73,7 @@ LEAN_SPOILERS = frozenset(
         "group_index",
         "unique_key",
         "unique_for",
+        "soft_timeout",
     )
 )
 

@@ -1,6 +1,7 @@
 """What eager mode gives the shared execution path (rqconc/queue/execution.py) in place of a
 worker's: the timeout, enforced as a worker's supervisor would (an interrupted or overrun
-call fails with `JobTimeout`), the allow-list of RQCONC_EAGER_ALLOW, a callback's parent
+call fails with `JobTimeout`; a soft timeout raises `JobSoftTimeout` in the job as a
+worker does), the allow-list of RQCONC_EAGER_ALLOW, a callback's parent
 outcome copied into its fields as the steps that spawn it do, and the refusals of what an
 inline run cannot do (a delay).
 """
@@ -15,7 +16,7 @@ import threading
 import time
 from contextlib import contextmanager
 from functools import partial
-from typing import Any, Callable, Dict, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 from rqconc import errors
 from rqconc.queue.calling import call_job_function
@@ -57,12 +58,20 @@ def timed_call(seconds: float) -> Call:
     anyway when it returns late (its result is not kept, as the supervisor would have ended
     the run)."""
 
-    def call(func: Callable[..., Any], args: List[Any], kwargs: Dict[str, Any]) -> Any:
+    def call(
+        func: Callable[..., Any],
+        args: List[Any],
+        kwargs: Dict[str, Any],
+        soft_timeout: Optional[float] = None,
+    ) -> Any:
         started = time.monotonic()
         # An async def function's own timeout cancels it (calling.py); a signal there would
-        # land in the event loop, not in the job.
+        # land in the event loop, not in the job. A soft timeout is raised in the job as a
+        # worker raises it (calling.py; by a timer thread while this alarm is pending).
         with _alarm(0 if inspect.iscoroutinefunction(func) else seconds):
-            result = call_job_function(func, args, kwargs, timeout=seconds)
+            result = call_job_function(
+                func, args, kwargs, timeout=seconds, soft_timeout=soft_timeout
+            )
         if time.monotonic() - started > seconds:
             raise errors.JobTimeout(errors.JobTimeout.describe(seconds, False))
         return result

@@ -125,9 +125,9 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     local enqueued_at = values[11]
     local rare = values[12] ~= '1' and redis.call('HMGET', key, 'callback_of',
       'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc', 'chord_results',
-      'expires_at', 'chord_of')
-    for i = 1, 8 do values[10 + i] = rare and rare[i] or false end
-    for i = 1, 18 do
+      'expires_at', 'chord_of', 'soft_timeout')
+    for i = 1, 9 do values[10 + i] = rare and rare[i] or false end
+    for i = 1, 19 do
       if values[i] then return values, enqueued_at end
     end
     -- Every field missing: deleted meanwhile, or a corrupt hash without any of them.

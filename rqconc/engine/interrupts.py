@@ -1,0 +1,178 @@
+"""Raising an exception inside the work a child runs, after a delay: how a job's soft timeout
+reaches the job's own code (rqconc/queue/calling.py), on every kind of child. The engine
+knows no job: the caller names the exception type (raised without arguments). Nothing is
+armed for work that has no such limit.
+
+- A greenlet (the gevent backend): a gevent timer throws it into the greenlet, which sees it
+  at its next yield (I/O, a sleep); one that holds the CPU sees it once it yields.
+- The main thread of a process (forking and multiprocessing children): SIGALRM, whose
+  handler raises it, so a blocking call (a sleep, a socket read) is interrupted. Only while
+  no other alarm is pending (an eager run's hard timeout, a job's own alarm); else as below.
+- Any other thread (the threading and asyncio backends' plain functions, `--slots`): a timer
+  thread makes it the thread's asynchronous exception (PyThreadState_SetAsyncExc), seen at
+  the thread's next Python bytecode: a thread blocked in a C call (time.sleep, a socket
+  read) sees it when the call returns.
+- A coroutine (`async def` jobs, whatever the backend): `soft_bounded` cancels its task at
+  the awaited point and throws the exception into the coroutine there instead of the
+  CancelledError, so the coroutine's own `except` sees it at its `await`.
+
+Every `arm` returns its disarm, called once the work returned: nothing is raised after it.
+An exception the timer fired just as the work returned is then raised by the disarm itself
+(the work ran past its limit), never later in unrelated code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import signal
+import sys
+import threading
+from typing import Any, Callable, Coroutine, Generator, Optional, Type
+
+Disarm = Callable[[], None]
+
+
+def arm(seconds: float, exc_type: Type[BaseException]) -> Disarm:
+    """Raise `exc_type()` in the calling thread (or greenlet) after `seconds`."""
+    if _in_gevent():
+        return _greenlet_timer(seconds, exc_type)
+    if _alarm_free():
+        return _alarm(seconds, exc_type)
+    return _ThreadTimer(seconds, exc_type).disarm
+
+
+def _in_gevent() -> bool:
+    # Only a gevent-patched process runs greenlet children; gevent is imported by then.
+    monkey: Any = sys.modules.get("gevent.monkey")
+    return monkey is not None and monkey.is_module_patched("threading")
+
+
+def _greenlet_timer(seconds: float, exc_type: Type[BaseException]) -> Disarm:
+    import gevent  # imported already: _in_gevent
+
+    timeout = gevent.Timeout(seconds, exc_type)
+    timeout.start()
+    return timeout.close
+
+
+def _alarm_free() -> bool:
+    return (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    )
+
+
+def _alarm(seconds: float, exc_type: Type[BaseException]) -> Disarm:
+    armed = [True]
+
+    def interrupt(signum: int, frame: Any) -> None:
+        if armed[0]:
+            armed[0] = False
+            raise exc_type()
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def disarm() -> None:
+        armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        # A Python-level handler left in place until the next arm: a SIGALRM already
+        # delivered but not yet handled then finds one that does nothing (the default
+        # disposition would end the process).
+        if callable(previous):
+            signal.signal(signal.SIGALRM, previous)
+
+    return disarm
+
+
+def _set_async_exc(thread_id: int, exc: Any) -> None:
+    """The thread's pending asynchronous exception; `exc` None clears it. The arguments
+    are typed here, not through the shared function's argtypes, which other code may set."""
+    pending = ctypes.c_void_p(0) if exc is None else ctypes.py_object(exc)
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), pending)
+
+
+class _ThreadTimer:
+    """The exception set as this thread's asynchronous one after `seconds`, by a timer
+    thread; fire and disarm share a lock, so it is never set once the work returned."""
+
+    def __init__(self, seconds: float, exc_type: Type[BaseException]) -> None:
+        self._target = threading.get_ident()
+        self._exc_type = exc_type
+        self._lock = threading.Lock()
+        self._armed, self._fired = True, False
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if self._armed:
+                self._fired = True
+                _set_async_exc(self._target, self._exc_type)
+
+    def disarm(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            self._armed = False
+            if self._fired:  # set, maybe not seen yet: clear it
+                _set_async_exc(self._target, None)
+
+
+async def soft_bounded(
+    coro: Coroutine[Any, Any, Any], seconds: float, exc_type: Type[BaseException]
+) -> Any:
+    """`coro`'s result; after `seconds`, `exc_type()` is thrown into it at its awaited point
+    (once; a cancel of the task from elsewhere, as ending a child does, passes through)."""
+    return await _Soft(coro, seconds, exc_type)
+
+
+class _Soft:
+    """Drives `coro` as `await` would, step by step, so that the one cancel the timer asked
+    for can be thrown into the coroutine as the soft exception."""
+
+    def __init__(
+        self, coro: Coroutine[Any, Any, Any], seconds: float, exc_type: Type[BaseException]
+    ) -> None:
+        self.coro, self.seconds, self.exc_type = coro, seconds, exc_type
+        self.fired: Optional[bool] = None  # None: not yet; True: cancel asked, not yet seen
+
+    def _fire(self, task: asyncio.Task) -> None:
+        self.fired = True
+        task.cancel()
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        task = asyncio.current_task()
+        assert task is not None
+        handle = asyncio.get_running_loop().call_later(self.seconds, self._fire, task)
+        sent: Any = None
+        thrown: Optional[BaseException] = None
+        try:
+            while True:
+                try:
+                    waited = self.coro.send(sent) if thrown is None else self.coro.throw(thrown)
+                except StopIteration as stop:
+                    return stop.value
+                sent, thrown = None, None
+                try:
+                    sent = yield waited
+                except asyncio.CancelledError as cancel:
+                    thrown = self._converted(task, cancel)
+                except BaseException as exc:  # noqa: B036 - forwarded as `await` would
+                    thrown = exc
+        finally:
+            handle.cancel()
+
+    def _converted(self, task: asyncio.Task, cancel: BaseException) -> BaseException:
+        if not self.fired:
+            return cancel
+        self.fired = False  # once: a later cancel (the hard timeout's) passes through
+        uncancel = getattr(task, "uncancel", None)  # 3.11+: the cancel is consumed here
+        if uncancel is not None:
+            uncancel()
+        return self.exc_type()
+
+
+__all__ = ["Disarm", "arm", "soft_bounded"]
