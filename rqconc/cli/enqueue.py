@@ -58,12 +58,18 @@ def parse_json_object(value: Optional[str], hint: str) -> Optional[Dict[str, Any
 def job_options(
     priority: Optional[int],
     timeout: Optional[float],
+    soft_timeout: Optional[float],
     retry: Optional[int],
     job_id: Optional[str],
     meta: Optional[str],
 ) -> Dict[str, Any]:
     """The enqueue options given on the command line (the queue's defaults for the rest)."""
-    options: Dict[str, Any] = {"priority": priority, "timeout": timeout, "job_id": job_id}
+    options: Dict[str, Any] = {
+        "priority": priority,
+        "timeout": timeout,
+        "soft_timeout": soft_timeout,
+        "job_id": job_id,
+    }
     if retry is not None:
         options["retry"] = Retry(max=retry)
     options["meta"] = parse_json_object(meta, "--meta")
@@ -112,6 +118,13 @@ def later_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     default=None,
     metavar="SECONDS",
     help="Fail the job with JobTimeout after SECONDS (default 180).",
+)
+@click.option(
+    "--soft-timeout",
+    type=float,
+    default=None,
+    metavar="SECONDS",
+    help="Raise JobSoftTimeout inside the job after SECONDS (below --timeout), to clean up.",
 )
 @click.option(
     "--retry",

@@ -5,9 +5,10 @@ armed for work that has no such limit.
 
 - A greenlet (the gevent backend): a gevent timer throws it into the greenlet, which sees it
   at its next yield (I/O, a sleep); one that holds the CPU sees it once it yields.
-- The main thread of a process (forking and multiprocessing children): SIGALRM, whose
-  handler raises it, so a blocking call (a sleep, a socket read) is interrupted. Only while
-  no other alarm is pending (an eager run's hard timeout, a job's own alarm); else as below.
+- The main thread of a process (forking and multiprocessing children, eager mode): SIGALRM,
+  whose handler raises it, so a blocking call (a sleep, a socket read) is interrupted. An
+  alarm pending already and due later (an eager run's hard timeout) is borrowed and set
+  again; one due sooner is left alone, and the thread is then treated as any other.
 - Any other thread (the threading and asyncio backends' plain functions, `--slots`): a timer
   thread makes it the thread's asynchronous exception (PyThreadState_SetAsyncExc), seen at
   the thread's next Python bytecode: a thread blocked in a C call (time.sleep, a socket
@@ -28,6 +29,7 @@ import ctypes
 import signal
 import sys
 import threading
+import time
 from typing import Any, Callable, Coroutine, Generator, Optional, Type
 
 Disarm = Callable[[], None]
@@ -37,8 +39,8 @@ def arm(seconds: float, exc_type: Type[BaseException]) -> Disarm:
     """Raise `exc_type()` in the calling thread (or greenlet) after `seconds`."""
     if _in_gevent():
         return _greenlet_timer(seconds, exc_type)
-    if _alarm_free():
-        return _alarm(seconds, exc_type)
+    if _alarm_usable(seconds):
+        return _Alarm(seconds, exc_type).disarm
     return _ThreadTimer(seconds, exc_type).disarm
 
 
@@ -49,42 +51,54 @@ def _in_gevent() -> bool:
 
 
 def _greenlet_timer(seconds: float, exc_type: Type[BaseException]) -> Disarm:
-    import gevent  # imported already: _in_gevent
-
-    timeout = gevent.Timeout(seconds, exc_type)
+    # gevent is imported by then (_in_gevent); the engine imports it only for its backend.
+    timeout = sys.modules["gevent"].Timeout(seconds, exc_type)
     timeout.start()
     return timeout.close
 
 
-def _alarm_free() -> bool:
-    return (
-        hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-        and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+def _alarm_usable(seconds: float) -> bool:
+    if not hasattr(signal, "setitimer"):
+        return False
+    pending = signal.getitimer(signal.ITIMER_REAL)[0]
+    return threading.current_thread() is threading.main_thread() and (
+        pending == 0 or pending > seconds
     )
 
 
-def _alarm(seconds: float, exc_type: Type[BaseException]) -> Disarm:
-    armed = [True]
+class _Alarm:
+    """SIGALRM after `seconds` raises the exception. An alarm pending already, due later
+    (an eager run's hard timeout), is borrowed: its handler and what is left of it are set
+    again once ours fired or was disarmed."""
 
-    def interrupt(signum: int, frame: Any) -> None:
-        if armed[0]:
-            armed[0] = False
-            raise exc_type()
+    def __init__(self, seconds: float, exc_type: Type[BaseException]) -> None:
+        self.exc_type = exc_type
+        self.pending = signal.getitimer(signal.ITIMER_REAL)[0]
+        self.started = time.monotonic()
+        self.armed = True
+        self.previous = signal.signal(signal.SIGALRM, self._interrupt)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
 
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    def _interrupt(self, signum: int, frame: Any) -> None:
+        if self.armed:
+            self._restore()
+            raise self.exc_type()
 
-    def disarm() -> None:
-        armed[0] = False
+    def _restore(self) -> None:
+        self.armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
-        # A Python-level handler left in place until the next arm: a SIGALRM already
-        # delivered but not yet handled then finds one that does nothing (the default
-        # disposition would end the process).
-        if callable(previous):
-            signal.signal(signal.SIGALRM, previous)
+        if self.pending:
+            signal.signal(signal.SIGALRM, self.previous)
+            left = self.pending - (time.monotonic() - self.started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
+        elif callable(self.previous):
+            signal.signal(signal.SIGALRM, self.previous)
+        # Else ours stays installed, doing nothing: a SIGALRM delivered but not handled yet
+        # finds it, where the default disposition would end the process.
 
-    return disarm
+    def disarm(self) -> None:
+        if self.armed:
+            self._restore()
 
 
 def _set_async_exc(thread_id: int, exc: Any) -> None:

@@ -4,7 +4,7 @@ what they saw is kept here."""
 import asyncio
 import time
 
-from rqconc import Next
+from rqconc import JobSoftTimeout, Next
 
 SEEN: list = []  # (what, ...) in the order it happened
 
@@ -97,3 +97,34 @@ def sleeps_through_interrupts(seconds):
 async def sleeps_async(seconds):
     await asyncio.sleep(seconds)
     return seconds
+
+
+def saves_at_soft_timeout(seconds):
+    """Works in short steps until JobSoftTimeout, then records its cleanup and returns."""
+    try:
+        ends = time.monotonic() + seconds
+        while time.monotonic() < ends:
+            time.sleep(0.01)
+    except JobSoftTimeout:
+        SEEN.append(("saved",))
+        return "saved"
+    return "ran to the end"
+
+
+async def saves_at_soft_timeout_async(seconds):
+    try:
+        await asyncio.sleep(seconds)
+    except JobSoftTimeout:
+        SEEN.append(("saved async",))
+        return "saved"
+    return "ran to the end"
+
+
+def ignores_soft_timeout(seconds):
+    """Catches JobSoftTimeout and sleeps on: only the hard timeout ends it."""
+    try:
+        time.sleep(seconds)
+    except JobSoftTimeout:
+        SEEN.append(("ignored",))
+        time.sleep(seconds)
+    return "outlived its timeout"

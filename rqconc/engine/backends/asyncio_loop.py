@@ -12,6 +12,9 @@ call inside `async def`) freezes every other task of the loop until it returns, 
 recorded as timed out. A plain function cannot be killed: its thread is abandoned as in the
 threading backend. Idle slots share their takes (one step leases a job for each slot that
 asked, slots/takes.py); a busy slot's completion takes its next job in the same step.
+A soft timeout is thrown into an `async def` job's coroutine at its `await` (a task that
+never awaits cannot see it: the loop is not running); a plain function gets it as in the
+threading backend (interrupts.py).
 """
 
 from __future__ import annotations

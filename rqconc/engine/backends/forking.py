@@ -1,4 +1,8 @@
-"""Children made with a bare `os.fork()`: cheapest to start, share the parent's imports."""
+"""Children made with a bare `os.fork()`: cheapest to start, share the parent's imports.
+
+A job's soft timeout reaches a plain function by SIGALRM in the child's main thread, which
+interrupts a blocking call; in a child with `--slots`, as in the threading backend
+(interrupts.py)."""
 
 from __future__ import annotations
 

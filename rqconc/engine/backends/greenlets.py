@@ -10,6 +10,9 @@ timeout without yielding is failed when it returns (docs/choosing-a-backend.md).
 `async def` jobs are tasks of one event loop the greenlet children share, run in a greenlet
 of its own (event_loops.py: under gevent a loop per greenlet cannot run beside another's).
 Ending a child cancels its task, which ends at its next `await`.
+
+A job's soft timeout is thrown into its greenlet by a gevent timer (interrupts.py), at its
+next yield: a greenlet that holds the CPU sees it once it yields, if ever before it returns.
 """
 
 from __future__ import annotations

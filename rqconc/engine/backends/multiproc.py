@@ -1,5 +1,6 @@
 """Children started by `multiprocessing` with the spawn method: a fresh interpreter each,
-nothing inherited from the supervisor but what is pickled (the slot table and the source)."""
+nothing inherited from the supervisor but what is pickled (the slot table and the source).
+A job's soft timeout arrives as in a forked child (forking.py, interrupts.py)."""
 
 from __future__ import annotations
 

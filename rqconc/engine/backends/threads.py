@@ -5,6 +5,11 @@ slot gets a new generation (so nothing it writes counts), its item is reported t
 (whose fencing rejects whatever the thread tries to record later), and a new thread takes
 its place. The abandoned thread ends by itself when its work returns. An `async def` item
 runs in the thread's own event loop, and ending its child cancels its task (event_loops.py).
+
+A job's soft timeout is the thread's asynchronous exception (PyThreadState_SetAsyncExc,
+interrupts.py), seen at its next Python bytecode: a thread blocked in a C call (time.sleep,
+a socket read, a lock) sees it only when that call returns, and a job that swallows it runs
+on until its hard timeout abandons the thread.
 """
 
 from __future__ import annotations
