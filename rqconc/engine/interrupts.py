@@ -18,8 +18,9 @@ armed for work that has no such limit.
   CancelledError, so the coroutine's own `except` sees it at its `await`.
 
 Every `arm` returns its disarm, called once the work returned: nothing is raised after it.
-An exception the timer fired just as the work returned is then raised by the disarm itself
-(the work ran past its limit), never later in unrelated code.
+The exception arrives between the call of `arm` and the return of its disarm, never later
+in unrelated code: one that came due just as the work returned is raised by the disarm
+itself (the work ran past its limit).
 """
 
 from __future__ import annotations
