@@ -432,6 +432,9 @@ def test_only_a_job_without_the_fields_of_callbacks_flows_groups_is_stored_lean(
     steps.enqueue("default", [("a", plain), ("b", {**plain, "expires_at": "9" * 13})])
     assert client.hget(keys.job("a"), "lean") == b"1"
     assert client.hget(keys.job("b"), "lean") is None
+    steps.enqueue("soft", [("e", {**plain, "soft_timeout": "0.5"})])  # SPEC 18: rare
+    assert client.hget(keys.job("e"), "lean") is None
+    assert steps.take("c", ["soft"], LEASE_MS, "w")[1]["soft_timeout"] == b"0.5"
     steps.enqueue("default", [("c", plain), ("d", plain)], common={"on_success_jobs": "[]"})
     assert client.hmget(keys.job("c"), "lean") == client.hmget(keys.job("d"), "lean") == [None]
 
