@@ -30,6 +30,7 @@ def test_cron_list_shows_each_entry_and_the_leader_in_text_and_json(redis_server
             ["cron", "list", "--json", "--url", redis_url + "5"],
         ]
     )  # db 5: nothing there
+    done = time.time()  # a loaded machine may take seconds to run the three commands
 
     listed = json.loads(json_out.stdout)
     assert [e["id"] for e in listed] == ["every", "hourly"] and list(listed[0]) == LISTED
@@ -47,7 +48,7 @@ def test_cron_list_shows_each_entry_and_the_leader_in_text_and_json(redis_server
     # Six fields read seconds last: every second, as the next three runs show.
     runs = listed[0]["next_runs"]
     assert runs[0] == listed[0]["next_run"] and [b - a for a, b in zip(runs, runs[1:])] == [1, 1]
-    assert every_next <= listed[0]["next_run"] <= every_next + 5
+    assert every_next <= listed[0]["next_run"] <= done + 1  # the next tick of some moment between
     assert json.loads(empty.stdout) == []
 
     lines = text_out.stdout.splitlines()
