@@ -36,6 +36,7 @@ _EXPORTS = {
     "group": "rqconc.queue.workflow.groups",
     "Group": "rqconc.queue.workflow.groups",
     "get_current_job": "rqconc.queue.current",
+    "set_enqueue_tracing": "rqconc.queue.enqueue_plan",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from rqconc.errors import NotAllowed as NotAllowed
     from rqconc.errors import WorkerLost as WorkerLost
     from rqconc.queue.current import get_current_job as get_current_job
+    from rqconc.queue.enqueue_plan import set_enqueue_tracing as set_enqueue_tracing
     from rqconc.queue.events import EventStream as EventStream
     from rqconc.queue.job import Job as Job
     from rqconc.queue.queue import Priority as Priority

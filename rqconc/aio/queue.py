@@ -155,9 +155,13 @@ class AsyncQueue:
             ran = await asyncio.to_thread(self._eager.run, calls, options, due_ms)
             return [AsyncEagerJob(job) for job in ran]
         plan = EnqueuePlan(self.fields, self.keys, self.name, calls, options, due_ms)
-        client = await self.connection()
-        with translated_errors(client):
-            reply = await plan.step.arun(client, self.wait)
+        try:
+            client = await self.connection()
+            with translated_errors(client):
+                reply = await plan.step.arun(client, self.wait)
+        except BaseException as error:
+            plan.abandoned(error)
+            raise
         jobs: List[Handed] = [self._job(i, client, fields) for i, fields in plan.stored(reply)]
         if plan.holder_is_another(reply):  # the job that holds the key: its own fields
             await jobs[0].refresh()

@@ -10,7 +10,7 @@ written (job_fields.py). The fields a batch shares are sent once.
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from rqconc.queue.job_fields import JobFields
 from rqconc.queue.limits.options import with_expiry
@@ -24,6 +24,10 @@ from rqconc.store.steps.core import EnqueueReply, enqueue_group_step, enqueue_st
 from rqconc.store.steps.limits import enqueue_unique_step
 
 Stored = List[Tuple[str, Dict[str, str]]]  # (id, fields) of each job handed out
+Sent = Callable[[Optional[BaseException]], None]  # ends a traced enqueue, with its error
+# Called once per traced enqueue with the queue and the jobs' (id, own fields): the fields
+# every job of it stores (a trace context) and what ends its span.
+Tracing = Callable[[str, Sequence[Tuple[str, Dict[str, str]]]], Tuple[Dict[str, str], Sent]]
 
 
 def refusal(reason: EnqueueReply, job_id: str) -> ValueError:
@@ -37,6 +41,11 @@ def refusal(reason: EnqueueReply, job_id: str) -> ValueError:
 
 class EnqueuePlan:
     """The step storing `calls` (validated, serialized) and how its reply reads."""
+
+    # Set by rqconc.contrib.otel.instrument() (the queue layer imports no contrib). While it
+    # is None an enqueue pays one check here and one in `stored`, and stores nothing more.
+    tracing: Optional[Tracing] = None
+    sent: Optional[Sent] = None
 
     def __init__(
         self,
@@ -52,6 +61,8 @@ class EnqueuePlan:
         self.now, fresh_ids = now_ms(), not options.get("job_id")
         common = with_expiry(common, due_ms, self.now)
         self.queue = queue
+        if self.tracing is not None:
+            common = {**common, **self._traced(self.tracing)}
         self.unique = "unique_key" in common  # SPEC 11: the step may return the holder instead
         # Generated ids are 128 random bits: only a caller's own id can exist already. A
         # resend after a lost reply is safe (the step is idempotent per id); the unique
@@ -77,6 +88,11 @@ class EnqueuePlan:
             may_vanish(common),
         )
 
+    def _traced(self, tracing: Tracing) -> Dict[str, str]:
+        """The trace context to store with the jobs; the span ends in `stored`/`abandoned`."""
+        context, self.sent = tracing(self.queue, self.jobs)
+        return context
+
     def _unique_step(
         self, keys: KeySpace, common: Dict[str, str], priority: int, due_ms: Optional[int]
     ) -> Step:
@@ -89,6 +105,8 @@ class EnqueuePlan:
     def stored(self, reply: Any) -> Stored:
         """(id, fields) of the jobs to hand out: those stored, or the job that holds the
         unique key instead. ValueError when the step refused (nothing written)."""
+        if self.sent is not None:
+            self.sent(None if self.unique or reply is None else refusal(*reply))
         if self.unique:
             _, holder = reply
             return [(holder, {**self.common, "queue": self.queue})]
@@ -97,10 +115,21 @@ class EnqueuePlan:
         stored = {"queue": self.queue, "created_at": str(self.now), **self.common}
         return [(job_id, {**stored, **own}) for job_id, own in self.jobs]
 
+    def abandoned(self, error: BaseException) -> None:
+        """The step raised (Redis away, a reply lost): a traced enqueue ends with the error."""
+        if self.sent is not None:
+            self.sent(error)
+
     def holder_is_another(self, reply: Any) -> bool:
         """Whether a unique key's holder is not the job this plan stores: its own fields are
         then to be read (the caller refreshes the job handed out)."""
         return self.unique and reply[1] != self.jobs[0][0]
+
+
+def set_enqueue_tracing(tracing: Optional[Tracing]) -> None:
+    """Have every later enqueue of this process call `tracing(queue, jobs)` and store the
+    fields it returns with the jobs (rqconc.contrib.otel.instrument); None turns it off."""
+    EnqueuePlan.tracing = tracing
 
 
 def check_group(namespace: str, calls: Sequence[Any], chord: Optional[Signature]) -> None:

@@ -183,19 +183,23 @@ class Queue:
         if self._eager is not None:
             return self._eager.run(calls, options, due_ms)
         plan = EnqueuePlan(self.fields, self.keys, self.name, calls, options, due_ms)
-        client = self.connection
-        if self._steps is None:
-            self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys, self.wait)
-        run = self._steps.run if plan.resendable else Steps(client, self.keys, self.wait).run
-        with translated_errors(client):
-            try:
-                reply = run(plan.step)
-            except ReplyLost:
-                if not plan.resendable:
-                    raise
-                # It may have run: the step is idempotent per id, so the same request again
-                # stores each job once (and tells ours from another job under a caller's id).
-                reply = run(plan.step)
+        try:  # free unless it raises (3.11); a traced enqueue's span ends with the error
+            client = self.connection
+            if self._steps is None:
+                self._steps = Steps(pooled_or_plain(client, self.keys.seq), self.keys, self.wait)
+            run = self._steps.run if plan.resendable else Steps(client, self.keys, self.wait).run
+            with translated_errors(client):
+                try:
+                    reply = run(plan.step)
+                except ReplyLost:
+                    if not plan.resendable:
+                        raise
+                    # It may have run: the step is idempotent per id, so the same request
+                    # again stores each job once (and tells ours from another under an id).
+                    reply = run(plan.step)
+        except BaseException as error:
+            plan.abandoned(error)
+            raise
         keys = self.keys
         jobs = self._handed_out(
             [Job.stored(job_id, client, keys, fields) for job_id, fields in plan.stored(reply)]
