@@ -1,5 +1,5 @@
-"""OpenTelemetry traces of rqconc (SPEC 16, docs/opentelemetry.md; `pip install
-'rqconc[otel]'`): `instrument()` in producers, and this module as a worker's hooks
+"""OpenTelemetry traces of rqconc (SPEC 16, docs/opentelemetry.md; the `otel`
+extra): `instrument()` in producers, and this module as a worker's hooks
 (`rqconc worker --hooks rqconc.contrib.otel`, or `Supervisor(hooks=[rqconc.contrib.otel])`).
 """
 
@@ -9,7 +9,7 @@ try:
     import opentelemetry.trace  # noqa: F401
 except ImportError:  # one line, not a traceback of the import below
     raise ImportError(
-        "rqconc.contrib.otel needs OpenTelemetry's API: pip install 'rqconc[otel]'"
+        "rqconc.contrib.otel needs OpenTelemetry's API: install rqconc's `otel` extra"
     ) from None
 
 from rqconc.contrib.otel.consumer import (
