@@ -55,10 +55,10 @@ async def connect_async(connection: AsyncConnectionLike = None) -> Any:
     return async_client(checked_url(url))
 
 
-def async_options(url: str) -> Dict[str, Any]:
+def async_options(url: str, retries: int = 2) -> Dict[str, Any]:
     """`client_options(url)` with redis.asyncio's retry in place of redis-py's."""
     options = client_options(url)
-    options["retry"] = Retry(EqualJitterBackoff(cap=0.5, base=0.05), 2)
+    options["retry"] = Retry(EqualJitterBackoff(cap=0.5, base=0.05), retries)
     if DriverInfo is not None:
         # Told its version, redis-py does not look it up for every connection it opens
         # (importlib.metadata: a scan of sys.path and a METADATA parse, 2-10 ms of the event
@@ -67,9 +67,11 @@ def async_options(url: str) -> Dict[str, Any]:
     return options
 
 
-def async_client(url: str) -> Any:
-    """The redis.asyncio client of a checked URL."""
-    options = async_options(url)
+def async_client(url: str, retries: int = 2) -> Any:
+    """The redis.asyncio client of a checked URL. `retries`: how often a command whose
+    connection failed is sent again (0 for steps that must not run twice unseen: a worker's
+    takes, whose lost reply it handles itself, worker/native.py)."""
+    options = async_options(url, retries)
     try:
         if cluster.is_cluster_url(url):
             seeds, cluster_options = cluster.parse_url(url)

@@ -166,3 +166,37 @@ class WorkSource(ABC):
 
     def renew_interval(self) -> float:
         return 5.0
+
+    def native_work(self) -> Optional[NativeWork]:
+        """How this source runs items as tasks of one event loop (the asyncio backend's
+        native core, native_slots.py); None: its slots are threads that hand their
+        coroutines to the loop (event_loops.SharedLoop)."""
+        return None
+
+
+class NativeWork(ABC):
+    """A source's side of the native core: called in the event loop's thread only, by the
+    slots, which are tasks of that loop. A slot ended by the supervisor (a timeout, a cancel,
+    a cold shutdown) has its task cancelled; the supervisor settles its item, and the claim
+    fences whatever the cancelled task would still record."""
+
+    @abstractmethod
+    async def take_many(self, claims: Sequence[str], timeout: float) -> List[WorkItem]:
+        """As `WorkSource.take_many`, for the slots that are idle in one turn of the loop."""
+
+    @abstractmethod
+    def runs_natively(self, item: WorkItem) -> bool:
+        """Whether `perform` awaits this item in the loop (an `async def` job); the others
+        run through `WorkSource.perform` in a thread of the core's pool."""
+
+    @abstractmethod
+    async def perform(
+        self, item: WorkItem, next_claim: Optional[NextClaim] = None
+    ) -> Optional[WorkItem]:
+        """As `WorkSource.perform`, awaited in the loop."""
+
+    def held(self, claims: Sequence[str]) -> Sequence[str]:
+        """A slot ends: of its last claims, those under which a take may still hold an item
+        the source could not put back (its reply was lost while the store was away); they
+        are the supervisor's to hand back now (as `WorkSource.child_stopping`)."""
+        return ()

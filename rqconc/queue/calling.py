@@ -58,6 +58,23 @@ def _call_soft(
     return event_loops.run(coro if timeout is None else _bounded(coro, timeout))
 
 
+async def acall_job_function(
+    func: Callable[..., Any],
+    args: Sequence[Any],
+    kwargs: Dict[str, Any],
+    soft_timeout: Optional[float] = None,
+) -> Any:
+    """As `call_job_function`, awaited in the caller's own event loop (the native core of
+    the asyncio backend and of `--slots`, rqconc/engine/native_slots.py), for a function
+    known to be `async def`."""
+    result = func(*args, **kwargs)
+    if not inspect.iscoroutine(result):
+        return result
+    if soft_timeout is not None:
+        result = interrupts.soft_bounded(result, soft_timeout, errors.JobSoftTimeout)
+    return await result
+
+
 async def _bounded(coro: Coroutine[Any, Any, Any], timeout: float) -> Any:
     try:
         return await asyncio.wait_for(coro, timeout)

@@ -10,6 +10,7 @@ type name, message and traceback. Nothing here writes anything: the worker recor
 
 from __future__ import annotations
 
+import inspect
 import json
 import traceback
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN
-from rqconc.queue.calling import call_job_function
+from rqconc.queue.calling import acall_job_function, call_job_function
 from rqconc.queue.retry import failure_names
 from rqconc.queue.serialization import (
     get_serializer,
@@ -135,6 +136,15 @@ def _copied_chord_results(stored: str) -> List[Any]:
         ) from None
 
 
+def _raised(exc: Exception) -> Outcome:
+    """The Outcome of an exception the function raised (its own failure)."""
+    return Outcome(
+        exc=(type_name(type(exc)), str(exc), user_traceback(exc)),
+        exc_mro=failure_names(exc),
+        error=exc,
+    )
+
+
 class Execution:
     """Resolves and runs jobs; resolved functions are cached per process. What differs
     between a worker and eager mode is given: where a callback's parent job is read
@@ -180,11 +190,26 @@ class Execution:
             else:
                 result = call(func, args, kwargs, soft_timeout=_seconds(soft))
         except Exception as exc:  # the job's own failure; BaseException ends the child
-            return Outcome(
-                exc=(type_name(type(exc)), str(exc), user_traceback(exc)),
-                exc_mro=failure_names(exc),
-                error=exc,
-            )
+            return _raised(exc)
+        return self._returned(result, serializer)
+
+    async def arun(self, fields: Dict[str, str]) -> Outcome:
+        """As `run`, for an `async def` function awaited in the caller's own event loop
+        (the asyncio backend's native core); a cancel of the caller's task goes through."""
+        try:
+            func, args, kwargs, serializer = self.prepare(fields)
+        except Refused as refused:
+            return Outcome(exc=(refused.exc_type, str(refused), ""))
+        soft = fields.get("soft_timeout")  # SPEC 18; most jobs have none
+        try:
+            seconds = None if soft is None else _seconds(soft)
+            result = await acall_job_function(func, args, kwargs, seconds)
+        except Exception as exc:  # the job's own failure; BaseException ends the slot
+            return _raised(exc)
+        return self._returned(result, serializer)
+
+    def _returned(self, result: Any, serializer: Any) -> Outcome:
+        """The Outcome of a value the function returned: serialized, a `Next` made ready."""
         returned = result
         try:
             next_stage = None
@@ -199,6 +224,17 @@ class Execution:
             )
         except (TypeError, ValueError) as exc:  # deterministic: a retry would fail the same
             return Outcome(exc=(type(exc).__name__, str(exc), traceback.format_exc()))
+
+    def is_coroutine_function(self, name: str) -> bool:
+        """Whether the job function `name` is allowed, importable and `async def` (False
+        for anything else, whose run says what is wrong)."""
+        func = self._functions.get(name)
+        if func is None:
+            try:
+                func = self._allowed_function(name)
+            except Exception:  # refused or not importable: the ordinary run reports it
+                return False
+        return inspect.iscoroutinefunction(func)
 
     def prepare(self, fields: Dict[str, str]) -> Tuple[Callable[..., Any], list, dict, Any]:
         """(function, args, kwargs, serializer) as the call will get them; `Refused` else."""

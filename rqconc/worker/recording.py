@@ -139,7 +139,7 @@ class Recorder:
                 item.claim, item.item_id, fields, outcome.exc, outcome.exc_mro, duration, notify
             )
             if code == -1:
-                self._stale(item, fields)
+                self.stale(item, fields)
             return None
         queue = fields.get("queue", "")
         code, following = self._complete(item, queue, outcome, take)
@@ -150,7 +150,7 @@ class Recorder:
         elif code is CompleteReply.NEXT_ID_TAKEN:
             self._next_id_taken(item, fields, outcome, duration)
         else:
-            self._stale(item, fields)
+            self.stale(item, fields)
         return following
 
     def _complete(
@@ -190,7 +190,7 @@ class Recorder:
             item.claim, item.item_id, fields, ("ValueError", message, ""), (), duration
         )
         if code == -1:
-            self._stale(item, fields)
+            self.stale(item, fields)
 
     def fail(
         self,
@@ -239,7 +239,7 @@ class Recorder:
         seal_job_log(self.connections, job_id)
         return code
 
-    def _stale(self, item: WorkItem, fields: Dict[str, str]) -> None:
+    def stale(self, item: WorkItem, fields: Dict[str, str]) -> None:
         """This run's outcome was refused (its claim no longer holds the job): say what
         became of the job instead, read from Redis."""
         try:

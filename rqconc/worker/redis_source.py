@@ -22,7 +22,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import redis
 
 from rqconc.connection.replicas import ReplicaWait
-from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
+from rqconc.engine.source import NativeWork, NextClaim, SupervisorInfo, WorkItem, WorkSource
 from rqconc.queue.job_logs import keep_job_records
 from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
 from rqconc.store.keys import KeySpace
@@ -36,6 +36,7 @@ from rqconc.worker.guard import Guard
 from rqconc.worker.hooks import Hooks, HookSpec
 from rqconc.worker.leases import Leases
 from rqconc.worker.listened import Listened
+from rqconc.worker.native import RedisNativeWork
 from rqconc.worker.presence import Presence
 from rqconc.worker.recording import Recorder
 from rqconc.worker.refusals import Refusals
@@ -141,6 +142,10 @@ class RedisSource(WorkSource):
 
     def give_back(self, item: WorkItem) -> None:
         self.taker.give_back(item)
+
+    def native_work(self) -> Optional[NativeWork]:
+        """The asyncio backend's slots as tasks of its loop (worker/native.py)."""
+        return RedisNativeWork(self.taker)
 
     # ---- supervisor side ----
     def supervisor_started(self, info: SupervisorInfo) -> None:

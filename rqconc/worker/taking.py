@@ -261,13 +261,13 @@ class Taker:
             duration = time.monotonic() - started
             if item.overran():  # returned too late to be ended (held the GIL, never yielded)
                 outcome = overrun(job_timeout(fields, self.recorder.callback_timeout))
-            following = self._record(item, fields, outcome, duration, chain, scope.notify(outcome))
+            following = self.record(item, fields, outcome, duration, chain, scope.notify(outcome))
             scope.after(outcome)
         finally:
             current.leave(token)
         return following
 
-    def _record(
+    def record(
         self,
         item: WorkItem,
         fields: Dict[str, str],

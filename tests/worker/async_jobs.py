@@ -47,3 +47,12 @@ async def sleep_then_mark(url: str, key: str, seconds: float) -> None:
 
 def plain_thread_name() -> str:
     return threading.current_thread().name
+
+
+async def hold_the_loop(seconds: float) -> str:
+    """Hold the event loop with CPU for `seconds`, never awaiting (every other task of the
+    loop waits meanwhile)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+    return "held"

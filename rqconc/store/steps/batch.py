@@ -16,7 +16,7 @@ from typing import Any, List, Sequence, Tuple, Union
 
 import redis
 
-from rqconc.store.scripts import script, taken, text
+from rqconc.store.scripts import Step, script, taken, text
 from rqconc.store.steps.core import DONE_GRACE_SECONDS, PROMOTE_BATCH, CompleteReply, Steps
 
 # (claim, (job id, fields)) per job taken; or, when none was, the delay (ms) until the
@@ -29,8 +29,8 @@ def take_many(
 ) -> TakenMany:
     """Lease up to len(claims) jobs of `queues` in one step, the i-th under claims[i] (a
     claim that gets no job took nothing). Returns what `TakenMany` says."""
-    keys, args = _call(steps, claims, queues, lease_ms, worker)
-    return _parsed(script("take_many")(steps.client, keys, args))
+    keys, args = take_many_call(steps, claims, queues, lease_ms, worker)
+    return parsed_many(script("take_many")(steps.client, keys, args))
 
 
 def wait_then_take_many(
@@ -44,7 +44,7 @@ def wait_then_take_many(
     """Block up to `timeout` s on the queues' markers, then `take_many`, in one round trip
     (as `Steps.wait_then_take`; needs a DirectConnection). -1 when the script is not loaded
     yet (the next plain `take_many` loads it)."""
-    keys, args = _call(steps, claims, queues, lease_ms, worker)
+    keys, args = take_many_call(steps, claims, queues, lease_ms, worker)
     markers = [steps.keys.marker(name) for name in queues]
     _, reply = steps.client.pipelined(
         ("BZPOPMIN", *markers, timeout),
@@ -54,18 +54,54 @@ def wait_then_take_many(
         return -1
     if isinstance(reply, Exception):
         raise reply
-    return _parsed(reply)
+    return parsed_many(reply)
 
 
-def _call(
+def take_many_call(
     steps: Steps, claims: Sequence[str], queues: Sequence[str], lease_ms: int, worker: str
 ) -> Tuple[List[str], List[Any]]:
+    """The keys and arguments of lua/take_many.lua (either transport: worker/native.py runs
+    it on a redis.asyncio client)."""
     k = steps.keys
     keys = [k.seq, k.active, k.claims, k.events, *steps.take_keys(queues)]
     return keys, [lease_ms, worker, PROMOTE_BATCH, k.prefix, *claims]
 
 
-def _parsed(reply: Any) -> TakenMany:
+def take_step(
+    steps: Steps, claims: Sequence[str], queues: Sequence[str], lease_ms: int, worker: str
+) -> Step:
+    """The take of these claims as a Step for either transport (the asyncio backend's native
+    core runs it awaited, worker/native.py): take.lua for one claim (the cheaper script),
+    take_many.lua for several; decoded as `TakenMany` either way."""
+    if len(claims) == 1:
+        claim = claims[0]
+        keys, args = steps.take_call(claim, queues, lease_ms, worker)
+        return Step(script("take"), keys, args, lambda reply: _taken_one(claim, reply))
+    keys, args = take_many_call(steps, claims, queues, lease_ms, worker)
+    return Step(script("take_many"), keys, args, parsed_many)
+
+
+def _taken_one(claim: str, reply: Any) -> TakenMany:
+    found = taken(reply)
+    return found if isinstance(found, int) else [(claim, found)]
+
+
+async def await_then_take(client: Any, step: Step, markers: Sequence[str], timeout: float) -> Any:
+    """On a redis.asyncio client: block up to `timeout` s on the queues' `markers`, then run
+    the take `step`, in one round trip (as `wait_then_take_many`). -1 when its script is not
+    loaded yet (the next plain take loads it)."""
+    pipe = client.pipeline(transaction=False)
+    pipe.bzpopmin(list(markers), timeout)
+    pipe.evalsha(step.script.sha, len(step.keys), *step.keys, *step.args)
+    _, reply = await pipe.execute(raise_on_error=False)
+    if isinstance(reply, redis.exceptions.NoScriptError):
+        return -1
+    if isinstance(reply, Exception):
+        raise reply
+    return step.decode(reply)
+
+
+def parsed_many(reply: Any) -> TakenMany:
     if not isinstance(reply, list):
         return int(reply)
     return [(text(entry[0]), taken(entry[1:])) for entry in reply]
@@ -87,6 +123,18 @@ def complete_many(
     `Steps.complete` records one, and take each slot's next job from `queues` under its
     next claim. Per job, in order: (RECORDED or STALE, what `Steps.take` returns for its
     next claim, or None when it gave none or was stale)."""
+    keys, args = complete_many_call(steps, completions, queues, lease_ms, worker)
+    return completed_many(script("complete_many")(steps.client, keys, args))
+
+
+def complete_many_call(
+    steps: Steps,
+    completions: Sequence[Completion],
+    queues: Sequence[str],
+    lease_ms: int,
+    worker: str,
+) -> Tuple[List[str], List[Any]]:
+    """The keys and arguments of lua/complete_many.lua (either transport)."""
     k = steps.keys
     keys = [k.active, k.claims, k.seq, k.events, k.canceling, *steps.take_keys(queues)]
     args: List[Any] = [k.prefix, worker, DONE_GRACE_SECONDS, lease_ms, PROMOTE_BATCH]
@@ -94,7 +142,23 @@ def complete_many(
     for claim, job_id, queue, result, serializer, next_claim in completions:
         keys += [k.job(job_id), k.started(queue), k.finished(queue), k.done(job_id)]
         args += [claim, job_id, result, serializer, next_claim]
-    replies = script("complete_many")(steps.client, keys, args)
+    return keys, args
+
+
+def complete_many_step(
+    steps: Steps,
+    completions: Sequence[Completion],
+    queues: Sequence[str],
+    lease_ms: int,
+    worker: str,
+) -> Step:
+    """`complete_many` as a Step for either transport (worker/native.py awaits it)."""
+    keys, args = complete_many_call(steps, completions, queues, lease_ms, worker)
+    return Step(script("complete_many"), keys, args, completed_many)
+
+
+def completed_many(replies: Any) -> List[Tuple[CompleteReply, Any]]:
+    """complete_many's reply, per job: (code, what its next take returned or None)."""
     return [
         (CompleteReply(int(reply[0])), taken(reply[1]) if len(reply) > 1 else None)
         for reply in replies

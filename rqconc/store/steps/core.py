@@ -80,7 +80,7 @@ class Steps(BoundSteps):
     def take(self, claim: str, queues: Sequence[str], lease_ms: int, worker: str) -> Any:
         """The taken job as (id, fields) or, if none, the delay (ms, by Redis' clock) until
         the earliest scheduled job is due (-1: none scheduled)."""
-        keys, args = self._take_call(claim, queues, lease_ms, worker)
+        keys, args = self.take_call(claim, queues, lease_ms, worker)
         return taken(script("take")(self.client, keys, args))
 
     def wait_then_take(
@@ -91,7 +91,7 @@ class Steps(BoundSteps):
         wait ends, so a woken child does not pay a second round trip before its job starts.
         Needs a `DirectConnection`. Returns as `take`; -1 when the take script is not loaded
         (the next plain take loads it)."""
-        keys, args = self._take_call(claim, queues, lease_ms, worker)
+        keys, args = self.take_call(claim, queues, lease_ms, worker)
         take = script("take")
         markers = [self.keys.marker(name) for name in queues]
         _, reply = self.client.pipelined(
@@ -103,7 +103,7 @@ class Steps(BoundSteps):
             raise reply
         return taken(reply)
 
-    def _take_call(
+    def take_call(
         self, claim: str, queues: Sequence[str], lease_ms: int, worker: str
     ) -> Tuple[List[str], List[Any]]:
         k = self.keys

@@ -1,0 +1,61 @@
+"""SPEC 15: the asyncio backend's native core. Its slots are tasks of the worker's event loop:
+the leases of a coroutine that holds the loop are renewed from outside it (the supervisor's
+thread) and its timeout is enforced meanwhile; the jobs that finish in one turn of the loop
+complete in one step. (Timeouts, cancel and cold shutdown of async jobs on this core:
+test_async_jobs.py, parametrized over the backends.)"""
+
+import time
+
+from rqconc import JobFailed, JobStatus, Queue
+from rqconc.worker.registry import list_workers
+from tests.support.waiting import promised
+from tests.support.worker_process import wait_for
+
+JOBS = "tests.worker.async_jobs"
+
+
+def test_a_coroutine_holding_the_loop_keeps_its_lease_and_its_timeout(redis_server, start_worker):
+    # A lease of 1 s, unrenewed, would be recovered (and the job run again) while the loop
+    # is held for 3 s.
+    start_worker("asyncio", 2, redis_server.url, "--lease-seconds", "1")
+    q = Queue(connection=redis_server.url)
+    held = q.enqueue(f"{JOBS}:hold_the_loop", 3.0, timeout=30)
+    assert held.get(timeout=30) == "held"
+    assert (held.status, held.attempts) == (JobStatus.FINISHED, 1)
+
+    overrun = q.enqueue(f"{JOBS}:hold_the_loop", 6.0, timeout=1)
+    wait_for(lambda: overrun.status == JobStatus.STARTED, 15, message="started")
+    started = time.monotonic()
+    # Failed by the supervisor while the loop is still held (6 s), within timeout + 1 s.
+    with_deadline = promised(2.0)
+    wait_for(lambda: overrun.status == JobStatus.FAILED, with_deadline, message="timed out")
+    assert time.monotonic() - started <= with_deadline
+    try:
+        overrun.get(timeout=1)
+    except JobFailed as failed:
+        assert failed.exc_type.endswith("JobTimeout")
+    # Once the loop runs again, the slot is back in service, and the late return of the
+    # overrun job changes nothing (its claim no longer holds it).
+    assert q.enqueue(f"{JOBS}:add_later", 1, 1).get(timeout=30) == 2
+    assert (overrun.status, overrun.attempts) == (JobStatus.FAILED, 1)
+    assert len(q.failed) == 1
+
+
+def test_async_jobs_finishing_together_complete_in_far_fewer_steps_than_jobs(
+    redis_server, start_worker
+):
+    slots, count = 50, 200
+    start_worker("asyncio", slots, redis_server.url)
+    client = redis_server.client()
+    wait_for(
+        lambda: (w := list_workers(client)) and w[0]["idle"] == slots, 20, message="slots idle"
+    )
+    q = Queue(connection=redis_server.url)
+    client.config_resetstat()
+    jobs = q.enqueue_many([(f"{JOBS}:add_later", (n, 0, 0.05)) for n in range(count)])
+    wait_for(lambda: all(j.status == JobStatus.FINISHED for j in jobs), 30, message="finished")
+    assert [j.return_value for j in jobs] == list(range(count))
+    # Every Lua step of the run: the enqueue, the takes, the completions (each taking its
+    # slot's next job), heartbeats and renewals. A step per job would be 200 or more.
+    steps = int(client.info("commandstats")["cmdstat_evalsha"]["calls"])
+    assert steps < count / 4, steps
