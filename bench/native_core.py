@@ -8,6 +8,11 @@ worktree) and this tree, on one private Redis: both see the same machine load, s
 of their medians is the figure to read. Per run: jobs/s between the 500th completion and
 the last, and the worker's CPU time (user + system, psutil) per job over the same window,
 less sensitive to the load than the rate.
+
+Also per run, `bare`: 200 tasks of one asyncio loop doing the task's own work (the sleep
+and the INCR) with no queue at all, the ceiling of any one-loop design in those minutes. On
+a loaded machine one loop thread gets about its fair share of a core (2 cores / load), while
+a design with a thread per slot gets more: read the rates with that ceiling beside them.
 """
 
 from __future__ import annotations
@@ -81,6 +86,32 @@ def one_run(tree: Path, url: str, jobs: int) -> Tuple[float, float]:
     return count / (closed[0] - opened[0]), (closed[2] - opened[2]) / count * 1e6
 
 
+def bare_loop(url: str, jobs: int) -> Tuple[float, float]:
+    """(iterations/s, CPU us per iteration) of 200 tasks doing asleep10's work, no queue."""
+    import asyncio
+
+    import redis.asyncio
+
+    async def run() -> Tuple[float, float]:
+        client = redis.asyncio.Redis.from_url(url, max_connections=10_000)
+        done = 0
+
+        async def task() -> None:
+            nonlocal done
+            while done < jobs:
+                await asyncio.sleep(0.01)
+                await client.incr("bench:bare")
+                done += 1
+
+        wall, cpu = time.perf_counter(), time.process_time()
+        await asyncio.gather(*[task() for _ in range(200)])
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        await client.aclose() if hasattr(client, "aclose") else await client.close()
+        return done / wall, cpu / done * 1e6
+
+    return asyncio.run(run())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--base", default="main")
@@ -88,7 +119,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=5000)
     options = parser.parse_args()
     server = PrivateRedis().start()
-    results: Dict[str, List[Tuple[float, float]]] = {"base": [], "head": []}
+    results: Dict[str, List[Tuple[float, float]]] = {"base": [], "head": [], "bare": []}
     try:
         with revision_tree(options.base) as base:
             for run in range(options.runs):
@@ -96,6 +127,9 @@ def main() -> None:
                     rate, cpu = one_run(tree, server.url, options.jobs)
                     results[side].append((rate, cpu))
                     print(f"run {run + 1} {side}: {rate:,.0f} jobs/s, {cpu:,.0f} us CPU/job")
+                rate, cpu = bare_loop(server.url, options.jobs)
+                results["bare"].append((rate, cpu))
+                print(f"run {run + 1} bare loop: {rate:,.0f} /s, {cpu:,.0f} us CPU each")
     finally:
         server.stop()
     rates = {side: statistics.median(r for r, _ in runs) for side, runs in results.items()}
@@ -104,7 +138,8 @@ def main() -> None:
         f"median: base {rates['base']:,.0f} jobs/s {cpus['base']:,.0f} us/job; "
         f"head {rates['head']:,.0f} jobs/s {cpus['head']:,.0f} us/job; "
         f"rate ratio {rates['head'] / rates['base']:.2f}, "
-        f"CPU per job ratio {cpus['head'] / cpus['base']:.2f}"
+        f"CPU per job ratio {cpus['head'] / cpus['base']:.2f}; "
+        f"bare loop {rates['bare']:,.0f} /s {cpus['bare']:,.0f} us each"
     )
     os.environ.pop("BENCH_REDIS_URL", None)
 
