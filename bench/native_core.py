@@ -1,6 +1,7 @@
 """The asyncio backend's native core (SPEC 15) against an earlier revision, in one run.
 
     .venv/bin/python bench/native_core.py [--base main] [--runs 3] [--jobs 5000]
+        [--mode asyncio:200 | forking:2:100]
 
 `asyncio 200` serving JOBS `async def` jobs of `await asyncio.sleep(0.01)` plus one INCR
 (bench.tasks:asleep10), alternating run by run between BASE (checked out into a temporary
@@ -46,20 +47,26 @@ def fill(url: str, jobs: int) -> None:
 
 
 def cpu_of(process: psutil.Process) -> float:
+    """CPU time of the process and its children (the children of a forking worker)."""
+    total = 0.0
     try:
-        times = process.cpu_times()
+        for each in [process, *process.children(recursive=True)]:
+            times = each.cpu_times()
+            total += times.user + times.system
     except psutil.Error:
-        return 0.0
-    return times.user + times.system
+        pass
+    return total
 
 
-def one_run(tree: Path, url: str, jobs: int) -> Tuple[float, float]:
-    """(jobs/s, worker CPU us per job) of one run of `tree`'s worker."""
+def one_run(tree: Path, url: str, jobs: int, mode: str) -> Tuple[float, float]:
+    """(jobs/s, CPU us per job of the worker's process tree) of one run of `tree`'s worker;
+    `mode`: BACKEND:SIZE[:SLOTS]."""
     client = redis.Redis.from_url(url)
     client.flushall()
     fill(url, jobs)
-    command = [sys.executable, "main.py", "asyncio", "200", "--url", url, "--allow", "bench"]
-    command += ["-q", "bench"]
+    backend, size, *slots = mode.split(":")
+    command = [sys.executable, "main.py", backend, size, "--url", url, "--allow", "bench"]
+    command += ["-q", "bench", *(["--slots", slots[0]] if slots else [])]
     env = worker_env(url, {"PYTHONPATH": str(tree)})
     worker = subprocess.Popen(
         command, cwd=tree, env=env, start_new_session=True,
@@ -117,6 +124,7 @@ def main() -> None:
     parser.add_argument("--base", default="main")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--jobs", type=int, default=5000)
+    parser.add_argument("--mode", default="asyncio:200")
     options = parser.parse_args()
     server = PrivateRedis().start()
     results: Dict[str, List[Tuple[float, float]]] = {"base": [], "head": [], "bare": []}
@@ -124,7 +132,7 @@ def main() -> None:
         with revision_tree(options.base) as base:
             for run in range(options.runs):
                 for side, tree in (("base", base), ("head", ROOT)):
-                    rate, cpu = one_run(tree, server.url, options.jobs)
+                    rate, cpu = one_run(tree, server.url, options.jobs, options.mode)
                     results[side].append((rate, cpu))
                     print(f"run {run + 1} {side}: {rate:,.0f} jobs/s, {cpu:,.0f} us CPU/job")
                 rate, cpu = bare_loop(server.url, options.jobs)

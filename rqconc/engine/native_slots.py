@@ -1,6 +1,6 @@
-"""The native core of the asyncio backend (SPEC 15): each slot is a task of the backend's
-one event loop, so an `async def` job is awaited by its slot's task, with no thread
-hand-off per job.
+"""The native core (SPEC 15) of the asyncio backend and of `--slots K` children: each slot
+is a task of the process's one event loop, so an `async def` job is awaited by its slot's
+task, with no thread hand-off per job.
 
 A slot task runs the child loop of child.py against the same slot table (the supervisor
 sees each slot idle or busy with its job, as it sees a thread child): idle slots take
@@ -131,9 +131,16 @@ class NativeCore:
 
 
 async def run_native_slot(ctx: ChildContext, core: NativeCore) -> int:
-    """One slot's whole life as a task; returns its exit code (as child.run_child)."""
+    """One slot's whole life as a task of the asyncio backend; returns its exit code (as
+    child.run_child)."""
     if not boot_child(ctx):
         return 3  # child.BOOT_FAILURE_EXIT
+    return await serve_native_slot(ctx, core)
+
+
+async def serve_native_slot(ctx: ChildContext, core: NativeCore) -> int:
+    """A slot's life once its process is set up (a `--slots` child boots once for all its
+    slots, slots/host.py)."""
     table = ctx.table
     if not table.child_ready(ctx.index, ctx.generation, os.getpid()):
         return 0

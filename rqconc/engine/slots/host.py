@@ -21,12 +21,19 @@ worker without `--slots`, whose supervisor kills the child.
 Takes: idle slots share one take step (slots/takes.py); a busy slot takes its next job in
 the step that records the current one, as any child does.
 
-`async def` jobs: the slots share the child's one event loop (event_loops.LoopThread, made on
-the first coroutine), each coroutine a task of it, so a client an async job keeps in a module
-global serves every slot. A slot taken back has its coroutine's task cancelled: an async job
-that timed out or was canceled stops at its next `await`, and its thread ends then instead of
-being abandoned for the job's whole length. A coroutine that never awaits holds the loop and
-so every slot's coroutine (as under the asyncio backend); plain functions do not use the loop.
+With a source that has a native side (`WorkSource.native_work`, the Redis source), the
+slots are not threads but tasks of the child's one event loop (native_slots.py, SPEC 15):
+an `async def` job is awaited by its slot's task, the takes and completions of one turn of
+the loop go as one step each, plain functions run in a pool of threads. A slot taken back
+has its task cancelled (its job stops at its next `await`) and a new task takes the cell.
+
+Otherwise, `async def` jobs: the slots share the child's one event loop
+(event_loops.LoopThread, made on the first coroutine), each coroutine a task of it, so a
+client an async job keeps in a module global serves every slot. A slot taken back has its
+coroutine's task cancelled: an async job that timed out or was canceled stops at its next
+`await`, and its thread ends then instead of being abandoned for the job's whole length. A
+coroutine that never awaits holds the loop and so every slot's coroutine (as under the
+asyncio backend); plain functions do not use the loop.
 """
 
 from __future__ import annotations
@@ -37,10 +44,11 @@ import os
 import queue
 import threading
 import time
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from rqconc.engine import event_loops, titles
 from rqconc.engine.child import BOOT_FAILURE_EXIT, ChildContext, boot_child, run_child, run_slot
+from rqconc.engine.native_slots import NativeCore, serve_native_slot
 from rqconc.engine.slots.memory import BUSY, STARTING
 from rqconc.engine.slots.takes import CombinedTakes
 
@@ -68,18 +76,24 @@ class SlotHost:
         self.source = CombinedTakes(ctx.source, ctx.slots_per_child)
         # Per cell: the generation its thread was started with, and the thread (None once
         # the supervisor took the cell back from it).
-        self.threads: Dict[int, Tuple[int, Optional[threading.Thread]]] = {}
+        self.threads: Dict[int, Tuple[int, Any]] = {}  # a thread, or a native task's future
         self.abandoned: List[threading.Thread] = []
         # Slot threads say here when they end, so that no look asks every thread whether it
         # is alive (50 slots x 20 looks a second showed in profiles).
         self.ended: queue.SimpleQueue = queue.SimpleQueue()
-        self.live: Set[threading.Thread] = set()
+        self.live: Set[Any] = set()
         self.recycling = False
         self._next_title = 0.0
         self._loop_thread: Optional[event_loops.LoopThread] = None
         self._loop_lock = threading.Lock()
-        # Per cell: where its current thread runs coroutines (cancelled when taken back).
-        self.loops: Dict[int, event_loops.SharedLoop] = {}
+        # Per cell: what stops its current slot when taken back (the loop its thread runs
+        # coroutines in, or its native task's future: either has `cancel()`).
+        self.loops: Dict[int, Any] = {}
+        self.native: Optional[NativeCore] = None
+        work = ctx.source.native_work()
+        if work is not None:  # the slots are tasks of the child's loop (native_slots.py)
+            loop = self._the_loop()
+            self.native = NativeCore(ctx.source, work, loop)
 
     def run(self) -> int:
         for cell, generation in zip(self.cells, self.ctx.generations):
@@ -117,6 +131,9 @@ class SlotHost:
             slots_per_child=1,
             generations=(),
         )
+        if self.native is not None:
+            self._start_task(cell, generation, slot_ctx, self.native)
+            return
         loop = self.loops[cell] = event_loops.SharedLoop(self._the_loop)
         thread = threading.Thread(
             target=self._run_slot, args=(slot_ctx, loop), name=f"rqconc-slot-{cell}", daemon=True
@@ -124,6 +141,16 @@ class SlotHost:
         self.threads[cell] = (generation, thread)
         self.live.add(thread)
         thread.start()
+
+    def _start_task(
+        self, cell: int, generation: int, slot_ctx: ChildContext, core: NativeCore
+    ) -> None:
+        slot = serve_native_slot(slot_ctx, core)
+        future = asyncio.run_coroutine_threadsafe(slot, self._the_loop())
+        self.loops[cell] = future
+        self.threads[cell] = (generation, future)
+        self.live.add(future)
+        future.add_done_callback(self.ended.put)  # in the loop's thread, or here on cancel
 
     def _look(self) -> bool:
         """One look at the slots; False once the child is done (or orphaned)."""
@@ -141,7 +168,8 @@ class SlotHost:
             if current != generation:  # the supervisor took the slot back
                 if thread is not None and thread in live:
                     self.loops[cell].cancel()  # an async job stops at its next await
-                    self.abandoned.append(thread)
+                    if self.native is None:  # a native slot's task is cancelled, not left
+                        self.abandoned.append(thread)
                 self.threads[cell] = (generation, None)
                 if state == STARTING and not self.recycling:
                     self._start(cell, current)
