@@ -1,7 +1,7 @@
 """The no-op job end to end, in counts the machine's load does not change (issue 33).
 
     .venv/bin/python bench/profile_noop.py [--base ed5a5be] [--head REV] [--jobs 100,400]
-                                           [--only instructions,trips,functions]
+                                           [--only instructions,trips,functions | setup]
                                            [--out bench/results/profile_noop]
 
 For the base revision (a temporary git worktree) and the working tree, each with its own
@@ -19,6 +19,9 @@ module-level client, as the peers' no-op):
 3. functions: the child under cProfile (a sitecustomize starts it in every forked child and
    writes it at os._exit): the functions with the most own time, with their calls per job.
    Calls per job are exact; the time shares are a profile's, good for ranking only.
+
+`--only setup` (the working tree alone): what the complete step costs Redis before it does
+anything, the per-call set-up that Redis Functions (loaded once) would not pay.
 
 Writes the tables (markdown) to stdout and the raw files (callgrind dumps, pstats) to --out.
 """
@@ -399,6 +402,62 @@ def functions(tree: Path, jobs: int, out: Path) -> List[Tuple[str, float, float,
     return rows
 
 
+# What a hot step costs Redis before it does anything (issue 33: are Redis Functions worth
+# it?): run in the working tree's own code, Redis under callgrind.
+SETUP = """
+import glob, json, os, subprocess, sys, redis
+from rqconc.store.keys import KeySpace
+from rqconc.store.scripts import script
+url, pid, folder, n = sys.argv[1], sys.argv[2], sys.argv[3], 300
+client, k = redis.Redis.from_url(url), KeySpace()
+client.config_set("hz", 1)
+
+def per_call(body, *keys_and_args):
+    sha = client.script_load(body)
+    client.evalsha(sha, *keys_and_args)
+    subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True)
+    for _ in range(n):
+        client.evalsha(sha, *keys_and_args)
+    subprocess.run(["callgrind_control", "-d", pid], check=True, capture_output=True)
+    dump = max(glob.glob(folder + "/callgrind.out.*"), key=os.path.getmtime)
+    return next(int(l.split()[1]) for l in open(dump) if l.startswith("totals:")) / n
+
+keys = [k.active, k.claims, k.job("x"), k.started("q"), k.finished("q"), k.done("x"), k.seq,
+        k.events, k.canceling, k.queue("q"), k.marker("q"), k.scheduled("q"), k.started("q")]
+args = ["c", "x", "null", "json", 10, k.prefix, "w", "n", 30000, 100, 1]
+call = (len(keys), *keys, *args)
+source = script("complete").source
+body = source.index("local nq = tonumber(ARGV[11])")  # complete.lua's own code starts
+out = {
+    "EVALSHA 'return 1', no keys or args": per_call("return 1", 0),
+    "EVALSHA 'return 1', complete+take's 13 keys and 11 args": per_call("return 1", *call),
+    "EVALSHA 'return TIME'": per_call("return redis.call('TIME')", 0),
+    "complete, returning before its first line": per_call(
+        "if true then return 1 end " + source, *call),
+    "complete, returning after its definitions (TIME included)": per_call(
+        source[:body] + "if true then return 1 end " + source[body:], *call),
+}
+print(json.dumps(out))
+"""
+
+
+def setup_costs() -> Dict[str, float]:
+    """Instructions per call of the working tree's complete step cut short (SETUP)."""
+    callgrind = Callgrind()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", SETUP, callgrind.url, str(callgrind.process.pid), callgrind.dir],
+            cwd=str(ROOT),
+            env=env_for(ROOT, callgrind.url),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    finally:
+        callgrind.stop()
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def table(
     title: str, base: Dict[str, float], head: Dict[str, float], scale: float, top: int = 1000
 ) -> str:
@@ -430,6 +489,11 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "profile_noop"))
     args = parser.parse_args()
+    if args.only == "setup":  # the working tree alone
+        print("| complete step, cut short | Redis instructions per call |\n|---|---:|")
+        for name, value in setup_costs().items():
+            print(f"| {name} | {value:,.0f} |")
+        return
     small, large = (int(n) for n in args.jobs.split(","))
     only = set(args.only.split(","))
     out = Path(args.out)
