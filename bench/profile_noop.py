@@ -206,6 +206,8 @@ def work(tree: Path, url: str, jobs: int, callgrind_out: Optional[Path] = None) 
 def python_once(tree: Path, url: str, jobs: int, out: Path) -> Dict[str, Dict]:
     """The producer's and the child's instructions, Redis plain."""
     redis.Redis.from_url(url).flushall()
+    for stale in [*out.glob(f"producer.{jobs}.*"), *out.glob(f"worker.{jobs}.*")]:
+        stale.unlink()  # an earlier run's dump would be read as this one's
     produce(tree, url, jobs, out / f"producer.{jobs}.%p")
     producer = totals(glob.glob(str(out / f"producer.{jobs}.*"))[0])
     child = work(tree, url, jobs, out / f"worker.{jobs}.%p")
