@@ -154,7 +154,10 @@ class Callgrind:
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={self.dir}/callgrind.out.%p"]
+        # hz 1: Redis' timer (serverCron) would otherwise add instructions in proportion to
+        # the wall time, which the machine's load sets (about 10% of a step under load).
         argv += [redis_binary(), "--port", str(self.port), "--save", "", "--appendonly", "no"]
+        argv += ["--hz", "1"]
         self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis(port=self.port)
         deadline = time.monotonic() + 60

@@ -60,10 +60,13 @@ local MARK = KEYS[7 + tonumber(ARGV[4])]  -- nil unless the caller asked for the
 if ARGV[7] == 'plain' then
   local queue, common_last = ARGV[1], 8 + 2 * tonumber(ARGV[8])
   local id = ARGV[common_last + 1]  -- then k and the job's own pairs
-  if redis.call('EXISTS', KEYS[7]) == 1 or (MARK and redis.call('EXISTS', MARK) == 1) then
+  -- The mark is set if absent and tested in one call (SET NX): one call fewer than EXISTS
+  -- then SET for every job kept briefly. A request that finds its job still there (a resend
+  -- after the mark expired) may leave the mark set: it is this request's own.
+  if (MARK and not redis.call('SET', MARK, '1', 'PX', ENQUEUE_MARK_MS_TEXT, 'NX'))
+      or redis.call('EXISTS', KEYS[7]) == 1 then
     return {1, 1}  -- a fresh id is taken only by this request, sent again: stored already
   end
-  if MARK then redis.call('SET', MARK, '1', 'PX', ENQUEUE_MARK_MS_TEXT) end
   local fields = {'queue', queue, 'created_at', NOW, 'status', 'queued', 'enqueued_at', NOW}
   for j = 9, common_last do fields[#fields + 1] = ARGV[j] end
   for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end

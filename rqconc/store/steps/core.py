@@ -39,6 +39,7 @@ PROMOTE_BATCH = 100
 DONE_GRACE_SECONDS = 10
 # Far longer than a take can be on its way to Redis: afterwards the key just expires.
 REVOKED_MS = 600_000
+COMPLETE_REPLIES = {int(code): code for code in CompleteReply}
 
 
 class Steps(BoundSteps):
@@ -50,6 +51,12 @@ class Steps(BoundSteps):
         super().__init__(client, keys, wait)
         # take_keys of each take order seen: the same few orders come back for every job.
         self._take_keys: Dict[Tuple[str, ...], List[str]] = {}
+        # What `complete` (every job's step) names the same way each time, built once: the
+        # key names cost a dozen calls a job otherwise (bench/PROFILE.md).
+        self._job_prefix, self._done_prefix = keys.job(""), keys.done("")
+        self._held = (keys.active, keys.claims)
+        self._shared = (keys.seq, keys.events, keys.canceling)
+        self._ended: Dict[str, Tuple[str, str]] = {}  # queue -> (started, finished)
 
     def enqueue(
         self,
@@ -179,8 +186,9 @@ class Steps(BoundSteps):
         With `next_take` = (next claim, queues, lease ms) the same step takes the next job:
         returns (RECORDED, what `take` returns) or (the refusal, None)."""
         k = self.keys
-        keys = [k.active, k.claims, k.job(job_id), k.started(queue), k.finished(queue)]
-        keys += [k.done(job_id), k.seq, k.events, k.canceling]
+        ended = self._ended.get(queue) or self._ended_keys(queue)
+        keys = [*self._held, self._job_prefix + job_id, *ended, self._done_prefix + job_id]
+        keys += self._shared
         args = [claim, job_id, result, serializer, DONE_GRACE_SECONDS, k.prefix, worker]
         self._add_next_take(keys, args, next_take)
         if next_stage is not None:
@@ -190,10 +198,17 @@ class Steps(BoundSteps):
             for name, value in fields.items():
                 args += [name, value]
         reply = script("complete")(self.client, keys, args)
-        code = CompleteReply(int(reply[0]))
+        code = COMPLETE_REPLIES[int(reply[0])]  # not CompleteReply(...): an enum call a job
         if next_take is None:
             return code
         return code, (taken(reply[1]) if code is CompleteReply.RECORDED else None)
+
+    def _ended_keys(self, queue: str) -> Tuple[str, str]:
+        """started:<queue> and finished:<queue>, kept for the few queues a worker serves."""
+        if len(self._ended) > 64:  # `-q all` may meet many queues: bounded
+            self._ended.clear()
+        pair = self._ended[queue] = (self.keys.started(queue), self.keys.finished(queue))
+        return pair
 
     def _add_next_take(
         self,
