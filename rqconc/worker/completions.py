@@ -48,6 +48,22 @@ def _abandoned() -> BaseException:
     return ReplyLost("the slot sending this completion with others was interrupted")
 
 
+def batch_of(asked: Sequence[Asked]) -> Tuple[List[Completion], Sequence[str], int]:
+    """The completions of one complete_many step, each with the claim its slot takes next,
+    and the batch's one take order and lease: the first taking slot's (round-robin rotates
+    per batch instead of per job)."""
+    order: Sequence[str] = ()
+    lease_ms = 0
+    for _, take in asked:
+        if take is not None:
+            _, order, lease_ms = take
+            break
+    completions = [
+        (*completion[:5], take[0] if take is not None else "") for completion, take in asked
+    ]
+    return completions, order, lease_ms
+
+
 class CombinedCompletions:
     """complete(...) from any slot of this process; see the module's doc."""
 
@@ -83,15 +99,5 @@ class CombinedCompletions:
             if take is None:
                 return [(steps.complete(*args), None)]
             return [steps.complete(*args, next_take=take)]
-        # One take order for the batch: the first slot's that takes (round-robin rotates
-        # per batch instead of per job).
-        order: Sequence[str] = ()
-        lease_ms = 0
-        for _, take in asked:
-            if take is not None:
-                _, order, lease_ms = take
-                break
-        completions = [
-            (*completion[:5], take[0] if take is not None else "") for completion, take in asked
-        ]
+        completions, order, lease_ms = batch_of(asked)
         return complete_many(steps, completions, order, lease_ms, self.worker)

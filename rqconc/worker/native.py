@@ -33,7 +33,7 @@ from rqconc.queue import current
 from rqconc.store.steps.batch import await_then_take, complete_many_step, take_step
 from rqconc.store.steps.core import CompleteReply, text
 from rqconc.worker import logs
-from rqconc.worker.completions import LIMIT, Asked, Replied
+from rqconc.worker.completions import LIMIT, Asked, Replied, batch_of
 from rqconc.worker.connections import url_of
 from rqconc.worker.job_scope import JobScope
 from rqconc.worker.recording import job_timeout, log_transition, until_recorded, work_item
@@ -224,16 +224,7 @@ class RedisNativeWork(NativeWork):
 
     # ---- completions of one turn ----
     async def _complete_batch(self, asked: Sequence[Asked]) -> List[Replied]:
-        # One take order for the batch: the first slot's that takes (as completions.py).
-        order: Sequence[str] = ()
-        lease_ms = 0
-        for _, take in asked:
-            if take is not None:
-                _, order, lease_ms = take
-                break
-        completions = [
-            (*completion[:5], take[0] if take is not None else "") for completion, take in asked
-        ]
+        completions, order, lease_ms = batch_of(asked)
         steps = self.connections.steps
         step = complete_many_step(steps, completions, order, lease_ms, self.taker.worker)
         return await step.arun(self._redis(), self.connections.wait)
