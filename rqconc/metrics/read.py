@@ -123,6 +123,8 @@ class MetricsSnapshot:
     children: Dict[str, Dict[str, int]]  # worker name -> {"busy": n, "idle": n}
     # Event-stream entries trimmed before a consumer group acknowledged them (SPEC 18).
     events_dropped: int = 0
+    # Worker name -> its totals since it started: finished, failed, busy_seconds (SPEC 17).
+    totals: Dict[str, Dict[str, float]] = field(default_factory=dict)
 
     def queue(self, name: str) -> QueueMetrics:
         """The metrics of queue `name` (zeros if it has none yet)."""
@@ -202,11 +204,14 @@ def snapshot(connection: ConnectionLike, namespace: str = "rqconc") -> MetricsSn
             queues[row["name"]].jobs = {k: v for k, v in row.items() if k != "name"}
         workers: Dict[str, int] = {}
         children: Dict[str, Dict[str, int]] = {}
+        totals: Dict[str, Dict[str, float]] = {}
         for worker in list_workers(client, namespace):
             workers[worker["state"]] = workers.get(worker["state"], 0) + 1
             children[worker["name"]] = {"busy": worker["busy"], "idle": worker["idle"]}
+            totals[worker["name"]] = dict(worker["totals"])
     dropped = int(raw.get(b"events_dropped") or raw.get("events_dropped") or 0)
-    return MetricsSnapshot(namespace, [queues[n] for n in names], workers, children, dropped)
+    listed = [queues[n] for n in names]
+    return MetricsSnapshot(namespace, listed, workers, children, dropped, totals)
 
 
 def timeline(
