@@ -42,7 +42,10 @@ WORKER_FIELDS = (
     "queues",
     "current_jobs",
     "last_heartbeat",
+    "totals",  # since it started: finished, failed, busy_seconds (SPEC 17)
 )
+# The columns of the table: the fields up to `state` and the queues as they are.
+TABLE_FIELDS = WORKER_FIELDS[:-3]
 # On a terminal, each tick redraws in place: cursor home, every line cleared to its end,
 # then everything below cleared (no blank flash, as a full clear before drawing would give).
 HOME, CLEAR_LINE, CLEAR_BELOW = "\x1b[H", "\x1b[K", "\x1b[J"
@@ -99,11 +102,13 @@ def group(
 
 def _workers_table(workers: List[Dict[str, Any]]) -> str:
     rows = [
-        [w[f] for f in WORKER_FIELDS[:-2]]
-        + [len(w["current_jobs"]), unix_to_iso(w["last_heartbeat"])]
+        [w[f] for f in TABLE_FIELDS]
+        + [len(w["current_jobs"]), w["totals"]["finished"], w["totals"]["failed"]]
+        + [f"{w['totals']['busy_seconds']:.1f}", unix_to_iso(w["last_heartbeat"])]
         for w in workers
     ]
-    return table(WORKER_FIELDS[:-2] + ("jobs", "last_heartbeat"), rows)
+    totals = ("jobs", "finished", "failed", "busy_s", "last_heartbeat")
+    return table(TABLE_FIELDS + totals, rows)
 
 
 def settings_text(row: Dict[str, Any]) -> str:

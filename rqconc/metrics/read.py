@@ -214,6 +214,19 @@ def snapshot(connection: ConnectionLike, namespace: str = "rqconc") -> MetricsSn
     return MetricsSnapshot(namespace, listed, workers, children, dropped, totals)
 
 
+def queue_functions(
+    connection: ConnectionLike, queue: str, namespace: str = "rqconc"
+) -> List[FunctionMetrics]:
+    """The functions of `queue` its metrics name (at most MAX_FUNCTIONS, and 'other'), by
+    name: finished, failed, run times since the namespace began. One HGETALL."""
+    client = connect(connection)
+    with translated_errors(client):
+        raw = client.hgetall(KeySpace(namespace).metrics)
+    queues = {queue: QueueMetrics(queue)}
+    _fold(raw, queues)
+    return [metrics for _, metrics in sorted(queues[queue].functions.items())]
+
+
 def timeline(
     connection: ConnectionLike,
     namespace: str = "rqconc",

@@ -31,6 +31,7 @@ WORKER_FIELDS = [
     "queues",
     "current_jobs",
     "last_heartbeat",
+    "totals",
 ]
 
 
@@ -173,6 +174,16 @@ def test_info_ping_and_job_with_a_running_worker(redis_server, worker):
     assert "finished" in ok("job", job_id, "--url", url)
     finished = json.loads(ok("info", "--json", "--url", url))["queues"][0]
     assert (finished["queued"], finished["started"]) == (0, 0)
+    # The worker's totals (SPEC 17), written with its next heartbeat.
+    totals = wait_for(
+        lambda: (lambda t: t if t["finished"] == 1 else None)(listed()[0]["totals"]),
+        timeout=10,
+        interval=0.2,
+        message="one job in the worker's totals",
+    )
+    assert totals["failed"] == 0 and 0 <= totals["busy_seconds"] < 10
+    header, row = assert_table(ok("info", "-W", "--url", url).split("\n\n")[1])
+    assert row[header.index("finished")] == "1" and row[header.index("failed")] == "0"
 
     process.signal(signal.SIGTERM)
     assert process.wait_exit(15) == 0
@@ -206,7 +217,8 @@ def test_info_workers_shows_a_busy_worker_and_its_job_in_aligned_columns(redis_s
     queues_text, workers_text = ok("info", "-W", "--url", url).split("\n\n")
     assert_table(queues_text)
     header, *rows = assert_table(workers_text)
-    assert header == WORKER_FIELDS[:-2] + ["jobs", "last_heartbeat"]
+    totals = ["jobs", "finished", "failed", "busy_s", "last_heartbeat"]
+    assert header == WORKER_FIELDS[:-3] + totals
     assert rows[0][:10] == [
         "busy-worker",
         busy["host"],

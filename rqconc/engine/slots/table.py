@@ -26,7 +26,6 @@ from __future__ import annotations
 from typing import Iterable, List, NamedTuple, Optional
 
 from rqconc.engine.slots.child_side import ChildSide
-from rqconc.engine.source import WorkTotals
 from rqconc.engine.slots.memory import (
     BUSY,
     EMPTY,
@@ -38,6 +37,7 @@ from rqconc.engine.slots.memory import (
     copy_slot,
     text_of,
 )
+from rqconc.engine.source import WorkTotals
 
 __all__ = ["CellTable", "CellView", "Counts"]
 
