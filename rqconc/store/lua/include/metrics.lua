@@ -63,16 +63,17 @@ local function func_label(queue, func)
   return label
 end
 
--- HINCRBY of the field `name`:<queue>,<func> by n (a number); on the field's first write the
--- function's label is asked, and a refused function's count moves to 'other'.
+-- HINCRBY of the field `name`:<queue>,<func> by n (a number, or the text '1': a number is
+-- written as text by Redis' Lua at the cost of a sprintf); on the field's first write (its
+-- total is n) the function's label is asked, and a refused function's count moves to
+-- 'other'.
 local function func_count(name, queue, func, n)
-  local key, head = metrics_key(), name .. ':' .. queue .. ','
-  local field = head .. func
-  if redis.call('HINCRBY', key, field, n) ~= n then return end
+  local key, field = metrics_key(), name .. ':' .. queue .. ',' .. func
+  if redis.call('HINCRBY', key, field, n) ~= (n == '1' and 1 or n) then return end
   local label = func_label(queue, func)
   if label ~= func then
     redis.call('HDEL', key, field)
-    redis.call('HINCRBY', key, head .. label, n)
+    redis.call('HINCRBY', key, name .. ':' .. queue .. ',' .. label, n)
   end
 end
 
@@ -183,7 +184,7 @@ local function metric_run(ms, queue, func)
     end
     return
   end
-  func_count(bucket, q, f, 1)
+  func_count(bucket, q, f, '1')
   if ms > 0 then func_count('run_ms', q, f, ms) end
 end
 
@@ -203,11 +204,11 @@ end
 --#cold
 local function metric_run_failed(queue, func, ms)
   metric_run(ms, queue, func)
-  func_count('run_failed', queue or 'default', func or 'other', 1)
+  func_count('run_failed', queue or 'default', func or 'other', '1')
 end
 
 -- A job of `func` failed for good (a dead letter, a poison pill).
 --#cold
 local function metric_failed(queue, func)
-  func_count('failed', queue or 'default', func or 'other', 1)
+  func_count('failed', queue or 'default', func or 'other', '1')
 end
