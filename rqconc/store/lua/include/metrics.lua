@@ -41,6 +41,7 @@ local MAX_FUNCTIONS = 100  -- functions named per queue; the rest count as 'othe
 
 local function metrics_key() return NS .. 'metrics' end
 local function metrics_minute_key(minute) return NS .. 'metrics:' .. minute end
+--#cold
 local function functions_key(queue) return NS .. 'funcs:' .. queue end
 
 -- The label function `func` of `queue` is counted under: itself while the queue names at most
@@ -122,7 +123,7 @@ end
 -- A step that starts and ends many runs (complete_many) sums their observations here and
 -- writes each field once at its end (metrics_flush): the same totals, with one HINCRBY per
 -- field instead of one per job. METRIC_SUMS false: every observation is
--- written at once. A function's field is summed under {name, queue, func} (a table made
+-- written at once. A function's field sums into {name, queue, func, total} (a table made
 -- once per field and step), so the flush can move a refused function to 'other'.
 local function metrics_summed() METRIC_SUMS = {} end
 
@@ -130,27 +131,13 @@ local function metrics_summed() METRIC_SUMS = {} end
 local function metrics_flush()
   local key = metrics_key()
   for field, n in pairs(METRIC_SUMS or {}) do
-    if type(field) == 'table' then
-      func_count(field[1], field[2], field[3], n)
+    if type(n) == 'table' then  -- a function's: {name, queue, func, total}
+      func_count(n[1], n[2], n[3], n[4])
     else
       redis.call('HINCRBY', key, field, n)
     end
   end
   METRIC_SUMS = false
-end
-
--- The summed field of a function: one table per field and step (FUNC_FIELDS), so that a
--- step of many runs sums each function's observations under one key.
-local function func_field(name, queue, func)
-  local text = name .. ':' .. queue .. ',' .. func
-  local fields = FUNC_FIELDS or {}
-  FUNC_FIELDS = fields
-  local field = fields[text]
-  if not field then
-    field = {name, queue, func}
-    fields[text] = field
-  end
-  return field
 end
 
 -- One observation of a wait: its bucket counted, and its time added to the sum (a time
@@ -170,40 +157,41 @@ local function metric_observed(name, ms, queue)
   if ms > 0 then redis.call('HINCRBY', key, sum, ms) end
 end
 
--- One run that ended after `ms`: its bucket and sum, as metric_observed's, per function.
-local function metric_run(ms, queue, func)
-  local q, f = queue or 'default', func or 'other'
-  local bucket = 'run:' .. metric_bucket(ms)
-  local sums = METRIC_SUMS
-  if sums then
-    local field = func_field(bucket, q, f)
-    sums[field] = (sums[field] or 0) + 1
-    if ms > 0 then
-      field = func_field('run_ms', q, f)
-      sums[field] = (sums[field] or 0) + ms
-    end
-    return
-  end
-  func_count(bucket, q, f, '1')
-  if ms > 0 then func_count('run_ms', q, f, ms) end
-end
-
 -- A run started (take): the wait since the job entered its queue.
 local function metric_started(queue, enqueued_at)
   metric_observed('wait', metric_elapsed(enqueued_at), queue)
 end
 
--- A run of `func` finished (complete) after `ms` (metric_elapsed since its start): its run
--- time observed (which counts it as finished).
-local function metric_finished(queue, func, ms)
-  metric_run(ms, queue, func)
+-- A run of `func` that ended after `ms` (metric_elapsed since its start): its bucket and
+-- time, as metric_observed's, per function. A run that finished (complete) is counted as
+-- finished by this alone. Each new local function costs every call of the steps that include
+-- it (a closure, its upvalues looked up): so this one does the summed case too.
+local function metric_run_ended(queue, func, ms)
+  local q, f = queue or 'default', func or 'other'
+  local bucket = 'run:' .. metric_bucket(ms)
+  local sums = METRIC_SUMS
+  if not sums then
+    func_count(bucket, q, f, '1')
+    if ms > 0 then func_count('run_ms', q, f, ms) end
+    return
+  end
+  local field = bucket .. ':' .. q .. ',' .. f
+  local summed = sums[field] or {bucket, q, f, 0}
+  summed[4] = summed[4] + 1
+  sums[field] = summed
+  if ms > 0 then
+    field = 'run_ms:' .. q .. ',' .. f
+    summed = sums[field] or {'run_ms', q, f, 0}
+    summed[4] = summed[4] + ms
+    sums[field] = summed
+  end
 end
 
 -- A run of `func` ended in failure (fail.lua: retried, failed for good or canceled) after
 -- `ms`: its run time observed, and counted as failed so the finished count leaves it out.
 --#cold
 local function metric_run_failed(queue, func, ms)
-  metric_run(ms, queue, func)
+  metric_run_ended(queue, func, ms)
   func_count('run_failed', queue or 'default', func or 'other', '1')
 end
 
