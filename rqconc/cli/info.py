@@ -1,6 +1,7 @@
-"""`rqconc info [QUEUE ...] [-W] [--by-queue] [--json] [-i S]`: queue counts (and whether a
-queue is paused, its limits) and, with -W, the live workers; `-i` repeats it every S seconds
-until Ctrl+C (SPEC sections 7 and 14)."""
+"""`rqconc info [QUEUE ...] [-W] [-F] [--by-queue] [--json] [-i S]`: queue counts (and whether
+a queue is paused, its limits) and, with -W, the live workers (with their totals), with -F
+each queue's functions (SPEC 17); `-i` repeats it every S seconds until Ctrl+C (SPEC
+sections 7 and 14)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from rqconc.cli.common import (
     warn,
 )
 from rqconc.connection.clients import translated_errors
+from rqconc.metrics.read import queue_functions
 from rqconc.queue.control import is_suspended
 from rqconc.queue.counts import COUNTS, queue_counts
 from rqconc.queue.events import EventStream
@@ -42,7 +44,10 @@ WORKER_FIELDS = (
     "queues",
     "current_jobs",
     "last_heartbeat",
+    "totals",  # since it started: finished, failed, busy_seconds (SPEC 17)
 )
+# The columns of the table: the fields up to `state` and the queues as they are.
+TABLE_FIELDS = WORKER_FIELDS[:-3]
 # On a terminal, each tick redraws in place: cursor home, every line cleared to its end,
 # then everything below cleared (no blank flash, as a full clear before drawing would give).
 HOME, CLEAR_LINE, CLEAR_BELOW = "\x1b[H", "\x1b[K", "\x1b[J"
@@ -59,8 +64,10 @@ def gather(
     names: Optional[Sequence[str]] = None,
     by_queue: bool = False,
     namespace: str = "rqconc",
+    with_functions: bool = False,
 ) -> Dict[str, Any]:
-    """The report: every known queue, or only `names` (and only the workers serving them)."""
+    """The report: every known queue, or only `names` (and only the workers serving them);
+    with_functions: each queue's functions (SPEC 17)."""
     shown = list(names) if names else None
     report: Dict[str, Any] = {"queues": queue_counts(client, shown, namespace)}
     with translated_errors(client):
@@ -72,6 +79,10 @@ def gather(
     dropped = EventStream(client, namespace).dropped()  # only when some: the shape stays
     if dropped:
         report["events_dropped"] = dropped
+    if with_functions:
+        report["functions"] = {
+            q["name"]: function_rows(client, q["name"], namespace) for q in report["queues"]
+        }
     if with_workers or by_queue:
         with translated_errors(client):
             workers = [
@@ -83,6 +94,43 @@ def gather(
         if by_queue:
             report["by_queue"] = group(workers, [q["name"] for q in report["queues"]], names)
     return report
+
+
+def function_rows(client: redis.Redis, queue: str, namespace: str) -> List[Dict[str, Any]]:
+    """Finished, failed and run-time p50/p95 (s) of each function of `queue` the metrics name
+    (at most 100, the rest as 'other'), since the namespace began."""
+    return [
+        {
+            "func": f.name,
+            "finished": f.finished,
+            "failed": f.failed,
+            "run_p50": f.run.quantile(0.5),
+            "run_p95": f.run.quantile(0.95),
+        }
+        for f in queue_functions(client, queue, namespace)
+    ]
+
+
+def _functions_table(functions: Dict[str, List[Dict[str, Any]]]) -> str:
+    rows = [
+        [
+            queue,
+            f["func"],
+            f["finished"],
+            f["failed"],
+            _seconds(f["run_p50"]),
+            _seconds(f["run_p95"]),
+        ]
+        for queue, found in functions.items()
+        for f in found
+    ]
+    if not rows:
+        return "no function has run yet"
+    return table(("queue", "function", "finished", "failed", "p50_s", "p95_s"), rows)
+
+
+def _seconds(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def group(
@@ -99,11 +147,13 @@ def group(
 
 def _workers_table(workers: List[Dict[str, Any]]) -> str:
     rows = [
-        [w[f] for f in WORKER_FIELDS[:-2]]
-        + [len(w["current_jobs"]), unix_to_iso(w["last_heartbeat"])]
+        [w[f] for f in TABLE_FIELDS]
+        + [len(w["current_jobs"]), w["totals"]["finished"], w["totals"]["failed"]]
+        + [f"{w['totals']['busy_seconds']:.1f}", unix_to_iso(w["last_heartbeat"])]
         for w in workers
     ]
-    return table(WORKER_FIELDS[:-2] + ("jobs", "last_heartbeat"), rows)
+    totals = ("jobs", "finished", "failed", "busy_s", "last_heartbeat")
+    return table(TABLE_FIELDS + totals, rows)
 
 
 def settings_text(row: Dict[str, Any]) -> str:
@@ -134,6 +184,8 @@ def render(report: Dict[str, Any]) -> str:
         ]
     elif "workers" in report:
         parts.append(_workers_table(report["workers"]) if report["workers"] else "no workers")
+    if "functions" in report:
+        parts.append(_functions_table(report["functions"]))
     if report.get("events_dropped"):
         parts.append(
             f"the event stream dropped {report['events_dropped']} entries before a consumer "
@@ -181,6 +233,13 @@ def live(show: Callable[[], Dict[str, Any]], interval: float, as_json: bool) -> 
 @click.argument("queues", nargs=-1)
 @click.option("-W", "--workers", "with_workers", is_flag=True, help="Also list the workers.")
 @click.option(
+    "-F",
+    "--functions",
+    "with_functions",
+    is_flag=True,
+    help="Also list each queue's functions: finished, failed, run-time p50/p95.",
+)
+@click.option(
     "--by-queue", is_flag=True, help="Group the workers under the queues they serve (implies -W)."
 )
 @click.option(
@@ -197,6 +256,7 @@ def live(show: Callable[[], Dict[str, Any]], interval: float, as_json: bool) -> 
 def info(
     queues: Sequence[str],
     with_workers: bool,
+    with_functions: bool,
     by_queue: bool,
     interval: Optional[float],
     as_json: bool,
@@ -217,7 +277,7 @@ def info(
         warn(f"{note}; its counts are all 0")
 
     def show() -> Dict[str, Any]:
-        return gather(client, with_workers, queues, by_queue, namespace)
+        return gather(client, with_workers, queues, by_queue, namespace, with_functions)
 
     if interval is not None:
         return live(show, interval, as_json)

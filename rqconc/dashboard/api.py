@@ -20,6 +20,7 @@ from rqconc.dashboard import reads
 from rqconc.dashboard.job_view import job_page
 from rqconc.dashboard.rates import queue_rates, timeline
 from rqconc.dashboard.security import check_csrf
+from rqconc.metrics.read import queue_functions
 from rqconc.queue import control
 from rqconc.queue.job import Job
 from rqconc.queue.queue import Queue
@@ -58,6 +59,24 @@ def overview(request: Request) -> JSONResponse:
 
 def workers(request: Request) -> JSONResponse:
     return JSONResponse(reads.workers(*where(request)))
+
+
+def functions(request: Request) -> JSONResponse:
+    """A queue's functions (SPEC 17): finished, failed and run-time p50/p95 (seconds) of each
+    since the namespace began; at most 100 named, the rest as 'other'."""
+    client, namespace = where(request)
+    name = queue_name(request.path_params["queue"])
+    rows = [
+        {
+            "func": f.name,
+            "finished": f.finished,
+            "failed": f.failed,
+            "run_p50": f.run.quantile(0.5),
+            "run_p95": f.run.quantile(0.95),
+        }
+        for f in queue_functions(client, name, namespace)
+    ]
+    return JSONResponse({"queue": name, "functions": rows})
 
 
 def job(request: Request) -> JSONResponse:

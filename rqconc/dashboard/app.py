@@ -72,6 +72,7 @@ def _routes() -> list:
         Route("/api/jobs/{job_id}", api.job),
         Route("/api/failed", api.failed),
         Route("/api/queues/{queue}/jobs", api.queue_jobs),
+        Route("/api/queues/{queue}/functions", api.functions),
         Route("/api/scheduled", api.scheduled),
         Route("/api/events", api.events),
         Route("/metrics", metrics),

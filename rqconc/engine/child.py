@@ -163,12 +163,14 @@ def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]
         done += 1
         if following is None:
             break
-        if not table.chain_busy(index, generation, following.item_id, following.deadline):
+        if not table.chain_busy(
+            index, generation, following.item_id, following.deadline, item.outcome
+        ):
             source.give_back(following)  # suspended or retiring meanwhile: not ours to run
             break
         item = following
     # No idle title here: the next take shows it if nothing comes (see _loop).
-    if not table.mark_idle(index, generation):
+    if not table.mark_idle(index, generation, item.outcome):
         return done, False
     return done, not (max_jobs and done >= max_jobs)
 

@@ -13,7 +13,7 @@ import time
 from typing import List, Optional
 
 from rqconc.engine.fleet import Fleet
-from rqconc.engine.reaper import hand_back_next
+from rqconc.engine.reaper import count_failed, hand_back_next
 from rqconc.engine.slots.table import CellView
 from rqconc.engine.source import WorkSource
 
@@ -51,6 +51,7 @@ class Duties:
                 how = "ending" if fleet.pool.can_kill else "abandoning"
                 log.warning("job %s overran its timeout: %s child %d", view.item_id, how, index)
             fleet.end_cell(index)
+            count_failed(fleet, view)
             self.source.timed_out(view.claim, view.deadline - view.busy_since)
             hand_back_next(self.source, view)
 
@@ -83,6 +84,7 @@ class Duties:
                 "ending slot %d: its job was canceled", view.index, extra={"job_id": view.item_id}
             )
             self.fleet.end_cell(view.index)
+            count_failed(self.fleet, view)
             self.source.canceled(claim)
             hand_back_next(self.source, view)
 

@@ -204,10 +204,12 @@ async def _run_chain(
         done += 1
         if following is None:
             break
-        if not table.chain_busy(index, generation, following.item_id, following.deadline):
+        if not table.chain_busy(
+            index, generation, following.item_id, following.deadline, item.outcome
+        ):
             await core.give_back(following)
             break
         item = following
-    if not table.mark_idle(index, generation):
+    if not table.mark_idle(index, generation, item.outcome):
         return done, False
     return done, not (max_jobs and done >= max_jobs)

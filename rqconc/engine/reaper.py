@@ -9,6 +9,7 @@ replacement (taken over by a deadline, a cancel or a cold shutdown) is not settl
 from __future__ import annotations
 
 import logging
+import time
 
 from rqconc.engine.controls import Controls
 from rqconc.engine.fleet import Fleet
@@ -25,6 +26,12 @@ def hand_back_next(source: WorkSource, view: CellView) -> None:
     recorded the current one): that item goes back untouched."""
     if view.next_claim:
         source.interrupted([view.next_claim])
+
+
+def count_failed(fleet: Fleet, view: CellView) -> None:
+    """An item the supervisor settles (its child died, overran or was canceled) counts as
+    failed in the worker's totals, with the time it ran."""
+    fleet.table.add_ended(0, 1, max(0.0, time.time() - view.busy_since))
 
 
 class Reaper:
@@ -58,6 +65,7 @@ class Reaper:
         if busy:
             log.warning("%s; its %d running jobs are failed attempts", reason, len(busy))
         for view in busy:
+            count_failed(self.fleet, view)
             self.source.lost(view.claim, reason)
         pending = [c for v in views for c in (v.claims if v not in busy else [v.next_claim])]
         if any(pending):
@@ -77,6 +85,7 @@ class Reaper:
         elif view.state is ChildState.BUSY:
             reason = f"child {view.index} died mid-job ({ended.description})"
             log.warning("%s; job %s is a failed attempt", reason, view.item_id)
+            count_failed(self.fleet, view)
             self.source.lost(view.claim, reason)
             hand_back_next(self.source, view)
         elif view.claims:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, Callable, List, NamedTuple, Optional, Sequence
 
 
 @dataclass
@@ -32,6 +32,9 @@ class WorkItem:
     # Wall-clock (time.time()) moment by which the item must have ended; None: no limit.
     deadline: Optional[float] = None
     payload: Any = field(default=None, repr=False)
+    # What `perform` made of it, for the worker's totals: FINISHED, FAILED, or "" (not run:
+    # refused, given back).
+    outcome: str = ""
 
     def overran(self) -> bool:
         """Whether the item is past its deadline. A source asks this when the work returns,
@@ -42,6 +45,17 @@ class WorkItem:
 
 
 NextClaim = Callable[[], Optional[str]]
+FINISHED, FAILED = "finished", "failed"
+
+
+class WorkTotals(NamedTuple):
+    """What a supervisor's children did since it started: items finished and failed (a
+    child that died mid-item, an overrun or a cancel counts as failed), and the seconds
+    they spent on items (an item still running counts once it ends)."""
+
+    finished: int = 0
+    failed: int = 0
+    busy_seconds: float = 0.0
 
 
 class StopWorker(Exception):
@@ -77,6 +91,7 @@ class SupervisorInfo:
     children: Sequence[Any] = ()
     # Jobs one child runs at once (`--slots`): busy + idle = size * slots.
     slots: int = 1
+    totals: WorkTotals = WorkTotals()
 
 
 class WorkSource(ABC):

@@ -32,7 +32,7 @@ from rqconc.engine.fleet import Fleet
 from rqconc.engine.pool import Pool
 from rqconc.engine.reaper import Reaper
 from rqconc.engine.renewer import Renewer
-from rqconc.engine.source import SupervisorInfo, WorkSource
+from rqconc.engine.source import SupervisorInfo, WorkSource, WorkTotals
 from rqconc.engine.states import ChildState, SupervisorState
 
 log = logging.getLogger("rqconc.engine")
@@ -334,6 +334,7 @@ class BaseSupervisor:
             loop_tick=max((v.loop_tick for v in views), default=0.0),
             children=[(v.index, v.state.label, v.item_id, v.pid) for v in views],
             slots=self.slots_per_child,
+            totals=self.fleet.table.work_totals() if self.fleet.is_open else WorkTotals(),
         )
 
 

@@ -78,7 +78,33 @@ def families(snap: MetricsSnapshot) -> Iterator[Any]:
     yield from counters.values()
     yield run
     yield wait
+    yield from _function_families(lib, snap)
     yield from _worker_families(lib, snap)
+
+
+def _function_families(lib: _Prometheus, snap: MetricsSnapshot) -> Iterator[Any]:
+    """Finished and failed counts and run times per function of each queue (SPEC 17): at
+    most MAX_FUNCTIONS functions a queue, the rest as func="other"."""
+    labels = ["namespace", "queue", "func"]
+    counters = {
+        name: lib.core.CounterMetricFamily(
+            f"rqconc_function_jobs_{name}", f"Jobs {name} per queue and function.", labels=labels
+        )
+        for name in ("finished", "failed")
+    }
+    run = lib.core.HistogramMetricFamily(
+        "rqconc_function_run_seconds",
+        "Run time of every run that ended, per queue and function.",
+        labels=labels,
+    )
+    for queue in snap.queues:
+        for func, metrics in sorted(queue.functions.items()):
+            values = [snap.namespace, queue.name, func]
+            for name, family in counters.items():
+                family.add_metric(values, getattr(metrics, name))
+            run.add_metric(values, _buckets(lib, metrics.run), metrics.run.sum_seconds)
+    yield from counters.values()
+    yield run
 
 
 def _worker_families(lib: _Prometheus, snap: MetricsSnapshot) -> Iterator[Any]:
@@ -98,6 +124,22 @@ def _worker_families(lib: _Prometheus, snap: MetricsSnapshot) -> Iterator[Any]:
             children.add_metric([snap.namespace, worker, state], states.get(state, 0))
     yield workers
     yield children
+    jobs = lib.core.CounterMetricFamily(
+        "rqconc_worker_jobs",
+        "Jobs each live worker ran since it started, by outcome (finished, failed).",
+        labels=["namespace", "worker", "outcome"],
+    )
+    busy = lib.core.CounterMetricFamily(
+        "rqconc_worker_busy_seconds",
+        "Seconds the children of each live worker spent running jobs since it started.",
+        labels=["namespace", "worker"],
+    )
+    for worker, totals in sorted(snap.totals.items()):
+        for outcome in ("finished", "failed"):
+            jobs.add_metric([snap.namespace, worker, outcome], totals[outcome])
+        busy.add_metric([snap.namespace, worker], totals["busy_seconds"])
+    yield jobs
+    yield busy
     dropped = lib.core.CounterMetricFamily(
         "rqconc_events_dropped",
         "Event-stream entries trimmed before a consumer group acknowledged them.",

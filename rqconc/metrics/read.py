@@ -72,6 +72,22 @@ class Histogram:
 
 
 @dataclass
+class FunctionMetrics:
+    """One function of a queue (at most MAX_FUNCTIONS per queue are named; the runs of the
+    rest count as the function 'other'): its run histogram, failed runs and jobs failed for
+    good, as a queue's."""
+
+    name: str
+    failed: int = 0
+    failed_runs: int = 0
+    run: Histogram = field(default_factory=Histogram)
+
+    @property
+    def finished(self) -> int:
+        return max(0, self.run.count - self.failed_runs)
+
+
+@dataclass
 class QueueMetrics:
     """One queue: its counters since the namespace began, its histograms (run: every run
     that ended, finished or failed; wait: every start), and its jobs now by status (queued,
@@ -85,11 +101,16 @@ class QueueMetrics:
     run: Histogram = field(default_factory=Histogram)
     wait: Histogram = field(default_factory=Histogram)
     jobs: Dict[str, int] = field(default_factory=dict)
+    functions: Dict[str, FunctionMetrics] = field(default_factory=dict)
 
     @property
     def finished(self) -> int:
         """Runs that finished: every run that ended, less those that failed."""
         return max(0, self.run.count - self.failed_runs)
+
+    def function(self, name: str) -> FunctionMetrics:
+        """The metrics of function `name` of this queue (made empty when it has none)."""
+        return self.functions.setdefault(name, FunctionMetrics(name))
 
 
 @dataclass
@@ -102,6 +123,8 @@ class MetricsSnapshot:
     children: Dict[str, Dict[str, int]]  # worker name -> {"busy": n, "idle": n}
     # Event-stream entries trimmed before a consumer group acknowledged them (SPEC 18).
     events_dropped: int = 0
+    # Worker name -> its totals since it started: finished, failed, busy_seconds (SPEC 17).
+    totals: Dict[str, Dict[str, float]] = field(default_factory=dict)
 
     def queue(self, name: str) -> QueueMetrics:
         """The metrics of queue `name` (zeros if it has none yet)."""
@@ -133,26 +156,38 @@ def _bucket_index(bound: str) -> Optional[int]:
 
 
 def _fold(raw: Dict[Any, Any], queues: Dict[str, QueueMetrics]) -> None:
-    """Files each field of {ns}:metrics (layout: lua/include/metrics.lua) into its queue."""
+    """Files each field of {ns}:metrics (layout: lua/include/metrics.lua) into its queue,
+    and a function's (`<queue>,<func>` after the metric) into its queue and that function."""
     for key, value in raw.items():
         name, _, rest = text(key).partition(":")
         try:
             number = int(value)
         except ValueError:
             continue  # only a corrupt write stores a non-integer
+        index = None
         if name in ("run", "wait"):
-            bound, _, queue_name = rest.partition(":")
+            bound, _, rest = rest.partition(":")
             index = _bucket_index(bound)
-            if index is not None and queue_name:
-                queue = queues.setdefault(queue_name, QueueMetrics(queue_name))
-                getattr(queue, name).counts[index] += number
-        elif name in ("run_ms", "wait_ms") and rest:
-            queue = queues.setdefault(rest, QueueMetrics(rest))
-            getattr(queue, name[:-3]).sum_seconds += number / 1000
-        elif name in COUNTERS and rest:
-            queue = queues.setdefault(rest, QueueMetrics(rest))
-            attribute = COUNTERS[name]
-            setattr(queue, attribute, getattr(queue, attribute) + number)
+            if index is None:
+                continue
+        queue_name, _, func = rest.partition(",")
+        if not queue_name:
+            continue
+        queue = queues.setdefault(queue_name, QueueMetrics(queue_name))
+        targets: List[Any] = [queue, queue.function(func)] if func else [queue]
+        for target in targets:
+            _add(target, name, index, number)
+
+
+def _add(target: Any, name: str, index: Optional[int], number: int) -> None:
+    """One field's number added to a queue's or a function's metrics."""
+    if index is not None:
+        getattr(target, name).counts[index] += number
+    elif name in ("run_ms", "wait_ms"):
+        getattr(target, name[:-3]).sum_seconds += number / 1000
+    elif name in COUNTERS and hasattr(target, COUNTERS[name]):
+        attribute = COUNTERS[name]
+        setattr(target, attribute, getattr(target, attribute) + number)
 
 
 def snapshot(connection: ConnectionLike, namespace: str = "rqconc") -> MetricsSnapshot:
@@ -169,11 +204,27 @@ def snapshot(connection: ConnectionLike, namespace: str = "rqconc") -> MetricsSn
             queues[row["name"]].jobs = {k: v for k, v in row.items() if k != "name"}
         workers: Dict[str, int] = {}
         children: Dict[str, Dict[str, int]] = {}
+        totals: Dict[str, Dict[str, float]] = {}
         for worker in list_workers(client, namespace):
             workers[worker["state"]] = workers.get(worker["state"], 0) + 1
             children[worker["name"]] = {"busy": worker["busy"], "idle": worker["idle"]}
+            totals[worker["name"]] = dict(worker["totals"])
     dropped = int(raw.get(b"events_dropped") or raw.get("events_dropped") or 0)
-    return MetricsSnapshot(namespace, [queues[n] for n in names], workers, children, dropped)
+    listed = [queues[n] for n in names]
+    return MetricsSnapshot(namespace, listed, workers, children, dropped, totals)
+
+
+def queue_functions(
+    connection: ConnectionLike, queue: str, namespace: str = "rqconc"
+) -> List[FunctionMetrics]:
+    """The functions of `queue` its metrics name (at most MAX_FUNCTIONS, and 'other'), by
+    name: finished, failed, run times since the namespace began. One HGETALL."""
+    client = connect(connection)
+    with translated_errors(client):
+        raw = client.hgetall(KeySpace(namespace).metrics)
+    queues = {queue: QueueMetrics(queue)}
+    _fold(raw, queues)
+    return [metrics for _, metrics in sorted(queues[queue].functions.items())]
 
 
 def timeline(
@@ -226,13 +277,17 @@ def _minute_counts(raw: Dict[Any, Any], queue: Optional[str]) -> Tuple[List[int]
         except ValueError:
             continue  # only a corrupt write stores a non-integer
         if name == "run":
-            bound, _, queue_name = rest.partition(":")
+            bound, _, rest = rest.partition(":")
+        queue_name = rest.partition(",")[0]  # a function's field counts for its queue
+        if queue is not None and queue_name != queue:
+            continue
+        if name == "run":
             index = _bucket_index(bound)
-            if index is not None and (queue is None or queue_name == queue):
+            if index is not None:
                 runs[index] += number
-        elif name == "failed" and (queue is None or rest == queue):
+        elif name == "failed":
             failed += number
-        elif name == "run_failed" and (queue is None or rest == queue):
+        elif name == "run_failed":
             failed_runs += number
     return runs, failed_runs, failed
 

@@ -27,6 +27,8 @@ ENQUEUE_MARK_MS = 10000
 # lines, at most this many and this many bytes in all (SPEC 17).
 LOG_LINES = 100
 LOG_BYTES = 64 * 1024
+# Functions named per queue in the metrics (SPEC 17); the runs of any other count as 'other'.
+MAX_FUNCTIONS = 100
 
 # Name -> value of every number above that a Lua file declares (as `local NAME = ...`).
 SHARED_WITH_LUA = {
@@ -38,4 +40,5 @@ SHARED_WITH_LUA = {
     "ENQUEUE_MARK_MS": ENQUEUE_MARK_MS,
     "LOG_LINES": LOG_LINES,
     "LOG_BYTES": LOG_BYTES,
+    "MAX_FUNCTIONS": MAX_FUNCTIONS,
 }

@@ -116,6 +116,10 @@ class KeySpace:
         """Counters and histograms of every queue (lua/include/metrics.lua builds it too)."""
         return self.prefix + "metrics"
 
+    def functions(self, queue: str) -> str:
+        """The functions a queue's metrics name (at most MAX_FUNCTIONS; the rest: 'other')."""
+        return self.prefix + "funcs:" + queue
+
     def metrics_minute(self, minute: int) -> str:
         """One minute's counts (minute: Unix seconds, a multiple of 60), kept an hour."""
         return self.prefix + "metrics:" + str(minute)

@@ -28,7 +28,7 @@ import redis
 from rqconc.connection.aio import async_client
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.slots.turns import TurnBatches
-from rqconc.engine.source import NativeWork, NextClaim, WorkItem
+from rqconc.engine.source import FAILED, FINISHED, NativeWork, NextClaim, WorkItem
 from rqconc.queue import current
 from rqconc.store.steps.batch import await_then_take, complete_many_step, take_step
 from rqconc.store.steps.core import CompleteReply, text
@@ -176,6 +176,8 @@ class RedisNativeWork(NativeWork):
             duration = time.monotonic() - started
             if item.overran():  # the loop was blocked past its deadline: a timeout
                 outcome = overrun(job_timeout(fields, taker.recorder.callback_timeout))
+            # Counted by the engine in the worker's totals (SPEC 17), as taking.py does.
+            item.outcome = FINISHED if outcome.exc is None else FAILED
             notify = scope.notify(outcome)
             following = await self._record(item, fields, outcome, duration, next_claim, notify)
             scope.after(outcome)

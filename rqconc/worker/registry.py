@@ -75,6 +75,12 @@ class WorkerRegistry:
                 "current_jobs": json.dumps(list(info.current_items)),
                 "last_heartbeat": now,
                 "ttl": self.ttl,
+                # Totals since the worker started (SPEC 17): counted by its supervisor in
+                # memory, written with each heartbeat, so a job pays nothing for them. A
+                # worker that dies keeps its last ones until its entry expires (the TTL).
+                "jobs_finished": info.totals.finished,
+                "jobs_failed": info.totals.failed,
+                "busy_seconds": f"{info.totals.busy_seconds:.3f}",
             },
         )
         pipe.hsetnx(key, "birth", now)
@@ -113,6 +119,11 @@ def _parse(raw: Dict[Any, Any], now: float) -> Dict[str, Any]:
         "current_jobs": json.loads(fields.get("current_jobs", "[]")),
         "birth": int(fields.get("birth", 0)) / 1000,
         "last_heartbeat": int(fields.get("last_heartbeat", 0)) / 1000,
+        "totals": {
+            "finished": int(fields.get("jobs_finished", 0)),
+            "failed": int(fields.get("jobs_failed", 0)),
+            "busy_seconds": float(fields.get("busy_seconds", 0)),
+        },
     }
     if now - worker["last_heartbeat"] > STALE_AFTER:  # its stored state is old news
         worker["state"] = "stale"
@@ -121,7 +132,8 @@ def _parse(raw: Dict[Any, Any], now: float) -> Dict[str, Any]:
 
 def list_workers(client: redis.Redis, namespace: str = "rqconc") -> List[Dict[str, Any]]:
     """Live workers of a namespace as dicts (name, host, pid, backend, size, busy, idle,
-    state, queues, current_jobs, birth, last_heartbeat; times as Unix seconds). The state is
+    state, queues, current_jobs, birth, last_heartbeat; times as Unix seconds; totals:
+    finished, failed, busy_seconds since it started, as of its last heartbeat). The state is
     `stale` once the heartbeat is more than STALE_AFTER seconds old."""
     return WorkerRegistry(client, KeySpace(namespace)).list()
 

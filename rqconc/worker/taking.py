@@ -17,7 +17,7 @@ import redis
 from rqconc import errors
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.connection.direct import ReplyLost
-from rqconc.engine.source import NextClaim, WorkItem
+from rqconc.engine.source import FAILED, FINISHED, NextClaim, WorkItem
 from rqconc.queue import current
 from rqconc.queue.serialization import mro_names, type_name
 from rqconc.store.steps.batch import take_many, wait_then_take_many
@@ -261,6 +261,8 @@ class Taker:
             duration = time.monotonic() - started
             if item.overran():  # returned too late to be ended (held the GIL, never yielded)
                 outcome = overrun(job_timeout(fields, self.recorder.callback_timeout))
+            # Counted by the engine in the worker's totals (SPEC 17), whatever the record did.
+            item.outcome = FINISHED if outcome.exc is None else FAILED
             following = self.record(item, fields, outcome, duration, chain, scope.notify(outcome))
             scope.after(outcome)
         finally:

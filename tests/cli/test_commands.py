@@ -10,8 +10,10 @@ import threading
 
 import pytest
 
+from rqconc.connection.clients import connect
 from rqconc.queue.job import Job
 from rqconc.queue.queue import Queue
+from rqconc.worker.registry import list_workers
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.waiting import wait_for
 from tests.support.worker_process import ROOT, redis_worker
@@ -31,6 +33,7 @@ WORKER_FIELDS = [
     "queues",
     "current_jobs",
     "last_heartbeat",
+    "totals",
 ]
 
 
@@ -173,6 +176,24 @@ def test_info_ping_and_job_with_a_running_worker(redis_server, worker):
     assert "finished" in ok("job", job_id, "--url", url)
     finished = json.loads(ok("info", "--json", "--url", url))["queues"][0]
     assert (finished["queued"], finished["started"]) == (0, 0)
+    # The worker's totals (SPEC 17), written with its next heartbeat; the queue's functions.
+    wait_for(
+        lambda: [w["totals"]["finished"] for w in list_workers(connect(url))] == [1],
+        timeout=10,
+        interval=0.2,
+        message="one job in the worker's totals",
+    )
+    report = json.loads(ok("info", "-W", "-F", "--json", "--url", url))
+    totals = report["workers"][0]["totals"]
+    assert totals["failed"] == 0 and 0 <= totals["busy_seconds"] < 10
+    (func,) = report["functions"]["cli"]
+    assert (func["func"], func["finished"], func["failed"]) == ("tests.worker.jobs:add", 1, 0)
+    _, workers_text, functions_text = ok("info", "-W", "-F", "--url", url).split("\n\n")
+    header, row = assert_table(workers_text)
+    assert row[header.index("finished")] == "1" and row[header.index("failed")] == "0"
+    header, row = assert_table(functions_text)
+    assert header == ["queue", "function", "finished", "failed", "p50_s", "p95_s"]
+    assert row[:4] == ["cli", "tests.worker.jobs:add", "1", "0"]
 
     process.signal(signal.SIGTERM)
     assert process.wait_exit(15) == 0
@@ -206,7 +227,8 @@ def test_info_workers_shows_a_busy_worker_and_its_job_in_aligned_columns(redis_s
     queues_text, workers_text = ok("info", "-W", "--url", url).split("\n\n")
     assert_table(queues_text)
     header, *rows = assert_table(workers_text)
-    assert header == WORKER_FIELDS[:-2] + ["jobs", "last_heartbeat"]
+    totals = ["jobs", "finished", "failed", "busy_s", "last_heartbeat"]
+    assert header == WORKER_FIELDS[:-3] + totals
     assert rows[0][:10] == [
         "busy-worker",
         busy["host"],

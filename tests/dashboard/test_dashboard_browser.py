@@ -102,6 +102,22 @@ def test_a_click_on_requeue_brings_a_failed_job_back(
         message="the requeued job gone from the failed list",
     )
     assert console_errors(browser) == []
+    # SPEC 17: the worker's totals (one run failed, one finished) and the queue's functions.
+    browser.get(board.base + "/workers")
+    wait_for(
+        lambda: (
+            _text(browser, '[data-total="finished"]') == "1"
+            and _text(browser, '[data-total="failed"]') == "1"
+        ),
+        20,
+        message="the worker's totals shown",
+    )
+    browser.get(board.base + "/queues/default")
+    row = '#functions tr[data-func="tests.dashboard.jobs:fail_once"]'
+    wait_page(browser, row)
+    assert _text(browser, f'{row} [data-count="finished"]') == "1"
+    assert _text(browser, f'{row} [data-count="failed"]') == "1"  # failed for good, once
+    assert console_errors(browser) == []
 
 
 def test_a_new_job_appears_in_the_live_feed_without_a_reload(browser, board, redis_server):

@@ -1,5 +1,6 @@
 """Job functions of the metrics tests (tests/metrics/)."""
 
+import asyncio
 import os
 import time
 
@@ -10,6 +11,15 @@ def nap(seconds):
 
 
 def boom(message):
+    raise ValueError(message)
+
+
+async def anap(seconds):
+    await asyncio.sleep(seconds)
+    return seconds
+
+
+async def aboom(message):
     raise ValueError(message)
 
 

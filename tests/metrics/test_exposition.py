@@ -2,6 +2,7 @@
 own parser: exactly the metric names and labels of the SPEC, the same text from `rqconc
 metrics`, and one-line errors for misuse and an unreachable Redis."""
 
+import json
 import subprocess
 import sys
 
@@ -24,8 +25,13 @@ TYPES = {
     "rqconc_jobs_retried": "counter",
     "rqconc_job_run_seconds": "histogram",
     "rqconc_job_wait_seconds": "histogram",
+    "rqconc_function_jobs_finished": "counter",
+    "rqconc_function_jobs_failed": "counter",
+    "rqconc_function_run_seconds": "histogram",
     "rqconc_workers": "gauge",
     "rqconc_children": "gauge",
+    "rqconc_worker_jobs": "counter",
+    "rqconc_worker_busy_seconds": "counter",
     "rqconc_events_dropped": "counter",
 }
 
@@ -45,7 +51,9 @@ def value(families, family, sample, **labels):
     return families[family][1][(sample, tuple(sorted(labels.items())))]
 
 
-def test_metrics_text_parses_with_the_spec_s_names_labels_and_values(redis_server, start_worker):
+def test_metrics_text_parses_with_the_spec_s_names_labels_and_values(
+    redis_server, start_worker, tmp_path
+):
     url = redis_server.url
     q = Queue("p", connection=url)
     done = [q.enqueue(NAP, 0.01) for _ in range(3)]
@@ -57,7 +65,12 @@ def test_metrics_text_parses_with_the_spec_s_names_labels_and_values(redis_serve
         timeout=30,
         message="jobs ended",
     )
-    wait_for(lambda: [w["idle"] for w in list_workers(connect(url))] == [2], message="idle")
+    wait_for(
+        lambda: (
+            [(w["idle"], w["totals"]["finished"]) for w in list_workers(connect(url))] == [(2, 3)]
+        ),
+        message="idle, its totals written",
+    )
 
     families = parsed(render(url).decode())
     assert {name: kind for name, (kind, _) in families.items()} == TYPES
@@ -87,6 +100,38 @@ def test_metrics_text_parses_with_the_spec_s_names_labels_and_values(redis_serve
     children = {"namespace": "rqconc", "worker": "w1"}
     assert value(families, "rqconc_children", "rqconc_children", state="idle", **children) == 2
     assert value(families, "rqconc_children", "rqconc_children", state="busy", **children) == 0
+    # SPEC 17: per worker and per function.
+    worker_jobs = "rqconc_worker_jobs"
+    assert value(families, worker_jobs, worker_jobs + "_total", outcome="finished", **children) == 3
+    assert value(families, worker_jobs, worker_jobs + "_total", outcome="failed", **children) == 1
+    busy = "rqconc_worker_busy_seconds"
+    assert 0.03 <= value(families, busy, busy + "_total", **children) < 60
+    for func, finished, failed in ((NAP, 3, 0), (BOOM, 0, 1)):
+        labels = {"func": func, **ns}
+        for name, expected in (("finished", finished), ("failed", failed)):
+            family = f"rqconc_function_jobs_{name}"
+            assert value(families, family, family + "_total", **labels) == expected
+        run = "rqconc_function_run_seconds"
+        assert value(families, run, run + "_count", **labels) == finished + failed
+    shown_on_the_dashboard(url, tmp_path)
+
+
+def shown_on_the_dashboard(url, tmp_path):
+    """The workers page's data has each worker's totals; the queue page's, its functions."""
+    board = Dashboard(url, tmp_path).wait_ready()
+    try:
+        status, body = board.request("/api/workers")
+        assert status == 200
+        (worker,) = json.loads(body)["workers"]
+        assert (worker["totals"]["finished"], worker["totals"]["failed"]) == (3, 1)
+        status, body = board.request("/api/queues/p/functions")
+        assert status == 200
+        rows = {row["func"]: row for row in json.loads(body)["functions"]}
+        assert set(rows) == {NAP, BOOM}
+        assert (rows[NAP]["finished"], rows[NAP]["failed"], rows[BOOM]["failed"]) == (3, 0, 1)
+        assert 0.005 <= rows[NAP]["run_p50"] <= rows[NAP]["run_p95"]
+    finally:
+        board.close()
 
 
 def test_the_run_histogram_counts_failed_runs_as_well_as_finished_ones(

@@ -391,7 +391,8 @@ def test_key_names_built_inside_lua_match_keyspace(client, keys):
         _expand("--#context NS=ARGV[1] NOW='0'\n--#include keys\n--#include metrics\n") + "\n"
         "return {job_key('j'), queue_key('q'), marker_key('q'), scheduled_key('q'), "
         "started_key('q'), deferred_key('q'), done_key('j'), dependents_key('j'), "
-        "NS .. 'revoked:' .. 'c', group_key('g'), metrics_key(), metrics_minute_key(60)}"
+        "NS .. 'revoked:' .. 'c', group_key('g'), metrics_key(), metrics_minute_key(60), "
+        "functions_key('q')}"
     )
     built = [b.decode() for b in client.eval(source, 0, keys.prefix)]
     assert built == [
@@ -407,6 +408,7 @@ def test_key_names_built_inside_lua_match_keyspace(client, keys):
         keys.group("g"),
         keys.metrics,
         keys.metrics_minute(60),
+        keys.functions("q"),
     ]
 
 

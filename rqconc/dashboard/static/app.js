@@ -229,6 +229,10 @@ function workerCard(w) {
     el("div", {}, badge(w.state), " ", el("span", { class: "muted", text: `${w.backend} × ${w.size} · ${w.host} pid ${w.pid}` })),
     el("div", { class: "muted" }, "queues ", el("span", { class: "mono", text: w.queues.join(", ") }),
       " · heartbeat ", el("span", { class: "heartbeat", text: age(w.heartbeat_age) })),
+    el("div", { class: "muted totals" }, "since start ",
+      el("span", { "data-total": "finished", text: w.totals.finished }), " finished · ",
+      el("span", { "data-total": "failed", text: w.totals.failed }), " failed · busy ",
+      el("span", { "data-total": "busy_seconds", text: `${w.totals.busy_seconds.toFixed(1)} s` })),
     el("div", { class: "children" }, children));
 }
 

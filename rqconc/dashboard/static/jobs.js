@@ -69,11 +69,13 @@ function buildQueuePage(main, name, params) {
   const base = `/api/queues/${encodeURIComponent(name)}`;
   queueView.head = el("div", { id: "queue-head" });
   queueView.list = el("div", { id: "queue-jobs" });
+  queueView.functions = el("div", { id: "queue-functions" });
   fill(main,
     el("h1", {}, "Queue ", el("span", { class: "mono", text: name })),
     queueView.head,
     el("div", { class: "toolbar" }, openByIdForm(), filterForm(params)),
     queueView.list,
+    el("h2", { text: "Functions" }), queueView.functions,
     el("h2", { text: "Limits" }), limitsForm(base),
     el("h2", { text: "The whole queue" }),
     el("div", { class: "toolbar" },
@@ -139,15 +141,29 @@ function queueList(data, name) {
     el("div", { class: "pager" }, newer, " ", older)];
 }
 
+// Finished, failed and run times per function since the namespace began (at most 100
+// functions a queue are named; the rest count as "other").
+function functionsTable(data) {
+  if (!data.functions.length) return el("p", { class: "muted", text: "No run of this queue has ended yet." });
+  const headers = ["function", { label: "finished", num: true }, { label: "failed", num: true },
+    { label: "p50 run", num: true }, { label: "p95 run", num: true }];
+  return table(headers, data.functions.map((f) => el("tr", { "data-func": f.func },
+    el("td", {}, el("code", { text: f.func })), numCell(f.finished, "finished"), numCell(f.failed, "failed"),
+    el("td", { class: "num", text: ms(f.run_p50) }), el("td", { class: "num", text: ms(f.run_p95) }))),
+    { id: "functions" });
+}
+
 async function queuePage(main) {
   const name = queueName();
   const params = queueParams();
   if (queueView.built !== location.href) buildQueuePage(main, name, params);
   const query = new URLSearchParams({ status: params.status, offset: String(params.offset) });
   if (params.func) query.set("func", params.func);
-  const [overview, data] = await Promise.all([getJSON("/api/overview"),
-    getJSON(`/api/queues/${encodeURIComponent(name)}/jobs?${query}`)]);
+  const [overview, data, functions] = await Promise.all([getJSON("/api/overview"),
+    getJSON(`/api/queues/${encodeURIComponent(name)}/jobs?${query}`),
+    getJSON(`/api/queues/${encodeURIComponent(name)}/functions`)]);
   renderSuspension(overview.suspended);
   fill(queueView.head, queueHead(overview.queues.find((q) => q.name === name), name, params));
   fill(queueView.list, queueList(data, name));
+  fill(queueView.functions, functionsTable(functions));
 }

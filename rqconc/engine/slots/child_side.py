@@ -15,7 +15,7 @@ are taken with acquire()/release() rather than `with`: multiprocessing's Lock im
 from __future__ import annotations
 
 import time
-from typing import Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 from rqconc.engine.slots.memory import (
     BUSY,
@@ -29,6 +29,7 @@ from rqconc.engine.slots.memory import (
     clip,
     text_of,
 )
+from rqconc.engine.source import FAILED, FINISHED
 from rqconc.engine.states import ChildState
 
 
@@ -135,11 +136,17 @@ class ChildSide(CellMemory):
             lock.release()
 
     def chain_busy(
-        self, index: int, generation: int, item_id: str, deadline: Optional[float]
+        self,
+        index: int,
+        generation: int,
+        item_id: str,
+        deadline: Optional[float],
+        outcome: str = "",
     ) -> bool:
-        """BUSY with the item taken under the next claim, which becomes the claim; False if
-        the child may not run it (it must end, or the worker was paused meanwhile): the
-        item is then to be given back."""
+        """BUSY with the item taken under the next claim, which becomes the claim, the
+        current one counted with its `outcome`; False if the child may not run it (it must
+        end, or the worker was paused meanwhile): the item is then to be given back (and
+        mark_idle counts the current one)."""
         slot, lock = self._cells[index], self._locks[index]
         data = item_id.encode()
         if len(data) >= ITEM_ID_BYTES:
@@ -155,6 +162,7 @@ class ChildSide(CellMemory):
             ):
                 return False
             slot.jobs_done += 1
+            _count(slot, outcome, now)
             slot.claim = slot.next_claim
             slot.next_claim = b""
             slot.item_id = data
@@ -164,8 +172,9 @@ class ChildSide(CellMemory):
         finally:
             lock.release()
 
-    def mark_idle(self, index: int, generation: int) -> bool:
-        """BUSY → IDLE after an item; False if the child must end now."""
+    def mark_idle(self, index: int, generation: int, outcome: str = "") -> bool:
+        """BUSY → IDLE after an item, counted with its `outcome`; False if the child must end
+        now."""
         slot, lock = self._cells[index], self._locks[index]
         now = time.time()
         lock.acquire()
@@ -173,6 +182,7 @@ class ChildSide(CellMemory):
             if slot.generation != generation:
                 return False
             slot.jobs_done += 1
+            _count(slot, outcome, now)
             slot.item_id = b""
             slot.claim = slot.next_claim = b""
             slot.deadline = 0.0
@@ -208,3 +218,12 @@ class ChildSide(CellMemory):
                 slot.error = clip(message, ERROR_BYTES)
         finally:
             lock.release()
+
+
+def _count(slot: Any, outcome: str, now: float) -> None:
+    """An item that ended in its cell, into the cell's totals (under the cell's lock)."""
+    if outcome == FINISHED:
+        slot.finished += 1
+    elif outcome == FAILED:
+        slot.failed += 1
+    slot.busy_seconds += max(0.0, now - slot.busy_since)

@@ -11,6 +11,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Tuple
 
+from rqconc.engine.source import WorkTotals
 from rqconc.engine.states import ChildState
 
 log = logging.getLogger("rqconc.engine")
@@ -36,6 +37,11 @@ class _Slot(ctypes.Structure):
         ("pid", ctypes.c_int),
         ("seq", ctypes.c_long),
         ("jobs_done", ctypes.c_long),
+        # The child's totals (source.WorkTotals); the supervisor keeps them when the cell
+        # is prepared again (CellMemory.prepare).
+        ("finished", ctypes.c_long),
+        ("failed", ctypes.c_long),
+        ("busy_seconds", ctypes.c_double),
         ("busy_since", ctypes.c_double),
         ("deadline", ctypes.c_double),
         ("loop_tick", ctypes.c_double),
@@ -142,6 +148,9 @@ class CellMemory:
         else:
             self._slots = (_Slot * capacity)()
             self._header = (_Header * 1)()
+        # The totals of the children whose cells were prepared again since: the
+        # supervisor's alone (only it prepares cells and settles ended items).
+        self.ended_totals = WorkTotals()
         self._bind()
 
     def _bind(self) -> None:
@@ -198,12 +207,20 @@ class CellMemory:
         if self.children_are_processes and self._locks[index] is not None:
             self._free_lock(index)
         with self._holding(index) as slot:  # makes the slot's lock on first use
+            self.add_ended(slot.finished, slot.failed, slot.busy_seconds)
             generation = slot.generation + 1
             ctypes.memset(ctypes.addressof(slot), 0, ctypes.sizeof(slot))
             slot.generation = generation
             slot.state = STARTING
             slot.loop_tick = time.time()
             return generation
+
+    def add_ended(self, finished: int, failed: int, busy_seconds: float) -> None:
+        """Counts the supervisor keeps: a prepared cell's, or an item it settled itself."""
+        ended = self.ended_totals
+        self.ended_totals = WorkTotals(
+            ended.finished + finished, ended.failed + failed, ended.busy_seconds + busy_seconds
+        )
 
     def _free_lock(self, index: int) -> None:
         # A child SIGKILLed inside its slot's lock leaves it held forever; its replacement

@@ -37,6 +37,7 @@ from rqconc.engine.slots.memory import (
     copy_slot,
     text_of,
 )
+from rqconc.engine.source import WorkTotals
 
 __all__ = ["CellTable", "CellView", "Counts"]
 
@@ -57,6 +58,15 @@ class CellTable(ChildSide):
         cells = self._cells
         states = [cells[i].state for i in indices]
         return Counts(states.count(BUSY), states.count(TAKING), states.count(IDLE))
+
+    def work_totals(self) -> WorkTotals:
+        """What every child did since the supervisor started: the totals kept of cells
+        prepared again, and those of every cell now, read without locks (a display)."""
+        finished, failed, busy = self.ended_totals
+        for cell in self._cells:
+            finished, failed = finished + cell.finished, failed + cell.failed
+            busy += cell.busy_seconds
+        return WorkTotals(finished, failed, busy)
 
     def empty(self, indices: Iterable[int]) -> List[int]:
         """Slots taken from their child and not prepared again, read without locks (a slot

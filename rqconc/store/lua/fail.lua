@@ -54,8 +54,8 @@ redis.call('HDEL', key, 'token')
 bump(key, 'attempts')
 redis.call('HSET', key, 'exc_type', ARGV[3], 'exc_message', ARGV[4], 'traceback', ARGV[5],
   'ended_at', NOW)
-local queue = redis.call('HGET', key, 'queue')
-metric_run_failed(queue, metric_elapsed(redis.call('HGET', key, 'started_at')))
+local queue, func, started_at = unpack(redis.call('HMGET', key, 'queue', 'func', 'started_at'))
+metric_run_failed(queue, func, metric_elapsed(started_at))
 
 if redis.call('HGET', key, 'cancel_requested') then  -- asked to stop: no retry
   redis.call('SREM', KEYS[10], id)
@@ -82,7 +82,7 @@ redis.call('DEL', done)
 redis.call('RPUSH', done, 'failed:' .. outcome)
 keep_for_failure_ttl(key, done, id)
 emit('failed', id, queue, exception_fields(ARGV[3], ARGV[4]))
-metric_failed(queue)
+metric_failed(queue, func)
 settle_dependents(id, false)
 spawn_followups(id, key, 'failure', 'parent_exc', outcome)
 return 1

@@ -84,7 +84,7 @@ local function complete_job(claim, id, result, serializer, done_grace, key, star
   local run_ms = metric_elapsed(started_at)
   if chained then hold_events() end  -- its `finished` may share an entry with `started`
   emit_with('finished', id, queue, result, 'run_time', string.format('%.3f', run_ms / 1000))
-  metric_finished(queue, run_ms)
+  metric_run_ended(queue, func, run_ms)
   if unique_key then  -- the key outlives its holder by unique_for (SPEC 11), then goes
     unique_ended(id, unique_key, unique_for)
   end

@@ -13,6 +13,7 @@ every hot step at or below the base (bench/RESULTS.md).
 ]]
 local NOW_NUMBER = false  -- NOW as a number, once converted (metrics: now_ms)
 local METRIC_SUMS = false  -- false: metrics written at once; a table: summed (metrics_summed)
+local FUNC_LABELS = false  -- '<queue>,<func>' -> the label its runs count under (metrics)
 local GATHERED = false  -- false: registry writes sent at once; a table: noted (gather)
 local KNOWN_DETAIL = {}  -- job id -> {event_detail, func, attempts} (events: know_detail)
 local HELD = nil  -- nil: events written at once; false: hold the next; a table: held (events)
