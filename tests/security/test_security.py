@@ -13,7 +13,9 @@ import pytest
 import redis
 
 from rqconc import JobStatus, Queue
+from rqconc.connection.clients import connect
 from rqconc.errors import JobFailed
+from rqconc.worker.registry import list_workers
 from tests.security.conftest import ADMIN_PASSWORD, USER_PASSWORD, cannot_touch, user_url
 from tests.support.redis_server import free_port
 from tests.support.waiting import wait_for
@@ -237,6 +239,13 @@ def test_os_system_is_not_allowed_and_has_no_side_effect(redis_server, start_wor
         ),
         timeout=30,
         message="both jobs refused",
+    )
+    # Both registered, so both handle SIGTERM: one of them may still have been starting
+    # while the other ran every job (a SIGTERM then ends it by default: exit -15).
+    wait_for(
+        lambda: len(list_workers(connect(redis_server.url))) == 2,
+        timeout=30,
+        message="both workers registered",
     )
     for worker in workers:  # a warm stop: a refusal under way hands its job back first
         worker.signal(signal.SIGTERM)
