@@ -32,6 +32,8 @@ SAVE = 5  # the DST save: SAVE wall seconds skipped at SPRING, repeated at FALL
 LEAD = 3  # seconds from the registration to the spring-forward
 SPAN = 8  # seconds of DST: more than SAVE, so the first pass of the repeat is all in DST
 UTC = dt.timezone.utc
+OTHER_QUEUE = "dst-threading"  # served by a threading worker beside the forking one
+CRONS = [("cron", "spring"), ("cron", "fall"), (OTHER_QUEUE, "threading"), ("cron", "every")]
 
 
 def utc(instant: int) -> dt.datetime:
@@ -92,6 +94,10 @@ def cron_jobs(client, cron_id: str) -> dict:
     return jobs
 
 
+def done(client, cron_id: str, tick: int) -> bool:
+    return cron_jobs(client, cron_id).get(tick, {}).get("status") == "finished"
+
+
 def ran_once(client, cron_id: str, jobs: dict) -> None:
     """Every job finished after one attempt, none before its tick, one execution each."""
     assert all(j["status"] == "finished" and j["attempts"] == "1" for j in jobs.values()), jobs
@@ -99,54 +105,77 @@ def ran_once(client, cron_id: str, jobs: dict) -> None:
     assert client.llen(f"runs-{cron_id}") == len(jobs)
 
 
-def test_cron_in_a_zone_fires_each_tick_once_across_both_dst_changes_on_a_real_worker(
+def register(url: str, spring: int, fall: int) -> int:
+    """The crons of the test, in ZONE; the first tick of the every-second ones."""
+    job = "tests.worker.cron_jobs:record_run"
+    for queue, cron_id, expr in (
+        ("cron", "spring", daily_at(spring + SAVE // 2)),  # skipped: runs at the transition
+        ("cron", "fall", daily_at(fall + SAVE // 2)),  # repeated: a first and a second pass
+        (OTHER_QUEUE, "threading", "* * * * * *"),
+        ("cron", "every", "* * * * * *"),
+    ):
+        entry = Queue(queue, url).cron(expr, job, url, f"runs-{cron_id}", id=cron_id, tz=ZONE)
+    return int(entry.registered_at) + 1  # of the last, planned no earlier than the other
+
+
+def assert_every_second(client, cron_id: str, first: int, fall: int, last: int) -> None:
+    """One job per instant: the skipped wall seconds all land on the spring-forward (one
+    job); the instants of the repeat's second pass have none (their wall times ran)."""
+    jobs = cron_jobs(client, cron_id)
+    ticks = sorted(jobs)
+    repeat = range(fall, fall + SAVE)
+    assert first - 1 <= ticks[0] <= first and ticks[-1] >= last, ticks
+    assert ticks == [t for t in range(ticks[0], ticks[-1] + 1) if t not in repeat], ticks
+    assert {json.loads(j["meta"])["tick"] for j in jobs.values()} == set(ticks)
+    ran_once(client, cron_id, jobs)
+
+
+def stop_crons(url: str, client) -> None:
+    """Remove the crons, then let the jobs they started end."""
+    for queue, cron_id in CRONS:
+        assert Queue(queue, url).remove_cron(cron_id) is True
+    wait_for(
+        lambda: all(
+            j["status"] == "finished"
+            for c in ("every", "threading")
+            for j in cron_jobs(client, c).values()
+        ),
+        timeout=5,
+        message="every started tick job finished",
+    )
+
+
+def test_cron_in_a_zone_fires_each_tick_once_across_both_dst_changes_on_real_workers(
     redis_server, start_worker, zone_dir
 ):
+    """The forking worker leads the scheduler and runs the "cron" queue; a threading
+    worker beside it runs a second every-second cron's jobs."""
     url = redis_server.url
     client = connect(url)
-    start_worker("forking", 2, url, "-q", "cron", "--name", "dst")
+    start_worker("forking", 2, url, "-q", "cron", "--name", "dst-forking")
     wait_for(lambda: leader(client, KEYS), timeout=20, message="the worker leads the scheduler")
+    start_worker("threading", 2, url, "-q", OTHER_QUEUE, "--name", "dst-threading")
 
     seconds, micros = client.time()  # Redis' clock: the scheduler's
     spring = math.ceil(seconds + micros / 1e6) + LEAD
     fall = spring + SPAN
     compile_zone(zone_dir, spring, fall)
-    queue = Queue("cron", url)
-    job = "tests.worker.cron_jobs:record_run"
-    for cron_id, expr in (
-        ("spring", daily_at(spring + SAVE // 2)),  # skipped: runs at the transition
-        ("fall", daily_at(fall + SAVE // 2)),  # repeated: a first and a second pass
-        ("every", "* * * * * *"),
-    ):
-        entry = queue.cron(expr, job, url, f"runs-{cron_id}", id=cron_id, tz=ZONE)
-    first = int(entry.registered_at) + 1  # of "every", registered last
+    first = register(url, spring, fall)
     assert first < spring  # every second ticks before the change, too
 
-    # Past the second pass of the fall-back window, with the job of its last tick done.
+    # Past the second pass of the fall-back window, with the jobs of its last tick done.
     last = fall + SAVE + 2
     wait_for(
-        lambda: cron_jobs(client, "every").get(last, {}).get("status") == "finished",
+        lambda: all(done(client, c, last) for c in ("every", "threading")),
         timeout=last - client.time()[0] + 10,
-        message=f"the job of tick {last} finished",
+        message=f"the jobs of tick {last} finished",
     )
-    for cron_id in ("spring", "fall", "every"):
-        assert queue.remove_cron(cron_id) is True
-    wait_for(
-        lambda: all(j["status"] == "finished" for j in cron_jobs(client, "every").values()),
-        timeout=5,
-        message="every started tick job finished",
-    )
-
-    springs, falls, every = (cron_jobs(client, c) for c in ("spring", "fall", "every"))
+    stop_crons(url, client)
+    springs, falls = cron_jobs(client, "spring"), cron_jobs(client, "fall")
     assert sorted(springs) == [spring]  # once, at the first valid time after the gap
     # Once: its first pass (still in DST, SAVE s ahead of UTC), not the second.
     assert sorted(falls) == [fall + SAVE // 2 - SAVE]
-    ticks = sorted(every)
-    # One per instant: the skipped wall seconds all land on `spring` (one job); the
-    # instants of the repeat's second pass have none (their wall times ran already).
-    repeat = range(fall, fall + SAVE)
-    assert ticks == [t for t in range(first, ticks[-1] + 1) if t not in repeat], ticks
-    assert ticks[-1] >= last
-    for cron_id, jobs in (("spring", springs), ("fall", falls), ("every", every)):
-        ran_once(client, cron_id, jobs)
-    assert {json.loads(j["meta"])["tick"] for j in every.values()} == set(ticks)
+    ran_once(client, "spring", springs)
+    ran_once(client, "fall", falls)
+    for cron_id in ("every", "threading"):
+        assert_every_second(client, cron_id, first, fall, last)
