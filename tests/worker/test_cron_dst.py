@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import shutil
 import subprocess
 import zoneinfo
 
@@ -57,7 +58,9 @@ def compile_zone(zone_dir, spring: int, fall: int) -> None:
         f"\t\t\t0:00\tTdst\tT%sT\t{zic_time(fall + 60)}\n"
         "\t\t\t0:00\t-\tTST\n"
     )
-    subprocess.run(["/usr/sbin/zic", "-d", str(zone_dir), str(source)], check=True)
+    subprocess.run(
+        [shutil.which("zic") or "/usr/sbin/zic", "-d", str(zone_dir), str(source)], check=True
+    )
 
 
 def daily_at(instant: int) -> str:
@@ -72,10 +75,11 @@ def zone_dir(tmp_path, monkeypatch):
     starts; zoneinfo's search path and cache are restored after."""
     path = tmp_path / "zoneinfo"
     path.mkdir()
+    original = zoneinfo.TZPATH  # not reset_tzpath(): PYTHONTZPATH is still set then
     monkeypatch.setenv("PYTHONTZPATH", str(path))
     zoneinfo.reset_tzpath([str(path)])
     yield path
-    zoneinfo.reset_tzpath()
+    zoneinfo.reset_tzpath(original)
     zoneinfo.ZoneInfo.clear_cache(only_keys=[ZONE])
 
 
