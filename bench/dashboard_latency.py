@@ -1,5 +1,6 @@
 """The dashboard's response times at scale (SPEC 13 and 17: under 100 ms with 1M jobs queued
-and 100 workers registered, the queue's job lists included): a real `rqconc dashboard` process, measured over HTTP.
+and 100 workers registered, the queue's job lists included): a real `rqconc dashboard`
+process, measured over HTTP.
 
     .venv/bin/python bench/dashboard_latency.py [--jobs 1000000] [--workers 100] [--requests 50]
 
