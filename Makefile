@@ -40,13 +40,13 @@ demo: $(VENV)/.demo-installed
 lua: venv
 	@$(BIN)/python -m rqconc.store.build.print_lua $(or $(NAME),$(error NAME=<step> needed, e.g. make lua NAME=complete))
 
-# Test files run on 4 processes: the tests mostly wait on real processes, signals and
-# Redis, so 4 on 2 cores still leave a third of the CPU idle (user + sys 11 min in an 8.5-min
-# run). A file stays on one process, since some share module fixtures and order within it.
+# Test files run on 5 processes: the tests mostly wait on real processes, signals and
+# Redis, so 4 on 2 cores still left a third of the CPU idle (865 s of CPU in an 11-min run,
+# tests/support/cpu_report.py). A file stays on one process, since some share module fixtures and order within it.
 # Files start in the order tests/conftest.py gives them (the longest first), not xdist's
 # (most tests first), which left one-test files such as the chaos run to end the run alone.
 test: lint wheel-smoke
-	$(BIN)/python -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -n 5 --dist loadfile --no-loadscope-reorder
 
 # The wheel in a fresh virtualenv outside the tree: `rqconc --help` and one job (< 30 s).
 wheel-smoke: venv
