@@ -152,9 +152,8 @@ def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]
         # Per item, not throttled: the id in `ps` must be the one running now, and a long
         # item may follow a short one at any moment.
         _show(ctx, item.item_id)
-        last = max_jobs is not None and max_jobs > 0 and done + 1 >= max_jobs
         try:
-            following = source.perform(item, None if last else next_claim)
+            following = source.perform(item, None if is_last(max_jobs, done) else next_claim)
         except Interrupted:  # ended mid-item: the supervisor took the slot and settles it
             return done, False
         except StopWorker as stop:  # the source settled the item; the supervisor stops us all
@@ -170,9 +169,20 @@ def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]
             break
         item = following
     # No idle title here: the next take shows it if nothing comes (see _loop).
-    if not table.mark_idle(index, generation, item.outcome):
+    return end_chain(ctx, item, done)
+
+
+def is_last(max_jobs: Optional[int], done: int) -> bool:
+    """Whether the next item is the child's last (--max-jobs-per-child): it takes no other."""
+    return max_jobs is not None and max_jobs > 0 and done + 1 >= max_jobs
+
+
+def end_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]:
+    """BUSY → IDLE after a chain ending with `item` (counted with its outcome): (items done,
+    whether the child goes on taking)."""
+    if not ctx.table.mark_idle(ctx.index, ctx.generation, item.outcome):
         return done, False
-    return done, not (max_jobs and done >= max_jobs)
+    return done, not (ctx.max_jobs and done >= ctx.max_jobs)
 
 
 def _show(ctx: ChildContext, item_id: Optional[str] = None) -> None:

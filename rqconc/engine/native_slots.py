@@ -26,7 +26,7 @@ import queue
 import threading
 from typing import Any, Callable, Optional, Sequence, Tuple
 
-from rqconc.engine.child import ChildContext, boot_child
+from rqconc.engine.child import ChildContext, boot_child, end_chain, is_last
 from rqconc.engine.event_loops import Interrupted
 from rqconc.engine.slots.turns import TurnBatches
 from rqconc.engine.source import NativeWork, StopWorker, WorkItem, WorkSource
@@ -193,9 +193,8 @@ async def _run_chain(
         return table.begin_chain(index, generation, uid)
 
     while True:
-        last = max_jobs is not None and max_jobs > 0 and done + 1 >= max_jobs
         try:
-            following = await core.perform(item, None if last else next_claim)
+            following = await core.perform(item, None if is_last(max_jobs, done) else next_claim)
         except Interrupted:  # a plain function's coroutine was cancelled: the slot was ended
             return done, False
         except StopWorker as stop:
@@ -210,6 +209,4 @@ async def _run_chain(
             await core.give_back(following)
             break
         item = following
-    if not table.mark_idle(index, generation, item.outcome):
-        return done, False
-    return done, not (max_jobs and done >= max_jobs)
+    return end_chain(ctx, item, done)
