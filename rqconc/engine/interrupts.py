@@ -120,7 +120,11 @@ class _ThreadTimer:
         self._armed, self._fired = True, False
         self._timer = threading.Timer(seconds, self._fire)
         self._timer.daemon = True
-        self._timer.start()
+        # Held while the timer starts: one due at once would otherwise interrupt this thread
+        # inside Thread.start() (seen in CI: its bookkeeping then fails with a KeyError
+        # instead of the exception); _fire waits for it, so it is raised after `arm` returns.
+        with self._lock:
+            self._timer.start()
 
     def _fire(self) -> None:
         with self._lock:
