@@ -54,8 +54,10 @@ class AsyncJob(JobRecord):
 
     @classmethod
     def stored(cls, job_id: str, client: Any, keys: KeySpace, fields: Dict[str, str]) -> AsyncJob:
-        """A job just enqueued, from the text fields it was stored with."""
-        return cls(job_id, client, keys, fields, allow_pickle=fields.get("serializer") == "pickle")
+        """A job just enqueued, from the text fields it was stored with (str already)."""
+        job = cls(job_id, client, keys, {}, allow_pickle=fields.get("serializer") == "pickle")
+        job._fields = fields
+        return job
 
     def __repr__(self) -> str:
         return f"AsyncJob({self.id!r}, func={self.func_name!r}, queue={self.queue_name!r})"

@@ -15,6 +15,9 @@ import asyncio
 from datetime import datetime, timedelta
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
+from redis.asyncio import RedisCluster
+
+from rqconc.aio.batch import StepBatch
 from rqconc.aio.job import AsyncEagerJob, AsyncJob
 from rqconc.connection.aio import AsyncConnectionLike, check_connection, connect_async
 from rqconc.connection.clients import translated_errors
@@ -72,6 +75,7 @@ class AsyncQueue:
         check_event_detail(event_detail)
         self._connection_arg = connection
         self._client: Any = None
+        self._batch: Optional[StepBatch] = None
         self._opening: Optional[asyncio.Lock] = None
         self._eager = EagerRunner(self) if eager_mode(eager) else None
 
@@ -87,14 +91,19 @@ class AsyncQueue:
         if self._client is None:
             if self._eager is not None:
                 raise RuntimeError(f"{self!r} is eager (docs/testing.md): it has no Redis")
-            self._client = await connect_async(self._connection_arg)
+            client = await connect_async(self._connection_arg)
+            # A RedisCluster client sends each step alone: a pipeline of it splits by slot
+            # and node, and WAIT would count one node's writes.
+            if not isinstance(client, RedisCluster):
+                self._batch = StepBatch(client, self.wait)
+            self._client = client
         return self._client
 
     async def aclose(self) -> None:
         """Close the client this queue opened (one passed in is the caller's to close)."""
         if self._client is not None and self._client is not self._connection_arg:
             await self._client.aclose()
-        self._client = None
+        self._client, self._batch = None, None
 
     # ---- enqueueing: as Queue's, awaited ----
     async def enqueue(self, func: Func, *args: Any, **kwargs: Any) -> Handed:
@@ -158,7 +167,10 @@ class AsyncQueue:
         try:
             client = await self.connection()
             with translated_errors(client):
-                reply = await plan.step.arun(client, self.wait)
+                if plan.resendable and self._batch is not None:
+                    reply = await self._batch.run(plan.step)  # with this turn's others
+                else:
+                    reply = await plan.step.arun(client, self.wait)
         except BaseException as error:
             plan.abandoned(error)
             raise

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any, Dict, Union
+from typing import Any, Dict, List, Sequence, Union
 
+import hiredis
 import redis
 import redis.asyncio as aioredis
 from redis.asyncio.cluster import ClusterNode
@@ -26,6 +27,7 @@ from rqconc.connection import cluster, sentinel
 from rqconc.connection.clients import checked_url, client_options, redact, resolve_url
 
 AsyncConnectionLike = Union[str, aioredis.Redis, aioredis.RedisCluster, None]
+Command = Sequence[Any]
 
 
 def is_async_client(connection: Any) -> bool:
@@ -94,3 +96,39 @@ def async_client(url: str, retries: int = 2) -> Any:
         plain = not (sentinel.is_sentinel_url(url) or cluster.is_cluster_url(url))
         hint = "it cannot be read as a Redis URL" if plain else f"expected {shape}"
         raise ValueError(f"invalid Redis URL {redact(url)!r}: {hint}") from None
+
+
+async def pipelined(
+    client: aioredis.Redis, commands: Sequence[Command], slice_size: int = 16
+) -> List[Any]:
+    """The replies to `commands`, sent in one write on one connection of `client`'s pool (no
+    MULTI), in order; an error reply is its ResponseError in its place. Packed by hiredis:
+    redis-py's pipeline packs each argument in Python, most of an enqueue's client CPU in
+    a pipeline of enqueue steps (bench/PROFILE.md). A connection that fails is retried as the
+    client retries its commands, the whole request sent again: for idempotent commands.
+    The loop runs between reading each `slice_size` replies (no callback reads them all)."""
+    packed = b"".join([hiredis.pack_command(tuple(command)) for command in commands])
+    pool = client.connection_pool
+    connection = await pool.get_connection()
+    try:
+        return await connection.retry.call_with_retry(
+            lambda: _exchange(connection, packed, len(commands), slice_size),
+            lambda _: connection.disconnect(),
+        )
+    finally:
+        await pool.release(connection)
+
+
+async def _exchange(connection: Any, packed: bytes, count: int, slice_size: int) -> List[Any]:
+    # read_response disconnects on any failure mid-read (a canceled caller included), so a
+    # connection with replies left unread never goes back to the pool.
+    await connection.send_packed_command(packed)
+    replies: List[Any] = []
+    for i in range(1, count + 1):
+        try:
+            replies.append(await connection.read_response())
+        except redis.exceptions.ResponseError as error:
+            replies.append(error)
+        if i % slice_size == 0:
+            await asyncio.sleep(0)
+    return replies

@@ -18,6 +18,11 @@ from rqconc.store.scripts import now_ms
 
 Prepared = Tuple[str, int, Dict[str, str]]
 
+# Option values whose common fields are remembered (`JobFields.common`): immutable, and
+# compared by value. The type is part of the key: True and 1 are not the same option.
+_SCALARS = frozenset((int, float, str, bool, type(None)))
+_REMEMBERED = 256  # distinct option sets per queue; then forgotten all at once
+
 
 def describe_call(name: str, args: Sequence[Any], kwargs: Dict[str, Any]) -> str:
     """The description of a job enqueued without one: its call, cut at 200 characters."""
@@ -57,6 +62,7 @@ class JobFields:
         self._detail = {"event_detail": "full"} if detail == "full" else {}
         if self._detail:
             self._detail["origin_host"] = socket.gethostname()
+        self._common: Dict[Tuple[Any, ...], Tuple[Dict[str, str], int]] = {}
 
     def prepare(self, calls: Sequence[Call], options: Dict[str, Any]) -> List[Prepared]:
         """(id, priority, hash fields) per call, writing nothing."""
@@ -71,7 +77,21 @@ class JobFields:
         ]
 
     def common(self, options: Dict[str, Any]) -> Tuple[Dict[str, str], int]:
-        """The fields every job of one enqueue shares, and their priority."""
+        """The fields every job of one enqueue shares (read-only: callers copy to add), and
+        their priority. A loop that enqueues with the same options has them validated once
+        (bench/PROFILE.md section 5): option sets of scalar values are remembered."""
+        key = _options_key(options)
+        if key is None:
+            return self._common_fields(options)
+        known = self._common.get(key)
+        if known is None:
+            known = self._common_fields(options)  # raises for bad options: nothing kept
+            if len(self._common) >= _REMEMBERED:
+                self._common.clear()
+            self._common[key] = known
+        return known
+
+    def _common_fields(self, options: Dict[str, Any]) -> Tuple[Dict[str, str], int]:
         options = with_defaults(options, self.defaults)
         fields, priority = common_fields(options, self.name, self.serializer.name)
         return {**fields, **self._detail} if self._detail else fields, priority
@@ -95,6 +115,18 @@ class JobFields:
             check_utf8(description, "description", description)
             fields["description"] = description
         return job_id_of(options), fields
+
+
+def _options_key(options: Dict[str, Any]) -> Optional[Tuple[Any, ...]]:
+    """What tells one option set's common fields from another's; None when a value is not a
+    scalar (a Retry, meta, a parent job: validated per call). `job_id` is each job's own."""
+    key = []
+    for name, value in options.items():
+        if type(value) not in _SCALARS:
+            return None
+        if name != "job_id":
+            key.append((name, type(value), value))
+    return tuple(sorted(key))
 
 
 __all__ = ["JobFields", "Prepared"]

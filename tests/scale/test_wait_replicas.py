@@ -2,11 +2,13 @@
 acknowledged it (Redis WAIT on the same connection), else rqconc.ConnectionError naming the
 cause; with N = 0 no WAIT is ever sent."""
 
+import asyncio
 import time
 
 import pytest
 
 from rqconc import ConnectionError, Queue, Supervisor
+from rqconc.aio import AsyncQueue
 from rqconc.store.keys import KeySpace
 from tests.cli.test_commands import assert_one_line_error, rqconc
 from tests.support.redis_server import RedisServer
@@ -170,3 +172,28 @@ def test_the_admin_commands_take_wait_replicas_too(replicated, start_worker):
         done = rqconc(*command, *wait)
         assert_one_line_error(done, 1)
         assert "replicas acknowledged" in done.stderr, command
+
+
+def test_a_batch_of_async_enqueues_waits_once_for_the_replica_to_hold_them_all(replicated):
+    """rqconc/aio/batch.py: the enqueues of one turn of the loop are one pipeline, WAIT last;
+    without the replica, each caller gets the one-line error."""
+    master, replica = replicated
+
+    async def enqueue_50(q):
+        jobs = await asyncio.gather(
+            *(q.enqueue("tests.worker.jobs:add", i, i) for i in range(50)),
+            return_exceptions=True,
+        )
+        await q.aclose()
+        return jobs
+
+    Queue("default", master.url).enqueue("tests.worker.jobs:add", 0, 0)  # the script loaded
+    before = waits_sent(master)
+    jobs = asyncio.run(enqueue_50(AsyncQueue("default", master.url, wait_replicas=1)))
+    assert waits_sent(master) == before + 1
+    assert all(replica.client().exists(KeySpace().job(job.id)) for job in jobs)
+    replica.kill()
+    q = AsyncQueue("default", master.url, wait_replicas=1, wait_timeout=0.2)
+    for error in asyncio.run(enqueue_50(q)):
+        assert isinstance(error, ConnectionError), error
+        assert "0 of 1 replicas acknowledged" in str(error) and "\n" not in str(error)
