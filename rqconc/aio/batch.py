@@ -27,6 +27,7 @@ Invariants, each held by a test (tests/aio/test_async_batch.py):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 from typing import Any, List, Optional, Tuple
 
@@ -69,7 +70,8 @@ class StepBatch:
                 calls, self._calls = self._calls, []
                 calls = [call for call in calls if not call[1].done()]  # canceled unsent
                 if calls:
-                    await self._send(calls)
+                    with contextlib.suppress(Exception):  # each caller got it (_send)
+                        await self._send(calls)
         except BaseException as error:  # the loop cancels the flusher: nobody waits forever
             _settle(self._calls, error)
             self._calls = []
@@ -78,6 +80,7 @@ class StepBatch:
             self._flusher = None
 
     async def _send(self, calls: List[Call]) -> None:
+        """Each call's reply or error to its caller; raises what failed them all."""
         try:
             replies = await self._pipeline(calls)
             unknown = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
@@ -88,14 +91,14 @@ class StepBatch:
                 again = await self._pipeline([calls[i] for i in unknown])
                 for i, reply in zip(unknown, again):
                     replies[i] = reply
-        except BaseException as error:
+            for i, ((_, future), reply) in enumerate(zip(calls, replies), 1):
+                if not future.done():
+                    _resolve(future, reply)
+                if i % SLICE == 0:
+                    await asyncio.sleep(0)  # let the loop run between slices of wakeups
+        except BaseException as error:  # those not answered yet get it
             _settle(calls, error)
             raise
-        for i, ((_, future), reply) in enumerate(zip(calls, replies), 1):
-            if not future.done():
-                _resolve(future, reply)
-            if i % SLICE == 0:
-                await asyncio.sleep(0)  # let the loop run between slices of wakeups
 
     async def _pipeline(self, calls: List[Call]) -> List[Any]:
         commands = [
