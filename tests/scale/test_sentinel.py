@@ -1,5 +1,6 @@
 """Sentinel URLs and failover handling (SPEC section 8), on a real Sentinel group."""
 
+import asyncio
 import signal
 import time
 
@@ -7,6 +8,7 @@ import pytest
 import redis
 
 from rqconc import ConnectionError, Queue
+from rqconc.aio import AsyncQueue
 from rqconc.connection.clients import connect, describe, redact
 from rqconc.connection.direct import DirectConnection
 from rqconc.connection.sentinel import SentinelURL
@@ -154,3 +156,16 @@ def test_a_password_protected_group_works_through_the_url_and_never_shows_it(
             assert secret not in text and quoted not in text
     finally:
         group.close()
+
+
+def test_async_enqueues_through_a_sentinel_url_go_as_one_pipeline_in_order(deployment):
+    """rqconc/aio/batch.py on Sentinel's client (its pool finds the master)."""
+
+    async def main():
+        q = AsyncQueue("aio", deployment.url)
+        jobs = await asyncio.gather(*(q.enqueue("tests.worker.jobs:add", i, i) for i in range(200)))
+        await q.aclose()
+        return [job.id for job in jobs]
+
+    sent = asyncio.run(main())
+    assert Queue("aio", connection=deployment.url).job_ids == sent
