@@ -1,4 +1,6 @@
-"""The `rqconc` inspection commands as users run them: real subprocesses on real Redis."""
+"""The `rqconc` inspection commands as users run them on real Redis: real subprocesses for
+each command's exit code, one-line errors and first output; the output a test reads over
+and over (polling a worker's state, say) in process through the same `main`."""
 
 import json
 import os
@@ -9,7 +11,9 @@ import sys
 import threading
 
 import pytest
+from click.testing import CliRunner
 
+from rqconc.cli.app import main
 from rqconc.connection.clients import connect
 from rqconc.queue.job import Job
 from rqconc.queue.queue import Queue
@@ -73,7 +77,36 @@ def rqconc_all(commands, timeout=20):
     return results
 
 
+def in_process(*args):
+    """`rqconc ARGS...` run in this process through the console script's own `main` (the same
+    one-line errors and exit codes), from the checkout, without REDIS_URL: a command whose
+    output a test reads, or polls, costs no interpreter start (~0.5 s of CPU each). Exit
+    codes, signals and one-line errors are the subprocess tests' (`rqconc`); every command
+    family keeps at least one of those."""
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with CliRunner().isolation(env={"REDIS_URL": None}) as (out, err, _):
+            try:
+                main([str(arg) for arg in args])
+                code = 0
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+            stdout, stderr = out.getvalue().decode(), err.getvalue().decode()
+    finally:
+        os.chdir(here)
+    return subprocess.CompletedProcess(args, code, stdout, stderr)
+
+
 def ok(*args):
+    """The output of a command that must succeed (run in process, see `in_process`)."""
+    done = in_process(*args)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def ok_process(*args):
+    """The output of a command that must succeed, run as the real `rqconc` subprocess."""
     done = rqconc(*args)
     assert done.returncode == 0, done.stderr
     return done.stdout
@@ -256,7 +289,7 @@ def test_info_workers_shows_a_busy_worker_and_its_job_in_aligned_columns(redis_s
 
 
 def test_enqueue_prints_the_id_alone_and_stores_the_call(redis_url):
-    out = ok(
+    out = ok_process(
         "enqueue",
         "-q",
         "mail",
@@ -290,7 +323,7 @@ def test_enqueue_in_and_at_schedule_the_job(redis_server):
 
 def test_job_and_ping(redis_server):
     redis_url = redis_server.url
-    out = ok("ping", "--url", redis_url)
+    out = ok_process("ping", "--url", redis_url)
     assert out.startswith(f"PONG redis://127.0.0.1:{redis_server.port}/0 (Redis ")
     job = Queue("q1", redis_url).enqueue("tests.worker.jobs:add", 1, 2, priority=3)
     text = ok("job", job.id, "--url", redis_url)
@@ -307,18 +340,19 @@ def test_job_and_ping(redis_server):
 
 
 def test_server_status_and_stop_manage_the_embedded_server(request):
+    # Real subprocesses: the embedded server is started by, and outlives, the command.
     home = os.environ["RQCONC_HOME"]
-    status = json.loads(ok("server", "status", "--json"))
+    status = json.loads(ok_process("server", "status", "--json"))
     assert status["running"] is False and status["socket"].startswith(home)
-    assert "no embedded" in ok("server", "stop")
+    assert "no embedded" in ok_process("server", "stop")
 
     request.addfinalizer(lambda: rqconc("server", "stop"))
-    assert ok("ping").startswith("PONG unix://")  # first use starts the embedded server
-    status = ok("server", "status")
+    assert ok_process("ping").startswith("PONG unix://")  # first use starts the embedded server
+    status = ok_process("server", "status")
     assert re.search(r"^running\s+yes$", status, re.M)
     assert re.search(r"^pid\s+[0-9]+$", status, re.M) and re.search(r"^version\s+\d", status, re.M)
-    assert "stopped" in ok("server", "stop")
-    assert json.loads(ok("server", "status", "--json"))["running"] is False
+    assert "stopped" in ok_process("server", "stop")
+    assert json.loads(ok_process("server", "status", "--json"))["running"] is False
 
 
 # Every command of SPEC section 1 that talks to Redis (cron list: test_cron_cli.py).

@@ -1,6 +1,6 @@
 """`rqconc cron list [--json]` and `rqconc cron remove ID` as users run them: real
-subprocesses on real Redis; one-line errors, exit 2 on misuse, 1 for an unknown id or an
-unreachable Redis."""
+subprocesses on real Redis (the JSON listings read in process); one-line errors, exit 2 on
+misuse, 1 for an unknown id or an unreachable Redis."""
 
 import json
 import time
@@ -10,7 +10,7 @@ import redis
 from rqconc.queue.queue import Queue
 from rqconc.store.keys import KeySpace
 from rqconc.worker.scheduler import Scheduler
-from tests.cli.test_commands import assert_one_line_error, rqconc, rqconc_all
+from tests.cli.test_commands import assert_one_line_error, in_process, rqconc, rqconc_all
 from tests.queue import tasks
 from tests.support.redis_server import free_port
 
@@ -23,13 +23,9 @@ def test_cron_list_shows_each_entry_and_the_leader_in_text_and_json(redis_server
     hourly = Queue("reports", redis_url).cron("0 * * * *", tasks.add, 1, 2, id="hourly")
     every = Queue("default", redis_url).cron("* * * * * *", tasks.echo, "x", id="every")
     every_next = every.next_run  # the next tick from now (the CLI runs a little later)
-    text_out, json_out, empty = rqconc_all(
-        [
-            ["cron", "list", "--url", redis_url],
-            ["cron", "list", "--json", "--url", redis_url],
-            ["cron", "list", "--json", "--url", redis_url + "5"],
-        ]
-    )  # db 5: nothing there
+    text_out = rqconc("cron", "list", "--url", redis_url)
+    json_out = in_process("cron", "list", "--json", "--url", redis_url)
+    empty = in_process("cron", "list", "--json", "--url", redis_url + "5")  # db 5: nothing there
     done = time.time()  # a loaded machine may take seconds to run the three commands
 
     listed = json.loads(json_out.stdout)
@@ -70,7 +66,7 @@ def test_cron_list_shows_each_entry_and_the_leader_in_text_and_json(redis_server
 
     client = redis.Redis.from_url(redis_url)
     Scheduler(client, KeySpace(), "worker-7").lead()
-    led = rqconc("cron", "list", "--url", redis_url)
+    led = in_process("cron", "list", "--url", redis_url)
     assert led.returncode == 0 and "scheduler: led by worker worker-7 (pid" in led.stdout
 
 
@@ -113,9 +109,8 @@ def test_cron_list_shows_a_fractional_interval_with_its_milliseconds(redis_serve
     redis_url = redis_server.url
     Queue("default", redis_url).every(1.5, tasks.add, 1, 2, id="sesqui")
     Scheduler(redis.Redis.from_url(redis_url), KeySpace(), "worker-7").tick()
-    text_out, json_out = rqconc_all(
-        [["cron", "list", "--url", redis_url], ["cron", "list", "--json", "--url", redis_url]]
-    )
+    text_out = in_process("cron", "list", "--url", redis_url)
+    json_out = in_process("cron", "list", "--json", "--url", redis_url)
     (listed,) = json.loads(json_out.stdout)
     assert listed["expr"] == "@every 1.5s"
     runs = listed["next_runs"]

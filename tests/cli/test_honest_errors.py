@@ -8,7 +8,7 @@ import pytest
 
 from rqconc import Queue
 from rqconc.errors import ConfigurationError
-from tests.cli.test_commands import rqconc
+from tests.cli.test_commands import in_process, rqconc
 from tests.support.redis_server import RedisServer, free_port
 from tests.support.worker_process import main_py_argv
 
@@ -129,7 +129,7 @@ def test_info_of_a_queue_that_never_received_a_job_warns_and_shows_it(redis_url)
         "(its queues: emails); its counts are all 0"
     )
     assert "emials" in done.stdout
-    assert rqconc("info", "emails", "--url", redis_url).stderr == ""
+    assert in_process("info", "emails", "--url", redis_url).stderr == ""
 
 
 def test_resume_of_a_queue_that_is_not_paused_and_never_used_is_misuse(redis_url):
@@ -137,7 +137,7 @@ def test_resume_of_a_queue_that_is_not_paused_and_never_used_is_misuse(redis_url
     line = one_line_error(["resume", "emials", "--url", redis_url], 2)
     assert "queue 'emials' is not paused: no job ever entered queue 'emials'" in line, line
     assert "(its queues: emails)" in line
-    done = rqconc("resume", "emails", "--url", redis_url)
+    done = in_process("resume", "emails", "--url", redis_url)
     assert done.returncode == 0 and done.stdout == "queue emails is not paused; nothing to resume\n"
     # Pausing ahead of a queue's first job is legitimate: done, with a warning.
     done = rqconc("pause", "later", "--url", redis_url)
@@ -146,5 +146,5 @@ def test_resume_of_a_queue_that_is_not_paused_and_never_used_is_misuse(redis_url
         "warning: no job ever entered queue 'later'" in done.stderr
         and "paused anyway" in done.stderr
     )
-    done = rqconc("resume", "later", "--url", redis_url)
+    done = in_process("resume", "later", "--url", redis_url)
     assert done.returncode == 0 and done.stdout == "queue later resumed\n", done.stderr

@@ -8,12 +8,12 @@ import signal
 from rqconc import Queue
 from rqconc.connection import embedded
 from rqconc.store.keys import KeySpace
-from tests.cli.test_commands import rqconc
+from tests.cli.test_commands import in_process, rqconc
 from tests.support.waiting import wait_for
 
 
 def workers_of(url):
-    result = rqconc("info", "-W", "--json", "--url", url)
+    result = in_process("info", "-W", "--json", "--url", url)  # polled: in process
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)["workers"]
 
@@ -34,9 +34,9 @@ def test_a_sigkilled_worker_shows_stale_long_before_its_ttl(redis_server, start_
 def test_info_shows_a_global_suspension(redis_server):
     assert "suspended" not in rqconc("info", "--url", redis_server.url).stdout
     assert rqconc("suspend", "--url", redis_server.url).returncode == 0
-    shown = rqconc("info", "--url", redis_server.url)
+    shown = in_process("info", "--url", redis_server.url)
     assert shown.stdout.startswith("workers are suspended"), shown.stdout
-    assert json.loads(rqconc("info", "--json", "--url", redis_server.url).stdout)["suspended"]
+    assert json.loads(in_process("info", "--json", "--url", redis_server.url).stdout)["suspended"]
 
 
 def test_job_with_corrupt_stored_data_is_one_line(redis_server):

@@ -11,7 +11,7 @@ import sys
 
 from rqconc import Queue
 from rqconc.worker.registry import list_workers
-from tests.cli.test_commands import COUNTS, ENTRY, rqconc
+from tests.cli.test_commands import COUNTS, ENTRY, in_process, rqconc
 from tests.support.waiting import wait_for
 from tests.support.worker_process import ROOT, default_sigint
 
@@ -22,7 +22,7 @@ def enqueue_later(url, *queues):
 
 
 def info_json(url, *args):
-    result = rqconc("info", "--json", "--url", url, *args)
+    result = in_process("info", "--json", "--url", url, *args)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -32,7 +32,7 @@ def test_named_queues_are_the_only_ones_shown(redis_server):
     shown = info_json(redis_server.url, "c", "a")
     assert [q["name"] for q in shown["queues"]] == ["c", "a"]
     assert [q["scheduled"] for q in shown["queues"]] == [1, 1]
-    text = rqconc("info", "a", "--url", redis_server.url).stdout
+    text = in_process("info", "a", "--url", redis_server.url).stdout
     assert [line.split()[0] for line in text.splitlines()] == ["queue", "a"]
     bad = rqconc("info", "a b", "--url", redis_server.url)
     assert bad.returncode == 2 and "invalid queue name" in bad.stderr, bad.stderr
@@ -50,7 +50,7 @@ def test_by_queue_groups_workers_under_the_queues_they_serve(redis_server, start
     only_b = info_json(url, "b", "--by-queue")
     assert only_b["by_queue"] == {"b": ["wall"]}
     assert [w["name"] for w in only_b["workers"]] == ["wall"]
-    text = rqconc("info", "--by-queue", "--url", url).stdout
+    text = in_process("info", "--by-queue", "--url", url).stdout
     assert "b: 1 worker\n" in text and "a: 2 workers\n" in text, text
 
 
@@ -137,7 +137,7 @@ def test_a_paused_queue_and_the_limits_of_a_queue_show_in_text_and_json(redis_se
     caps = {"concurrency": 2, "rate": "10/s", "group_concurrency": 1}
     assert shown["capped"]["limits"] == caps
     assert list(shown["plain"]) == COUNTS
-    text = rqconc("info", "--url", url).stdout
+    text = in_process("info", "--url", url).stdout
     rows = {line.split()[0]: line for line in text.splitlines() if line}
     assert rows["queue"].split()[-1] == "settings"
     assert rows["held"].endswith("  paused"), rows

@@ -4,7 +4,7 @@ object with them); a job that logged none says so on stderr."""
 import json
 
 from rqconc.queue.queue import Queue
-from tests.cli.test_commands import rqconc
+from tests.cli.test_commands import in_process, rqconc
 
 
 def test_rqconc_job_logs_prints_the_lines_a_job_logged(redis_url):
@@ -21,9 +21,11 @@ def test_rqconc_job_logs_prints_the_lines_a_job_logged(redis_url):
     assert lines == talked.logs() and [line.split(" ", 2)[2] for line in lines] == [
         f"step {n} of 3" for n in range(3)
     ]
-    as_json = json.loads(rqconc("job", talked.id, "--logs", "--json", "--url", redis_url).stdout)
+    as_json = json.loads(
+        in_process("job", talked.id, "--logs", "--json", "--url", redis_url).stdout
+    )
     assert as_json == {"id": talked.id, "status": "queued", "logs": talked.logs()}
-    none = rqconc("job", silent.id, "--logs", "--url", redis_url)
+    none = in_process("job", silent.id, "--logs", "--url", redis_url)
     assert none.returncode == 0 and none.stdout == "" and "logged nothing" in none.stderr
     missing = rqconc("job", "nope", "--logs", "--url", redis_url)
     assert missing.returncode == 1 and "no such job nope" in missing.stderr

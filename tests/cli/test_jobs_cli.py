@@ -1,7 +1,7 @@
-"""SPEC 17 from the command line, each a real `rqconc` subprocess on real Redis: `rqconc
-jobs` lists a queue's jobs by status, paged and filtered; `rqconc empty`, `rqconc delete`
-and `rqconc job delete` delete through the client API and refuse off a terminal without
---yes (nothing deleted)."""
+"""SPEC 17 from the command line on real Redis (a real `rqconc` subprocess for each command
+and each refusal; the JSON pages read in process): `rqconc jobs` lists a queue's jobs by
+status, paged and filtered; `rqconc empty`, `rqconc delete` and `rqconc job delete` delete
+through the client API and refuse off a terminal without --yes (nothing deleted)."""
 
 import json
 import os
@@ -13,7 +13,7 @@ import sys
 from rqconc.queue.job import Job
 from rqconc.queue.queue import Queue
 from rqconc.worker.redis_source import RedisSource
-from tests.cli.test_commands import ENTRY, ROOT, assert_table, rqconc
+from tests.cli.test_commands import ENTRY, ROOT, assert_table, in_process, rqconc
 from tests.queue import tasks
 from tests.queue.helpers import take_and_run
 
@@ -23,7 +23,7 @@ def exists(job_id, url):
 
 
 def listed(url, queue, *args):
-    done = rqconc("jobs", queue, "--url", url, "--json", *args)
+    done = in_process("jobs", queue, "--url", url, "--json", *args)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -69,7 +69,7 @@ def test_the_function_filter_searches_a_bounded_window_and_says_where_to_go_on(r
     assert (page["scanned"], page["next_offset"], page["total"]) == (4, 4, 9)
     rest = listed(redis_url, "mail", "--func", "echo", "--offset", 4)
     assert [j["id"] for j in rest["jobs"]] == echoes[2:] and rest["next_offset"] is None
-    text = rqconc("jobs", "mail", "--url", redis_url, "--func", "echo", "--limit", 2).stdout
+    text = in_process("jobs", "mail", "--url", redis_url, "--func", "echo", "--limit", 2).stdout
     assert "searched 1-4, a bounded window per page" in text and "--offset 4" in text
 
 
@@ -99,7 +99,7 @@ def test_empty_and_delete_refuse_off_a_terminal_without_yes_and_delete_with_it(r
 def test_job_delete_deletes_jobs_and_job_id_still_shows_one(redis_url):
     q = Queue("mail", connection=redis_url)
     one, two = q.enqueue(tasks.add, 1, 1), q.enqueue(tasks.add, 2, 1)
-    shown = rqconc("job", one.id, "--url", redis_url, "--json")
+    shown = in_process("job", one.id, "--url", redis_url, "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout)["id"] == one.id
     assert rqconc("job", "delete", one.id, "--url", redis_url).returncode == 1
     assert exists(one.id, redis_url)

@@ -1,5 +1,5 @@
-"""`rqconc cancel`, `rqconc events` and the deferred count of `rqconc info`: real subprocesses
-on real Redis."""
+"""`rqconc cancel`, `rqconc events` and the deferred count of `rqconc info` on real Redis: a
+real subprocess for each command's output and errors, the outputs read again in process."""
 
 import json
 import signal
@@ -8,7 +8,7 @@ import sys
 import threading
 
 from rqconc import JobStatus, Queue
-from tests.cli.test_commands import ENTRY, ROOT, assert_one_line_error, ok, rqconc
+from tests.cli.test_commands import ENTRY, ROOT, assert_one_line_error, ok, ok_process, rqconc
 from tests.support.waiting import wait_for
 from tests.support.worker_process import default_sigint
 
@@ -16,7 +16,7 @@ from tests.support.worker_process import default_sigint
 def test_cancel_cancels_waiting_jobs_and_names_the_missing_ones(redis_url):
     q = Queue("default", redis_url)
     first, second = q.enqueue("tests.worker.jobs:add", 1, 2), q.enqueue_in(60, "x.y:z")
-    out = ok("cancel", first.id, second.id, "--url", redis_url)
+    out = ok_process("cancel", first.id, second.id, "--url", redis_url)
     assert out.splitlines() == [f"{first.id}  canceled", f"{second.id}  canceled"]
     assert (first.status, second.status) == (JobStatus.CANCELED, JobStatus.CANCELED)
     assert ok("cancel", first.id, "--url", redis_url).strip() == f"{first.id}  already ended"
@@ -46,7 +46,7 @@ def test_events_text_lines_up_time_event_and_job(redis_url):
     first.cancel()
     second.cancel()
     events = [json.loads(line) for line in ok("events", "--json", "--url", redis_url).splitlines()]
-    lines = ok("events", "--url", redis_url).splitlines()
+    lines = ok_process("events", "--url", redis_url).splitlines()
     assert [e["event"] for e in events] == ["queued", "scheduled", "canceled", "canceled"]
     assert len(lines) == len(events)
     for line, event in zip(lines, events):

