@@ -56,9 +56,7 @@ def test_requeue_by_id_and_all_then_purge(redis_url):
     assert len(queue.failed) == 0
     queue.empty()
     dead_letters(redis_url, 2)
-    assert (
-        in_process("failed", "purge", "--url", redis_url).stdout.strip() == "purged 2 dead letters"
-    )
+    assert rqconc("failed", "purge", "--url", redis_url).stdout.strip() == "purged 2 dead letters"
     dead_letters(redis_url, 1)
     assert (
         in_process("failed", "purge", "--url", redis_url).stdout.strip() == "purged 1 dead letter"

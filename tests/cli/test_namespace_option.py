@@ -200,10 +200,11 @@ CASES = {
     ("worker",): (["-b", "threading", *WORKER], check_worker),
 }
 EXIT = {("ping",): 1}  # no worker of that name in NS: the one line names the namespace
-# Run as real subprocesses: the worker (its processes) and the embedded server's commands.
-# The others run in process: what is checked here is the namespace each one acts in; each
-# command family's exit codes and one-line errors are held by subprocess tests elsewhere.
-AS_SUBPROCESS = {("worker",), ("server", "status"), ("server", "stop")}
+# Run as real subprocesses: the worker (its processes), the embedded server's commands, and
+# the commands no other test of this directory runs as one. The others run in process: what
+# is checked here is the namespace each one acts in; their exit codes and one-line errors
+# are held by subprocess tests elsewhere.
+AS_SUBPROCESS = {("worker",), ("server", "status"), ("server", "stop"), ("metrics",), ("limits",)}
 
 
 def test_every_command_has_the_shared_namespace_option():
