@@ -9,9 +9,8 @@ from typing import Any, Callable, Dict, List
 import click
 
 from rqconc.cli.common import replica_options_list
-from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
+from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT, WEBHOOK_TIMEOUT
 from rqconc.store.defaults import EVENTS_MAX, EVENTS_RETENTION_SECONDS
-from rqconc.worker import webhooks
 from rqconc.worker.event_retention import EventRetention
 from rqconc.worker.registry import DEFAULT_TTL
 from rqconc.worker.taking import MAX_BLOCK, MIN_BLOCK
@@ -52,7 +51,7 @@ def timing_options() -> List[Callable]:
         env_option(
             "--webhook-timeout",
             type=seconds,
-            default=webhooks.TIMEOUT_SECONDS,
+            default=WEBHOOK_TIMEOUT,
             show_default=True,
             help="Seconds one webhook POST may take.",
         ),

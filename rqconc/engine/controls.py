@@ -131,7 +131,7 @@ class Controls:
         self.state = SupervisorState.STOPPING
         self._stop_started = time.monotonic()
         # A child in the middle of a take is retired, not ended: it may hold an item.
-        self.fleet.end_when_idle(self.fleet.live_cells())
+        self.fleet.end_all_when_idle()
 
     def handle_cold(self) -> None:
         """End every child at once; their items go back to the source."""

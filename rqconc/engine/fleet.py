@@ -71,6 +71,17 @@ class Fleet:
         for cell in indices:
             self.table.end_when_idle(cell)
 
+    def end_all_when_idle(self) -> None:
+        """Every child ends now if idle, else once done. A process child still starting
+        (every cell STARTING: a spawned interpreter imports for a while) is ended at once
+        instead of being left to finish its start only to see it must end: it never took
+        anything, and from ENDING it never can (CellTable.end_when_idle)."""
+        kill_unstarted = self.pool.children_are_processes
+        for index in list(self.pool.live()):
+            unstarted = [self.table.end_when_idle(cell) for cell in self.cells_of(index)]
+            if kill_unstarted and all(unstarted):
+                self.pool.end(index)
+
     def end_cell(self, index: int) -> None:
         """End what runs in a cell already taken from its child: the child itself, or, in a
         child with several slots, nothing: the slot's thread is abandoned and the cell

@@ -24,9 +24,12 @@ import redis
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.engine.source import NativeWork, NextClaim, SupervisorInfo, WorkItem, WorkSource
 from rqconc.queue.job_logs import keep_job_records
-from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
+from rqconc.queue.workflow.callbacks import (
+    CALLBACK_TIMEOUT,
+    WEBHOOK_TIMEOUT,
+    set_webhook_timeout,
+)
 from rqconc.store.keys import KeySpace
-from rqconc.worker import webhooks
 from rqconc.worker.cancels import Cancels
 from rqconc.worker.connections import Connections, url_of
 from rqconc.worker.end_hooks import EndHooks
@@ -70,7 +73,7 @@ class RedisSource(WorkSource):
         allow_pickle: bool = False,
         cli: bool = False,
         take_wait: float = MAX_BLOCK,
-        webhook_timeout: float = webhooks.TIMEOUT_SECONDS,
+        webhook_timeout: float = WEBHOOK_TIMEOUT,
         callback_timeout: float = CALLBACK_TIMEOUT,
         wait: Optional[ReplicaWait] = None,
         hooks: Union[Hooks, Sequence[HookSpec]] = (),
@@ -121,7 +124,7 @@ class RedisSource(WorkSource):
     # ---- child side ----
     def child_started(self, child_index: int) -> None:
         # Not connected in this process: forked or unpickled, with nothing of the parent's.
-        webhooks.set_timeout(self.webhook_timeout)  # the webhooks this child delivers
+        set_webhook_timeout(self.webhook_timeout)  # the webhooks this child delivers
         keep_job_records()  # the `rqconc.job` logger's records go with their job (SPEC 17)
         self.taker.child_started(forked=not self.connections.connected)
         self.connections.child_started()

@@ -15,8 +15,7 @@ from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
 from rqconc.engine.source import WorkSource
 from rqconc.engine.states import SupervisorState
 from rqconc.engine.supervisor import BaseSupervisor
-from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT
-from rqconc.worker import webhooks
+from rqconc.queue.workflow.callbacks import CALLBACK_TIMEOUT, WEBHOOK_TIMEOUT
 from rqconc.worker.event_retention import EventRetention
 from rqconc.worker.hooks import Hooks, HookSpec
 from rqconc.worker.namespaces import source_for
@@ -86,7 +85,7 @@ class Supervisor(BaseSupervisor):
         cli: bool = False,
         worker_ttl: float = DEFAULT_TTL,
         take_wait: float = MAX_BLOCK,
-        webhook_timeout: float = webhooks.TIMEOUT_SECONDS,
+        webhook_timeout: float = WEBHOOK_TIMEOUT,
         callback_timeout: float = CALLBACK_TIMEOUT,
         wait_replicas: int = 0,
         wait_timeout: float = DEFAULT_WAIT_TIMEOUT,

@@ -15,22 +15,7 @@ from typing import Any, Dict
 from urllib.parse import urlsplit, urlunsplit
 
 from rqconc import errors
-
-# How long one POST may take, as the seed's webhooks had; a worker sets its own
-# (`--webhook-timeout`, `Supervisor(webhook_timeout=...)`) in each child it starts.
-TIMEOUT_SECONDS = 15.0
-_timeout = TIMEOUT_SECONDS
-
-
-def set_timeout(seconds: float) -> None:
-    """The timeout of the webhooks this process delivers from now on (one per process: the
-    children of one worker share it, as they share the worker's settings)."""
-    global _timeout
-    _timeout = seconds
-
-
-def timeout() -> float:
-    return _timeout
+from rqconc.queue.workflow.callbacks import webhook_timeout
 
 
 class WebhookUnavailable(errors.RQConcError):
@@ -80,7 +65,7 @@ def deliver(job: Any, outcome: Any, url: str) -> int:
         headers={"Content-Type": "application/json", "User-Agent": "rqconc-webhook"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=_timeout) as response:
+        with urllib.request.urlopen(request, timeout=webhook_timeout()) as response:
             return response.status
     except urllib.error.HTTPError as exc:
         if exc.code == 429 or exc.code >= 500:

@@ -99,13 +99,17 @@ class CellTable(ChildSide):
                 return True
             return False
 
-    def end_when_idle(self, index: int) -> None:
-        """End the child now if idle, else let it finish what it took or runs, then end."""
+    def end_when_idle(self, index: int) -> bool:
+        """End the child now if idle, else let it finish what it took or runs, then end.
+        True if it had not even started (STARTING): it never took anything, and as ENDING
+        it never will."""
         with self._holding(index) as slot:
             if slot.state == IDLE or slot.state == STARTING:
+                unstarted = slot.state == STARTING
                 slot.state = ENDING
-            else:
-                slot.retire = 1
+                return unstarted
+            slot.retire = 1
+            return False
 
     def retire(self, index: int) -> None:
         """Let the child finish what it does, then end."""

@@ -28,6 +28,23 @@ WEBHOOK_FUNCTION = "rqconc.worker.webhooks:deliver"
 WEBHOOK_RETRY = Retry(
     max=5, backoff=1.0, factor=2.0, max_delay=30, on=["rqconc.worker.webhooks.WebhookUnavailable"]
 )
+# How long one webhook POST may take, as the seed's webhooks had; a worker sets its own
+# (`--webhook-timeout`, `Supervisor(webhook_timeout=...)`) in each child it starts. Kept
+# here, apart from the HTTP client of the webhook job (rqconc.worker.webhooks), so that a
+# worker that delivers no webhook never imports urllib.request and http.client.
+WEBHOOK_TIMEOUT = 15.0
+_webhook_timeout = WEBHOOK_TIMEOUT
+
+
+def set_webhook_timeout(seconds: float) -> None:
+    """The timeout of the webhooks this process delivers from now on (one per process: the
+    children of one worker share it, as they share the worker's settings)."""
+    global _webhook_timeout
+    _webhook_timeout = seconds
+
+
+def webhook_timeout() -> float:
+    return _webhook_timeout
 
 
 def _spec(
