@@ -23,7 +23,10 @@ DEPLOYMENTS = ["cluster", "sentinel"]
 # suite short.
 BACKENDS_HERE = {"forking"}
 TWO_BACKENDS = {
-    "test_warm_shutdown_loses_nothing": {"forking", "threading"},
+    "test_the_worker_registers_heartbeats_and_a_warm_shutdown_loses_nothing_and_leaves_it": {
+        "forking",
+        "threading",
+    },
     "test_cold_shutdown_puts_running_jobs_back_at_the_front_without_an_attempt": {
         "forking",
         "threading",

@@ -37,10 +37,9 @@ from tests.worker.test_scheduling import (  # noqa: F401
     test_exhausted_retries_land_in_failed_and_requeue_all_runs_them_again,
 )
 from tests.worker.test_worker_redis import (  # noqa: F401
-    test_a_job_runs_and_its_result_comes_back,
+    test_a_job_blocked_in_sleep_past_its_timeout_fails_with_jobtimeout_and_the_next_runs,
     test_cold_shutdown_puts_running_jobs_back_at_the_front_without_an_attempt,
     test_priority_then_fifo_order_through_a_single_child,
     test_sigkill_of_the_supervisor_then_a_new_worker_finishes_every_job,
-    test_the_worker_registers_heartbeats_and_leaves_the_registry,
-    test_warm_shutdown_loses_nothing,
+    test_the_worker_registers_heartbeats_and_a_warm_shutdown_loses_nothing_and_leaves_it,
 )

@@ -39,9 +39,11 @@ def one_end(server, job):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_timeout_calls_on_failure_with_jobtimeout_in_the_supervisor(
+def test_a_timeout_calls_on_failure_and_a_cancel_calls_on_cancel_in_the_supervisor(
     backend, redis_server, start_worker
 ):
+    """A timeout calls on_failure with JobTimeout; a canceled running job, on_cancel. One
+    worker for both ends (they leave it running; a worker costs ~1 s of CPU to start)."""
     worker = start_worker(backend, 1, redis_server.url, *HOOKS)
     q = Queue(connection=redis_server.url)
     job = q.enqueue(f"{JOBS}:block", redis_server.url, "slow", 30, timeout=1, retry=Retry(max=0))
@@ -50,6 +52,14 @@ def test_a_timeout_calls_on_failure_with_jobtimeout_in_the_supervisor(
     # No traceback (nothing of the job's raised); the hook ran in the supervisor's process.
     assert one_end(redis_server, job) == f"on_failure:JobTimeout:True:None:{job.id}:{worker.pid}"
     assert q.enqueue("tests.worker.jobs:add", 1, 2).get(timeout=20) == 3  # it goes on
+
+    canceled = q.enqueue(f"{JOBS}:block", redis_server.url, "doomed", 60)
+    running_pid(redis_server, "doomed")
+    assert canceled.cancel() is True
+    wait_for(lambda: canceled.status == JobStatus.CANCELED, 10, message="canceled")
+    assert one_end(redis_server, canceled) == f"on_cancel:canceled:{canceled.id}:{worker.pid}"
+    assert q.enqueue("tests.worker.jobs:add", 1, 2).get(timeout=20) == 3
+    assert len(ends(redis_server)) == 2  # one hook call per end, no more
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -98,20 +108,6 @@ def test_a_lost_lease_calls_on_retry_in_the_worker_that_recovers_it(
     wait_for(lambda: redis_server.client().llen("running") == 2, 20, message="run again")
     redis_server.client().rpush("orphan", "go")
     assert job.get(timeout=20) == "orphan"
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_canceled_running_job_calls_on_cancel_in_the_supervisor(
-    backend, redis_server, start_worker
-):
-    worker = start_worker(backend, 1, redis_server.url, *HOOKS)
-    q = Queue(connection=redis_server.url)
-    job = q.enqueue(f"{JOBS}:block", redis_server.url, "doomed", 60)
-    running_pid(redis_server, "doomed")
-    assert job.cancel() is True
-    wait_for(lambda: job.status == JobStatus.CANCELED, 10, message="canceled")
-    assert one_end(redis_server, job) == f"on_cancel:canceled:{job.id}:{worker.pid}"
-    assert q.enqueue("tests.worker.jobs:add", 1, 2).get(timeout=20) == 3
 
 
 @pytest.mark.parametrize("backend", ["forking", "threading"])

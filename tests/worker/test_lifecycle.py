@@ -22,6 +22,10 @@ def listed(client, key):
     return [v.decode() for v in client.lrange(key, 0, -1)]
 
 
+def lines_with(output: str, *parts: str) -> list:
+    return [line for line in output.splitlines() if all(p in line for p in parts)]
+
+
 def test_a_diamond_of_dependencies_runs_in_order(redis_server, start_worker):
     url, client = redis_server.url, redis_server.client()
     q = Queue(connection=url)
@@ -229,9 +233,11 @@ def test_a_three_stage_flow_survives_sigkill_between_and_during_stages(redis_ser
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_cancel_stops_a_running_job_within_2_s(backend, redis_server, start_worker):
+    """Also: the worker's cancel line names the job's queue and its id once (issue 15, read
+    here on the same worker: a worker costs ~1 s of CPU to start)."""
     url, client = redis_server.url, redis_server.client()
-    q = Queue(connection=url)
-    worker = start_worker(backend, 1, url)
+    q = Queue("slow", connection=url)
+    worker = start_worker(backend, 1, url, "--queues", "slow")
     nap = 3.0
     job = q.enqueue(f"{JOBS}:nap", url, nap)
     wait_for(lambda: listed(client, "started"), timeout=20, message="job started")
@@ -239,6 +245,11 @@ def test_cancel_stops_a_running_job_within_2_s(backend, redis_server, start_work
     assert job.cancel() is True
     wait_for(lambda: job.status == JobStatus.CANCELED, timeout=5, message="canceled")
     assert time.monotonic() - asked < 2.0
+    line = wait_for(
+        lambda: lines_with(worker.output(), f"job {JOBS}:nap canceled", "event=canceled"),
+        message="the cancel line",
+    )[0]
+    assert "queue=slow" in line and line.count(job.id) == 1, line
     with pytest.raises(JobFailed, match="JobCanceled"):
         job.get(timeout=1)
     # The slot is free again: the next job runs on this one-child worker, and it ends only

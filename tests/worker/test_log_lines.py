@@ -1,15 +1,16 @@
 """Issue 15, items 8 and 11: the lines a worker logs, read from a real worker's output.
 
 Per-job lines name the function and say the id once (the `job_id` field); the start line
-names the queues, the Redis and the allow-list; the cancel line has its queue; a late
-outcome refused by the fence says what became of the job instead of guessing.
+names the queues, the Redis and the allow-list; a late outcome refused by the fence says
+what became of the job instead of guessing. (The cancel line has its queue: read by
+tests/worker/test_lifecycle.py's cancel test, on every backend, from its own worker.)
 """
 
 import pytest
 
 from rqconc import JobStatus, Queue
 from rqconc.errors import JobFailed
-from tests.support.worker_process import BACKENDS, wait_for
+from tests.support.worker_process import wait_for
 
 JOBS = "tests.worker.jobs"
 
@@ -40,20 +41,6 @@ def test_per_job_lines_name_the_function_and_say_the_id_once(backend, redis_serv
     for line in started + finished:
         assert line.count(job.id) == 1 and f"job_id={job.id}" in line, line
         assert "queue=default" in line, line
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_the_cancel_line_has_its_queue(backend, redis_server, start_worker):
-    url = redis_server.url
-    worker = start_worker(backend, 1, url, "--queues", "slow")
-    job = Queue("slow", connection=url).enqueue(f"{JOBS}:nap", 30)
-    wait_for(lambda: job.status == JobStatus.STARTED, message="job started")
-    assert job.cancel() is True
-    line = wait_for(
-        lambda: lines_with(worker.output(), f"job {JOBS}:nap canceled", "event=canceled"),
-        message="the cancel line",
-    )[0]
-    assert "queue=slow" in line and line.count(job.id) == 1, line
 
 
 def test_a_thread_abandoned_at_its_timeout_says_its_job_failed_not_that_it_runs_again(

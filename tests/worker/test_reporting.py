@@ -12,7 +12,9 @@ JOBS = "tests.worker.reporting_jobs"
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_job_reports_meta_and_progress_that_any_client_reads(backend, redis_server, start_worker):
-    start_worker(backend, 2, redis_server.url)
+    """Then, on the same worker (a worker costs ~1 s of CPU to start): three async jobs at
+    once each report as their own job."""
+    worker = start_worker(backend, 3, redis_server.url)
     q = Queue(connection=redis_server.url)
     plain = q.enqueue(f"{JOBS}:report", "go:plain", meta={"given": 1})
     coro = q.enqueue(f"{JOBS}:report_async", "go:coro")
@@ -34,16 +36,13 @@ def test_a_job_reports_meta_and_progress_that_any_client_reads(backend, redis_se
     first = next(e for e in events if e["event"] == "progress")
     assert int(first["attempt"]) == 1 and first["func"] == f"{JOBS}:report"
     assert events[-1]["event"] == "finished" and events[-2]["worker"]
+    three_async_jobs_at_once_each_report_as_their_own_job(q, client, worker)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_three_async_jobs_at_once_on_one_worker_each_report_as_their_own_job(
-    backend, redis_server, start_worker
-):
+def three_async_jobs_at_once_each_report_as_their_own_job(q, client, worker):
     """Issue 31: each child runs coroutines while its siblings run theirs (gevent's greenlets
     share one thread, whose running loop a second child took for its own)."""
-    start_worker(backend, 3, redis_server.url)
-    q = Queue(connection=redis_server.url)
+    assert worker.process.poll() is None
     jobs = [q.enqueue(f"{JOBS}:report_async", f"go:{n}") for n in range(3)]
     # All three half way at once: they run side by side, none waits for another.
     wait_for(
@@ -51,7 +50,6 @@ def test_three_async_jobs_at_once_on_one_worker_each_report_as_their_own_job(
         20,
         message=f"three jobs running: {[j.status for j in jobs]}",
     )
-    client = redis_server.client()
     for n in range(3):
         client.set(f"go:{n}", 1)
     assert [j.get(timeout=20) for j in jobs] == [j.id for j in jobs]
