@@ -7,8 +7,8 @@ Checks REV out into a temporary git worktree; then, round by round, alternating 
 head on one private Redis, runs STEPS (below) with each tree's own code in a process of its
 own: serially, as a worker's child makes them, without any task or worker around them. Per
 step it records redis-server's CPU per job (`INFO cpu`, user + sys) and the commands its
-Lua script called per job (`INFO commandstats`, without EVALSHA itself: exact, whatever the
-load). On a shared machine the CPU figures move with the load; the medians of alternating
+Lua script called per job (`INFO commandstats`, without EVALSHA or FCALL itself: exact,
+whatever the load). On a shared machine the CPU figures move with the load; the medians of alternating
 rounds compare the two trees under the same load. With --callgrind, Redis runs under
 valgrind and the figure is the instructions it executes per job: the same on any load.
 """
@@ -71,7 +71,7 @@ def measure(name, body):
     info = client.info("cpu")
     cpu = float(info["used_cpu_user"]) + float(info["used_cpu_sys"]) - before
     stats = client.info("commandstats")
-    skipped = ("cmdstat_evalsha", "cmdstat_info", "cmdstat_config")
+    skipped = ("cmdstat_evalsha", "cmdstat_fcall", "cmdstat_info", "cmdstat_config")
     inner = sum(v["calls"] for k, v in stats.items() if not k.startswith(skipped))
     out[name] = {"cpu_us": cpu * 1e6 / n, "commands": inner / n, "kinstr": ir / n / 1000}
 

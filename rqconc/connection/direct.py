@@ -37,8 +37,9 @@ class ReplyLost(redis.exceptions.ConnectionError):
 
 
 class DirectConnection:
-    """The subset of `redis.Redis` that `Script` uses, on one dedicated connection. Not
-    thread-safe: one owner at a time (a child, or a producer between checkout and release)."""
+    """The subset of `redis.Redis` that `Script` uses (EVALSHA, FCALL and their loads), on one
+    dedicated connection. Not thread-safe: one owner at a time (a child, or a producer
+    between checkout and release)."""
 
     def __init__(self, client: redis.Redis) -> None:
         pool = client.connection_pool
@@ -124,6 +125,12 @@ class DirectConnection:
 
     def script_load(self, source: str) -> Any:
         return self.execute("SCRIPT", "LOAD", source)
+
+    def fcall(self, function: str, numkeys: int, *keys_and_args: Any) -> Any:
+        return self.execute("FCALL", function, numkeys, *keys_and_args)
+
+    def function_load(self, code: str, replace: bool = False) -> Any:
+        return self.execute("FUNCTION", "LOAD", *(("REPLACE",) if replace else ()), code)
 
     def close(self) -> None:
         self._sock = None

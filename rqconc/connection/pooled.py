@@ -44,7 +44,7 @@ def pooled_or_plain(client: Any, key: Optional[str] = None) -> Any:
 
 
 class PooledConnection:
-    """The subset of `redis.Redis` that `Script` uses: `evalsha` and `script_load`."""
+    """The subset of `redis.Redis` that `Script` uses: `evalsha`, `fcall` and their loads."""
 
     def __init__(
         self, client: redis.Redis, make: Optional[Callable[[], DirectConnection]] = None
@@ -101,3 +101,9 @@ class PooledConnection:
 
     def script_load(self, source: str) -> Any:
         return self.execute("SCRIPT", "LOAD", source)
+
+    def fcall(self, function: str, numkeys: int, *keys_and_args: Any) -> Any:
+        return self.execute("FCALL", function, numkeys, *keys_and_args)
+
+    def function_load(self, code: str, replace: bool = False) -> Any:
+        return self.execute("FUNCTION", "LOAD", *(("REPLACE",) if replace else ()), code)

@@ -81,8 +81,15 @@ class Replicated:
         return getattr(self.inner, name)
 
     def evalsha(self, sha: str, numkeys: int, *keys_and_args: Any) -> Any:
-        reply, acknowledged = self._with_wait([("EVALSHA", sha, numkeys, *keys_and_args)])
-        if isinstance(reply, Exception):  # NOSCRIPT and friends: nothing ran, as without us
+        return self._step(("EVALSHA", sha, numkeys, *keys_and_args))
+
+    def fcall(self, function: str, numkeys: int, *keys_and_args: Any) -> Any:
+        return self._step(("FCALL", function, numkeys, *keys_and_args))
+
+    def _step(self, command: Sequence[Any]) -> Any:
+        reply, acknowledged = self._with_wait([command])
+        # NOSCRIPT, "Function not found" and friends: nothing ran, as without us.
+        if isinstance(reply, Exception):
             raise reply
         self.wait.check(acknowledged)
         return reply
@@ -106,3 +113,6 @@ class Replicated:
 
     def script_load(self, source: str) -> Any:
         return self.inner.script_load(source)
+
+    def function_load(self, code: str, replace: bool = False) -> Any:
+        return self.inner.function_load(code, replace=replace)

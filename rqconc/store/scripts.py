@@ -1,5 +1,6 @@
 """The Lua steps of rqconc/store/lua/ as built (rqconc/store/build), loaded once per process
-and called by SHA, and the replies they give.
+and called as functions of the steps' library (Redis 7.0+, store/functions.py) or by SHA,
+and the replies they give.
 
 Only rqconc/store/steps/core.py calls them (a test holds this): it knows each script's keys and
 arguments. The reply enums name the return codes of each script's header; they are
@@ -11,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import time
 from enum import IntEnum
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import redis
 
 from rqconc.connection.replicas import ReplicaWait
+from rqconc.store import functions
 from rqconc.store.build import build
 
 
@@ -185,21 +187,53 @@ class CronSkipReply(IntEnum):
 
 
 class Script:
-    """One Lua file: its source and SHA1, callable on any client. Called by SHA; a server
-    that does not know it yet (first use, or a restart flushed its script cache) answers
-    NOSCRIPT, and the script is loaded and the call repeated once."""
+    """One Lua file: its source and SHA1, callable on any client. On Redis 7.0+ it is called
+    as its function of the steps' library (FCALL; store/functions.py, which also loads the
+    library when a server lacks it); elsewhere by SHA: a server that does not know the
+    script yet (first use, or a restart flushed its script cache) answers NOSCRIPT, and the
+    script is loaded and the call repeated once."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.source = build(name)  # rqconc/store/build: includes, prune, cold
         self.sha = hashlib.sha1(self.source.encode()).hexdigest()
+        self.function = functions.function_of(name)
 
     def __call__(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        if functions.tries_functions(client):
+            try:
+                reply = client.fcall(self.function, len(keys), *keys, *args)
+            except redis.exceptions.ResponseError as exc:
+                if not functions.loaded(client, exc):
+                    return self._evalsha(client, keys, args)
+                reply = client.fcall(self.function, len(keys), *keys, *args)
+            functions.serves(client)
+            return reply
+        return self._evalsha(client, keys, args)
+
+    def _evalsha(self, client: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
         try:
             return client.evalsha(self.sha, len(keys), *keys, *args)
         except redis.exceptions.NoScriptError:
             client.script_load(self.source)
             return client.evalsha(self.sha, len(keys), *keys, *args)
+
+    def command(self, client: Any, keys: Sequence[str], args: Sequence[Any]) -> Tuple[Any, ...]:
+        """The call as one command for a pipeline: FCALL once `client` is known to serve the
+        library, EVALSHA until then."""
+        if functions.path_of(client) is True:
+            return ("FCALL", self.function, len(keys), *keys, *args)
+        return ("EVALSHA", self.sha, len(keys), *keys, *args)
+
+    @staticmethod
+    def missing(reply: Any) -> bool:
+        """Is a pipelined `command`'s reply the error of a server that lacks the script or
+        the library (the next plain call loads it)?"""
+        return (
+            isinstance(reply, redis.exceptions.NoScriptError)
+            or functions.is_missing(reply)
+            or functions.is_refused(reply)
+        )
 
     async def acall(
         self,
@@ -208,28 +242,43 @@ class Script:
         args: Sequence[Any],
         wait: Optional[ReplicaWait] = None,
     ) -> Any:
-        """The same call on a `redis.asyncio` client (rqconc.aio): EVALSHA, and on NOSCRIPT
-        SCRIPT LOAD then EVALSHA; with `wait`, WAIT follows in the same round trip."""
-        try:
-            return await self._asend(client, keys, args, wait)
-        except redis.exceptions.NoScriptError:
-            await client.script_load(self.source)
-            return await self._asend(client, keys, args, wait)
+        """The same call on a `redis.asyncio` client (rqconc.aio), FCALL or EVALSHA (with
+        their loads) as `__call__`; with `wait`, WAIT follows in the same round trip."""
+        if functions.tries_functions(client):
+            command = ("FCALL", self.function, len(keys), *keys, *args)
+            try:
+                reply = await _asend(client, command, wait)
+            except redis.exceptions.ResponseError as exc:
+                if not await functions.aloaded(client, exc):
+                    return await self._aevalsha(client, keys, args, wait)
+                reply = await _asend(client, command, wait)
+            functions.serves(client)
+            return reply
+        return await self._aevalsha(client, keys, args, wait)
 
-    async def _asend(
+    async def _aevalsha(
         self, client: Any, keys: Sequence[str], args: Sequence[Any], wait: Optional[ReplicaWait]
     ) -> Any:
-        if wait is None or wait.replicas == 0:
-            return await client.evalsha(self.sha, len(keys), *keys, *args)
-        # One connection for both: WAIT counts what its own connection wrote.
-        pipe = client.pipeline(transaction=False)
-        pipe.evalsha(self.sha, len(keys), *keys, *args)
-        pipe.execute_command(*wait.command)
-        reply, acknowledged = await pipe.execute(raise_on_error=False)
-        if isinstance(reply, Exception):
-            raise reply
-        wait.check(acknowledged)
-        return reply
+        command = ("EVALSHA", self.sha, len(keys), *keys, *args)
+        try:
+            return await _asend(client, command, wait)
+        except redis.exceptions.NoScriptError:
+            await client.script_load(self.source)
+            return await _asend(client, command, wait)
+
+
+async def _asend(client: Any, command: Tuple[Any, ...], wait: Optional[ReplicaWait]) -> Any:
+    if wait is None or wait.replicas == 0:
+        return await client.execute_command(*command)
+    # One connection for both: WAIT counts what its own connection wrote.
+    pipe = client.pipeline(transaction=False)
+    pipe.execute_command(*command)
+    pipe.execute_command(*wait.command)
+    reply, acknowledged = await pipe.execute(raise_on_error=False)
+    if isinstance(reply, Exception):
+        raise reply
+    wait.check(acknowledged)
+    return reply
 
 
 class Step(NamedTuple):

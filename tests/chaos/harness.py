@@ -57,9 +57,12 @@ FAULTS = {  # fault -> relative weight
 }
 # Faults that may explain no repeated run at all (tests/chaos/audit.py says why).
 EXPLAIN_NOTHING = {"reply_cut", "clock_skew"}
-# The Lua step each EVALSHA runs, to name what a cut reply belonged to.
+# The Lua step each EVALSHA or FCALL runs, to name what a cut reply belonged to.
 LUA_DIR = Path(scripts.__file__).parent / "lua"
 SHAS = {scripts.script(path.stem).sha.encode(): path.stem for path in LUA_DIR.glob("*.lua")}
+SHAS.update(
+    {scripts.script(path.stem).function.encode(): path.stem for path in LUA_DIR.glob("*.lua")}
+)
 ENDED = {"finished", "failed", "canceled"}
 
 
@@ -382,11 +385,12 @@ class Chaos:
 
 
 def step_name(request: bytes) -> str:
-    """The command a request (RESP, its first bytes) starts with; for EVALSHA, the step."""
+    """The command a request (RESP, its first bytes) starts with; for EVALSHA and FCALL, the
+    step."""
     parts = request.split(b"\r\n")
     if len(parts) < 3:
         return "?"
     command = parts[2].upper()
-    if command == b"EVALSHA" and len(parts) > 4:
-        return SHAS.get(parts[4], "evalsha")
+    if command in (b"EVALSHA", b"FCALL") and len(parts) > 4:
+        return SHAS.get(parts[4], command.decode().lower())
     return command.decode(errors="replace").lower()

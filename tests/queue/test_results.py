@@ -11,6 +11,7 @@ from rqconc.queue.job import Job, JobStatus
 from rqconc.queue.queue import Queue
 from tests.queue import tasks
 from tests.queue.helpers import CountingConnection, counting_client, take_and_run, wait_for
+from tests.support.lua_calls import has_functions, preloaded
 
 
 def run_later(source, delay):
@@ -37,13 +38,16 @@ def test_get_blocks_until_the_job_ends_without_polling(redis_url, source):
     client = counting_client(redis_url)
     job = Queue("default", connection=client).enqueue(tasks.add, 1, 2)
     client.ping()  # the pool's connection handshake is not what is counted below
+    preloaded(client, "await")  # nor the step's load, once per server
     thread = run_later(source, 0.8)
     before = CountingConnection.sent
     start = time.monotonic()
     assert job.get(timeout=5) == 3
     waited = time.monotonic() - start
     assert 0.7 < waited < 1.5
-    assert CountingConnection.sent - before <= 2  # one status check, one blocking wait
+    # One status check, one blocking wait; on Redis 6.2 a client's first step also learns
+    # that FCALL is refused (rqconc/store/functions.py), once.
+    assert CountingConnection.sent - before <= (2 if has_functions(client) else 3)
     thread.join(5)
 
 

@@ -491,10 +491,13 @@ def test_only_the_steps_module_runs_lua_and_the_queue_imports_no_worker_or_cli()
             elif isinstance(node, ast.Import):
                 imported.update(a.name for a in node.names)
         # The modules of rqconc/store/steps/ are the Lua callers.
-        if not module.startswith("rqconc.store.steps.") and module != "rqconc.store.scripts":
+        callers = ("rqconc.store.scripts", "rqconc.store.functions")  # FCALL's path and load
+        if not module.startswith("rqconc.store.steps.") and module not in callers:
             assert "rqconc.store.scripts.script" not in imported, module
             assert "rqconc.store.scripts.Script" not in imported, module
-            if not module.startswith("rqconc.connection"):  # which implements EVALSHA
+            if not module.startswith("rqconc.connection"):  # which implements the commands
                 assert "evalsha" not in path.read_text().lower(), module
+                text = path.read_text()
+                assert ".fcall(" not in text and '"FCALL"' not in text, module
         if module.startswith(("rqconc.queue", "rqconc.store")):
             assert not any(i.startswith(("rqconc.worker", "rqconc.cli")) for i in imported), module

@@ -24,14 +24,18 @@ def test_fused_complete_and_take_of_a_plain_job_calls_nineteen_commands(redis_ur
     queue.enqueue_many([("tests.queue.tasks:add", (1, 2))] * (JOBS + 1), result_ttl=0)
     steps = Steps(client, keys)
     job_id, _ = steps.take("c0", ["plain"], LEASE_MS, "w")
-    client.script_load(script("complete").source)  # not counted: once per server
+    # Not counted, once per server: the script (6.2), the library (7: loaded by the take).
+    client.script_load(script("complete").source)
     client.config_resetstat()
     for i in range(1, JOBS + 1):
         code, (job_id, _) = steps.complete(
             f"c{i - 1}", job_id, "plain", "3", "json", "w", next_take=(f"c{i}", ["plain"], LEASE_MS)
         )
     calls = calls_per_job(client, JOBS)
-    assert calls.pop("evalsha") == 1  # one request per job
+    # One request per job: the step's function of the library on Redis 7, its script on 6.2
+    # (rqconc/store/functions.py).
+    path = "fcall" if int(client.info("server")["redis_version"].split(".")[0]) >= 7 else "evalsha"
+    assert calls.pop(path) == 1 and "evalsha" not in calls and "fcall" not in calls
     # One EXISTS asks at once for dependents (a mark on the parent would save it, but a
     # dependent enqueued by an older producer, during a rolling upgrade, would then never be
     # released), flow settings and a revoked next claim; no group, waiter, follow-up or flow

@@ -8,7 +8,7 @@ import pytest
 
 from rqconc import JobStatus, Queue
 from rqconc.queue.events import EventStream
-from rqconc.store.scripts import script
+from tests.support.lua_calls import preloaded, step_calls
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.worker_process import wait_for
 
@@ -28,7 +28,7 @@ SLOTTED = [
 
 
 def evalsha_calls(client):
-    return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+    return step_calls(client)
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_a_combined_completion_whose_reply_is_lost_runs_no_job_twice_and_loses_n
         q = Queue(connection=redis_server.url)
         tokens = [f"j{n}" for n in range(JOBS_LOST_REPLIES)]
         jobs = q.enqueue_many([("tests.worker.jobs:record", (redis_server.url, t)) for t in tokens])
-        proxy.cut_reply_to(script("complete_many").sha.encode(), times=3)
+        proxy.cut_reply_to(preloaded(redis_server.client(), "complete_many"), times=3)
         start_worker(backend, size, proxy.url(), *extra)
         wait_for(
             lambda: all(j.status == JobStatus.FINISHED for j in jobs),

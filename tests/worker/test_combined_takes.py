@@ -10,7 +10,7 @@ proxy."""
 import pytest
 
 from rqconc import JobStatus, Queue
-from rqconc.store.scripts import script
+from tests.support.lua_calls import preloaded
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.worker_process import wait_for
 
@@ -38,10 +38,8 @@ def test_a_combined_take_whose_reply_is_lost_runs_no_job_twice_and_loses_none(
         jobs = q.enqueue_many(
             [("tests.worker.jobs:record", (redis_server.url, t, RUN_SECONDS)) for t in tokens]
         )
-        take_many = script("take_many")
-        # Loaded first: the cut EVALSHA then runs (a NOSCRIPT reply lost would lease nothing).
-        redis_server.client().script_load(take_many.source)
-        proxy.cut_reply_to(take_many.sha.encode(), times=1)
+        # Loaded first: the cut step then runs (a NOSCRIPT reply lost would lease nothing).
+        proxy.cut_reply_to(preloaded(redis_server.client(), "take_many"), times=1)
         start_worker(backend, size, proxy.url(), *extra)
         wait_for(
             lambda: all(j.status == JobStatus.FINISHED for j in jobs),

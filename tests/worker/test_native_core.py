@@ -11,6 +11,7 @@ import pytest
 
 from rqconc import JobFailed, JobStatus, Queue
 from rqconc.worker.registry import list_workers
+from tests.support.lua_calls import step_calls
 from tests.support.waiting import promised
 from tests.support.worker_process import wait_for
 
@@ -72,5 +73,5 @@ def test_async_jobs_finishing_together_complete_in_far_fewer_steps_than_jobs(
     # Every Lua step of the run: the enqueue, the takes, the completions (each taking its
     # slot's next job), heartbeats and renewals. A step per job would be 200 or more (33
     # were measured on either backend).
-    steps = int(client.info("commandstats")["cmdstat_evalsha"]["calls"])
+    steps = step_calls(client)
     assert steps < count / 4, steps

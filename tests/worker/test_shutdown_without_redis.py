@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rqconc import JobStatus, Queue
-from rqconc.store.scripts import script
+from tests.support.lua_calls import preloaded
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import promised
 from tests.support.worker_process import BACKENDS, wait_for
@@ -88,13 +88,12 @@ def test_a_job_whose_take_reply_was_lost_goes_back_when_its_child_ends_while_red
     of reach: the child cannot put the job back itself. Ended by a warm shutdown meanwhile,
     it leaves the claim in its slot, and the supervisor puts the job back once Redis answers:
     no lease to wait out, no attempt counted."""
-    take = script("take")
-    redis_server.client().script_load(take.source)  # the take's first EVALSHA runs at once
+    request = preloaded(redis_server.client(), "take")  # the take's first call runs at once
     q = Queue(connection=redis_server.url)
     job = q.enqueue("tests.worker.jobs:nap", 30)
     proxy = TcpProxy(redis_server.port).start()
     try:
-        proxy.cut_reply_to(take.sha.encode(), then_refuse=5.0)
+        proxy.cut_reply_to(request, then_refuse=5.0)
         worker = start_worker(backend, 1, proxy.url(), "--lease-seconds", "30")
         wait_for(lambda: job.status == JobStatus.STARTED and proxy.cut == 1, message="leased")
         worker.signal(signal.SIGTERM)  # while no connection is let through

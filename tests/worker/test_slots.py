@@ -13,6 +13,7 @@ import pytest
 from rqconc import JobFailed, JobStatus, Queue, Supervisor
 from rqconc.errors import JobTimeout
 from rqconc.worker.registry import list_workers
+from tests.support.lua_calls import step_calls
 from tests.support.worker_process import PROCESS_BACKENDS, ROOT, main_py_argv, wait_for
 
 SIZE, SLOTS = 2, 3
@@ -121,7 +122,7 @@ def test_idle_slots_share_their_takes_so_a_burst_costs_fewer_steps_than_jobs(
     wait_started(jobs)
     # One script call per take, plus the odd idle take before the burst: one take per slot
     # would be 20 or more.
-    takes = int(client.info("commandstats")["cmdstat_evalsha"]["calls"])
+    takes = step_calls(client)
     assert takes < slots, takes
     release(redis_server, jobs)
     assert [j.get(timeout=20) for j in jobs] == ["done"] * slots

@@ -34,6 +34,8 @@ _NEEDS = re.compile(r"^--#needs ([\w ]+)$", re.MULTILINE)
 _GIVES = re.compile(r"^--#gives ([\w ]+)$", re.MULTILINE)
 _ENTRY = re.compile(r"(\w+)=(\S+)")
 INCLUDED = "-- ==== include/{}.lua ===="  # the line above each include's text
+# The line below it, in the library's build only (build/library.py: where an include ends).
+INCLUDE_END = "-- ==== end of include/{}.lua ===="
 
 Read = Callable[[str], str]
 
@@ -41,9 +43,10 @@ Read = Callable[[str], str]
 class Expansion:
     """One step's includes expanded, each once, with what each needs from its context."""
 
-    def __init__(self, step: str, read: Read) -> None:
+    def __init__(self, step: str, read: Read, mark_ends: bool = False) -> None:
         self.step = step
         self.read = read
+        self.mark_ends = mark_ends
         self.context: Dict[str, str] = {}
         self.given: Set[str] = set()
         self.order: List[Tuple[str, List[str]]] = []  # (include, its needs) in text order
@@ -75,7 +78,8 @@ class Expansion:
             )
         self.given |= {n for found in _GIVES.findall(source) for n in found.split()}
         self.order.append((name, needs))
-        return f"{above}{INCLUDED.format(name)}\n{body.rstrip()}\n"
+        end = INCLUDE_END.format(name) + "\n" if self.mark_ends else ""
+        return f"{above}{INCLUDED.format(name)}\n{body.rstrip()}\n{end}"
 
     def expand(self, source: str) -> str:
         source = CONTEXT.sub(self.context_line, source)
@@ -103,12 +107,15 @@ class Expansion:
         return "\n".join(lines) + "\n"
 
 
-def expand_step(step: str, read: Read, builder_mark: str) -> Tuple[Expansion, str]:
+def expand_step(
+    step: str, read: Read, builder_mark: str, mark_ends: bool = False
+) -> Tuple[Expansion, str]:
     """Step `step`'s source (lua/<step>.lua) expanded, with `builder_mark` after its last
     include (build/cold.py puts the builder of the cold functions there, below every
-    function they may use); the expansion gives the header once the text is built."""
+    function they may use); the expansion gives the header once the text is built.
+    `mark_ends`: each include's text is followed by INCLUDE_END (the library's build)."""
     source = read(f"{step}.lua")
-    expansion = Expansion(step, read)
+    expansion = Expansion(step, read, mark_ends)
     found = list(INCLUDE.finditer(source))
     if found:
         end = found[-1].end()

@@ -1,8 +1,11 @@
 """Print a step's Lua exactly as Redis receives it: `python -m rqconc.store.build.print_lua
 NAME` (`make lua NAME=complete`), numbered, so the line of a Redis error (`user_script:123:`
-on Redis 7, `f_<sha>:123:` on 6.2) can be read; `--raw` prints the bare text.
+on Redis 7, `f_<sha>:123:` on 6.2) can be read; `--raw` prints the bare text. `--library`
+prints the Functions library instead (`make lua LIBRARY=1`), which Redis 7 runs and whose
+errors name its lines as `user_function:123:`.
 
-The text is the one scripts.Script loads and calls by SHA (a test holds them equal)."""
+The text is the one scripts.Script loads and calls by SHA, or store/functions.py loads as
+the library (tests hold them equal)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ import hashlib
 import sys
 from typing import List, Optional
 
-from rqconc.store.build import build, read
+from rqconc.store.build import build, build_library, library_name, read
 
 
 def numbered(source: str) -> str:
@@ -24,21 +27,31 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m rqconc.store.build.print_lua", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("name", help="a step: the name of a file of rqconc/store/lua/")
+    parser.add_argument("name", nargs="?", help="a step: the name of a file of rqconc/store/lua/")
     parser.add_argument("--raw", action="store_true", help="the bare text, without numbers")
+    parser.add_argument(
+        "--library", action="store_true", help="the Functions library of every step (Redis 7)"
+    )
     args = parser.parse_args(argv)
+    if args.library:
+        return _print(f"library {library_name()}", build_library(), args.raw)
+    if args.name is None:
+        parser.error("name a step, or give --library")
     try:
         read(f"{args.name}.lua")
     except FileNotFoundError:
         print(f"no Lua step named {args.name!r} in rqconc/store/lua/", file=sys.stderr)
         return 2
-    source = build(args.name)
-    if args.raw:
+    return _print(args.name, build(args.name), args.raw)
+
+
+def _print(what: str, source: str, raw: bool) -> int:
+    if raw:
         sys.stdout.write(source)
         return 0
     sha = hashlib.sha1(source.encode()).hexdigest()
     lines = source.count("\n") + 1
-    print(f"-- {args.name}: {lines} lines, SHA1 {sha} (as Redis receives it)")
+    print(f"-- {what}: {lines} lines, SHA1 {sha} (as Redis receives it)")
     print(numbered(source))
     return 0
 

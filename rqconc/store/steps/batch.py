@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence, Tuple, Union
 
-import redis
-
 from rqconc.store.scripts import Step, script, taken, text
 from rqconc.store.steps.core import DONE_GRACE_SECONDS, PROMOTE_BATCH, CompleteReply, Steps
 
@@ -46,11 +44,11 @@ def wait_then_take_many(
     yet (the next plain `take_many` loads it)."""
     keys, args = take_many_call(steps, claims, queues, lease_ms, worker)
     markers = [steps.keys.marker(name) for name in queues]
+    take = script("take_many")
     _, reply = steps.client.pipelined(
-        ("BZPOPMIN", *markers, timeout),
-        ("EVALSHA", script("take_many").sha, len(keys), *keys, *args),
+        ("BZPOPMIN", *markers, timeout), take.command(steps.client, keys, args)
     )
-    if isinstance(reply, redis.exceptions.NoScriptError):
+    if take.missing(reply):
         return -1
     if isinstance(reply, Exception):
         raise reply
@@ -92,9 +90,9 @@ async def await_then_take(client: Any, step: Step, markers: Sequence[str], timeo
     loaded yet (the next plain take loads it)."""
     pipe = client.pipeline(transaction=False)
     pipe.bzpopmin(list(markers), timeout)
-    pipe.evalsha(step.script.sha, len(step.keys), *step.keys, *step.args)
+    pipe.execute_command(*step.script.command(client, step.keys, step.args))
     _, reply = await pipe.execute(raise_on_error=False)
-    if isinstance(reply, redis.exceptions.NoScriptError):
+    if step.script.missing(reply):
         return -1
     if isinstance(reply, Exception):
         raise reply

@@ -96,15 +96,15 @@ class Steps(BoundSteps):
         """Block up to `timeout` s on the queues' markers, then take, in one round trip: a
         blocked client's next command waits in Redis' input buffer and runs the moment the
         wait ends, so a woken child does not pay a second round trip before its job starts.
-        Needs a `DirectConnection`. Returns as `take`; -1 when the take script is not loaded
-        (the next plain take loads it)."""
+        Needs a `DirectConnection`. Returns as `take`; -1 when the take script (or the
+        library) is not loaded (the next plain take loads it)."""
         keys, args = self.take_call(claim, queues, lease_ms, worker)
         take = script("take")
         markers = [self.keys.marker(name) for name in queues]
         _, reply = self.client.pipelined(
-            ("BZPOPMIN", *markers, timeout), ("EVALSHA", take.sha, len(keys), *keys, *args)
+            ("BZPOPMIN", *markers, timeout), take.command(self.client, keys, args)
         )
-        if isinstance(reply, redis.exceptions.NoScriptError):
+        if take.missing(reply):
             return -1
         if isinstance(reply, Exception):
             raise reply

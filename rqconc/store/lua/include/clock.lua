@@ -7,6 +7,7 @@ take the leases of another's (issue 14). Redis 6.2 replicates scripts by their e
 (lua-replicate-commands, default since 5.0), which allows TIME before writes.
 ]]
 --#gives NOW
+--#per-call (build/library.py: in the library NOW is set at the start of each call)
 local NOW
 do
   -- Seconds, then the first three of the six microsecond digits: string operations only

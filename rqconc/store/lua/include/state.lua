@@ -2,7 +2,10 @@
 
 Each name below starts every step with the value given here. Redis runs a script's whole
 text on every call and keeps nothing between calls, so this declaration is also the only
-reset; a name changes only in the include named beside it.
+reset; a name changes only in the include named beside it. In the Functions library
+(build/library.py), where the text runs once per load, the `--#per-call` line makes each
+declaration a local of the step's block and its value an assignment that every call of the
+step's function makes first: the same reset.
 
 Locals, not one table: the hot steps read these some 25 times per job, and a field of a
 table costs a hash lookup each time where a local (an upvalue) costs none, besides the
@@ -11,6 +14,7 @@ eight-slot fused step 300.6 thousand instructions per job against 295.1 (base an
 each vary by about 2% between runs, so that alone did not decide it); with these locals,
 every hot step at or below the base (bench/RESULTS.md).
 ]]
+--#per-call (build/library.py: in the library each is reset at the start of each call)
 local NOW_NUMBER = false  -- NOW as a number, once converted (metrics: now_ms)
 local METRIC_SUMS = false  -- false: metrics written at once; a table: summed (metrics_summed)
 local FUNC_LABELS = false  -- '<queue>,<func>' -> the label its runs count under (metrics)
