@@ -38,9 +38,9 @@ demo: $(VENV)/.demo-installed
 
 # A Lua step as Redis receives it (includes expanded, pruned, cold functions built on first
 # use), numbered, so the line of a Redis error can be read: make lua NAME=complete; the
-# Functions library that Redis 7 runs: make lua LIBRARY=1
+# step's Functions library that Redis 7 runs: make lua NAME=complete LIBRARY=1
 lua: venv
-	@$(BIN)/python -m rqconc.store.build.print_lua $(if $(LIBRARY),--library,$(or $(NAME),$(error NAME=<step> or LIBRARY=1 needed, e.g. make lua NAME=complete)))
+	@$(BIN)/python -m rqconc.store.build.print_lua $(or $(NAME),$(error NAME=<step> needed, e.g. make lua NAME=complete)) $(if $(LIBRARY),--library)
 
 # Test files run on 5 processes: the tests mostly wait on real processes, signals and
 # Redis, so 4 on 2 cores still left a third of the CPU idle (865 s of CPU in an 11-min run,

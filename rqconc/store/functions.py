@@ -1,12 +1,12 @@
 """Redis Functions (7.0+) beside EVALSHA: which path a client's steps take, and the load of
-the library that build/library.py makes of every step.
+the library that build/library.py makes of each step.
 
 On EVALSHA Redis runs a step's whole text, defining its functions again on every call; a
 library is loaded once per server (`FUNCTION LOAD REPLACE`) and an FCALL runs only the
 step (bench/PROFILE.md, section 6). Each client (a redis-py client, a worker child's direct
 connection, a producer's pooled one) finds its path on its first step:
-- FCALL first. "Function not found" (a server that never had this library, or that a
-  restart or FUNCTION FLUSH emptied) loads the library and calls again, as NOSCRIPT loads a
+- FCALL first. "Function not found" (a server that never had this step's library, or that
+  a restart or FUNCTION FLUSH emptied) loads that library and calls again, as NOSCRIPT loads a
   script for EVALSHA; a second failure is raised.
 - A server without FCALL (6.2), an ACL that refuses FCALL or FUNCTION LOAD, or any other
   refused load (scripting disabled, OOM): the client keeps EVALSHA from then on (a refused
@@ -23,38 +23,40 @@ from __future__ import annotations
 
 import logging
 import weakref
-from typing import Any, Optional
+from typing import Any, Dict, List, Optional, Set
 
 import redis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from rqconc.connection.cluster import is_cluster
-from rqconc.store.build import build_library, library_name
+from rqconc.store.build import build_library, library_prefix
 
 log = logging.getLogger(__name__)
 
 FUNCTION_NOT_FOUND = "Function not found"
 _PATHS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
-_LIBRARY: dict = {}  # "name", "text": built once per process, the text only when loaded
-_WARNED: set = set()
+_LIBRARIES: Dict[str, str] = {}  # step -> its library's text, built on its first load
+_PREFIX: List[str] = []  # the libraries' name prefix, computed once per process
+_WARNED: Set[str] = set()
 
 
-def name() -> str:
-    """The library's name (and the prefix of its functions' names)."""
-    if "name" not in _LIBRARY:
-        _LIBRARY["name"] = library_name()
-    return _LIBRARY["name"]
+def prefix() -> str:
+    """The prefix of every step's library and function name."""
+    if not _PREFIX:
+        _PREFIX.append(library_prefix())
+    return _PREFIX[0]
 
 
-def text() -> str:
-    """The library's text, built on the first load (0.4 s for every step)."""
-    if "text" not in _LIBRARY:
-        _LIBRARY["text"] = build_library()
-    return _LIBRARY["text"]
+def text(step: str) -> str:
+    """Step `step`'s library, built on its first load."""
+    if step not in _LIBRARIES:
+        _LIBRARIES[step] = build_library(step)
+    return _LIBRARIES[step]
 
 
 def function_of(step: str) -> str:
-    return f"{name()}_{step}"
+    """The name of step `step`'s library and of its one function."""
+    return f"{prefix()}_{step}"
 
 
 def path_of(client: Any) -> Optional[bool]:
@@ -98,8 +100,8 @@ def is_refused(reply: Any) -> bool:
     )
 
 
-def loaded(client: Any, error: redis.exceptions.ResponseError) -> bool:
-    """After FCALL failed with `error`: whether the library is loaded now (call again), or
+def loaded(client: Any, error: redis.exceptions.ResponseError, step: str) -> bool:
+    """After FCALL of `step` failed with `error`: whether its library is loaded now (call again), or
     False: the client keeps EVALSHA. Any other error is raised."""
     if is_refused(error):
         keeps_evalsha(client)
@@ -107,13 +109,13 @@ def loaded(client: Any, error: redis.exceptions.ResponseError) -> bool:
     if not is_missing(error):
         raise error
     try:
-        client.function_load(text(), replace=True)
+        client.function_load(text(step), replace=True)
     except redis.exceptions.ResponseError as exc:
         return _refused_load(client, exc)
     return True
 
 
-async def aloaded(client: Any, error: redis.exceptions.ResponseError) -> bool:
+async def aloaded(client: Any, error: redis.exceptions.ResponseError, step: str) -> bool:
     """`loaded` on a redis.asyncio client."""
     if is_refused(error):
         keeps_evalsha(client)
@@ -121,7 +123,7 @@ async def aloaded(client: Any, error: redis.exceptions.ResponseError) -> bool:
     if not is_missing(error):
         raise error
     try:
-        await client.function_load(text(), replace=True)
+        await client.function_load(text(step), replace=True)
     except redis.exceptions.ResponseError as exc:
         return _refused_load(client, exc)
     return True

@@ -188,8 +188,8 @@ class CronSkipReply(IntEnum):
 
 class Script:
     """One Lua file: its source and SHA1, callable on any client. On Redis 7.0+ it is called
-    as its function of the steps' library (FCALL; store/functions.py, which also loads the
-    library when a server lacks it); elsewhere by SHA: a server that does not know the
+    as the function of its library (FCALL; store/functions.py, which also loads the library
+    when a server lacks it); elsewhere by SHA: a server that does not know the
     script yet (first use, or a restart flushed its script cache) answers NOSCRIPT, and the
     script is loaded and the call repeated once."""
 
@@ -204,7 +204,7 @@ class Script:
             try:
                 reply = client.fcall(self.function, len(keys), *keys, *args)
             except redis.exceptions.ResponseError as exc:
-                if not functions.loaded(client, exc):
+                if not functions.loaded(client, exc, self.name):
                     return self._evalsha(client, keys, args)
                 reply = client.fcall(self.function, len(keys), *keys, *args)
             functions.serves(client)
@@ -249,7 +249,7 @@ class Script:
             try:
                 reply = await _asend(client, command, wait)
             except redis.exceptions.ResponseError as exc:
-                if not await functions.aloaded(client, exc):
+                if not await functions.aloaded(client, exc, self.name):
                     return await self._aevalsha(client, keys, args, wait)
                 reply = await _asend(client, command, wait)
             functions.serves(client)

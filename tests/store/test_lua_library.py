@@ -13,7 +13,7 @@ import redis
 from rqconc import Queue
 from rqconc.connection.direct import DirectConnection
 from rqconc.store import functions
-from rqconc.store.build import build, library_name, read, step_names
+from rqconc.store.build import build, library_prefix, read, step_names
 from rqconc.store.build.include import INCLUDE_END, INCLUDED
 from rqconc.store.build.library import PER_CALL, library, step_block
 from rqconc.store.build.print_lua import main
@@ -54,7 +54,8 @@ def test_redis_7_runs_every_step_by_fcall_and_6_2_by_evalsha(queue, steps, clien
     if has_functions(client):
         assert ran["evalsha"] == 0 and ran["fcall"] >= 5, ran
         assert functions.path_of(steps.client) is True
-        assert libraries(client) == [functions.name()]
+        loaded = {script(n).function for n in ("enqueue", "take", "complete")}
+        assert set(libraries(client)) == loaded
     else:
         assert ran["fcall"] == 0 and ran["evalsha"] >= 5, ran
         assert functions.path_of(steps.client) is False
@@ -77,7 +78,7 @@ def test_a_server_that_lost_the_steps_loads_them_again_on_the_next_step(queue, c
     flush()
     assert steps.complete("c4", job.id, "default", "11", "json", "w") is CompleteReply.RECORDED
     if has_functions(client):
-        assert libraries(client) == [functions.name()]
+        assert libraries(client) == [script("complete").function]  # flushed after the take
         assert functions.path_of(steps.client) is True
 
 
@@ -98,20 +99,19 @@ def test_a_user_whose_acl_refuses_functions_keeps_evalsha(redis_url, client):
     assert client.function_list() == []
 
 
-def test_library_has_every_step_and_print_lua_prints_it(capsys):
-    text = functions.text()
-    assert text.startswith(f"#!lua name={functions.name()}\n")
-    for name in step_names():
-        assert f"redis.register_function(LIBRARY .. '_{name}', function(keys, args)" in text
-        assert script(name).function == f"{functions.name()}_{name}"
-    assert main(["--library", "--raw"]) == 0
+@pytest.mark.parametrize("name", step_names())
+def test_every_step_has_a_library_and_print_lua_prints_it(name, capsys):
+    text = functions.text(name)
+    function = script(name).function
+    assert function == f"{functions.prefix()}_{name}"
+    assert text.startswith(f"#!lua name={function}\n")
+    assert f"redis.register_function(LIBRARY .. '_{name}', function(keys, args)" in text
+    assert main([name, "--library", "--raw"]) == 0
     assert capsys.readouterr().out == text
-    assert main(["--library"]) == 0
+    assert main([name, "--library"]) == 0
     first, *numbered = capsys.readouterr().out.rstrip("\n").split("\n")
-    assert functions.name() in first
-    assert numbered[0].endswith(f"  #!lua name={functions.name()}")
-    for named, line in re.findall(r"^--   (\w+): line (\d+)$", text, re.M):
-        assert text.split("\n")[int(line) - 1].startswith(f"do  -- ==== step {named}:")
+    assert function in first
+    assert numbered[0].endswith(f"  #!lua name={function}")
 
 
 def test_a_step_block_defines_what_its_script_defines_and_runs_its_own_lines():
@@ -160,9 +160,9 @@ def test_what_a_call_starts_afresh_is_marked_and_the_rest_is_constant():
 
 
 def test_the_library_is_named_by_what_it_is_built_from():
-    name = library_name()
-    assert name == functions.name() and re.fullmatch(r"rqconc_[0-9a-f]{16}", name)
-    text = library("rqconc_x", ["save_meta"], read)
+    name = library_prefix()
+    assert name == functions.prefix() and re.fullmatch(r"rqconc_[0-9a-f]{16}", name)
+    text = library("rqconc_x", "save_meta", read)
     assert INCLUDE_END.format("x") not in text and INCLUDED.format("x") not in text
 
 
@@ -182,8 +182,8 @@ def test_key_names_built_inside_the_library_match_keyspace(client, keys):
     def reading(relative):
         return snippet if relative == "drift.lua" else read(relative)
 
-    client.function_load(library("rqconc_test_drift", ["drift"], reading), replace=True)
-    built = [b.decode() for b in client.fcall("rqconc_test_drift_drift", 0, keys.prefix)]
+    client.function_load(library("rqconc_test", "drift", reading), replace=True)
+    built = [b.decode() for b in client.fcall("rqconc_test_drift", 0, keys.prefix)]
     client.function_delete("rqconc_test_drift")
     assert built == [
         keys.job("j"),

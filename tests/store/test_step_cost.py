@@ -3,8 +3,8 @@ by the server itself (INFO commandstats), so a change that adds one shows here."
 
 from rqconc import Queue
 from rqconc.queue.events import EventStream
-from rqconc.store.scripts import script
 from rqconc.store.steps.core import Steps
+from tests.support.lua_calls import preloaded
 
 JOBS = 50
 LEASE_MS = 30_000
@@ -24,8 +24,7 @@ def test_fused_complete_and_take_of_a_plain_job_calls_nineteen_commands(redis_ur
     queue.enqueue_many([("tests.queue.tasks:add", (1, 2))] * (JOBS + 1), result_ttl=0)
     steps = Steps(client, keys)
     job_id, _ = steps.take("c0", ["plain"], LEASE_MS, "w")
-    # Not counted, once per server: the script (6.2), the library (7: loaded by the take).
-    client.script_load(script("complete").source)
+    preloaded(client, "complete")  # not counted: once per server (the script, or its library)
     client.config_resetstat()
     for i in range(1, JOBS + 1):
         code, (job_id, _) = steps.complete(

@@ -32,7 +32,7 @@ def preloaded(client: Any, name: str) -> bytes:
     and no other step's does (a function's name ends where its RESP string does)."""
     step = script(name)
     if has_functions(client):
-        client.function_load(functions.text(), replace=True)
+        client.function_load(functions.text(name), replace=True)
         return step.function.encode() + b"\r\n"
     client.script_load(step.source)
     return step.sha.encode()

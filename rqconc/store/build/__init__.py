@@ -2,8 +2,7 @@
 rqconc.store.build.print_lua prints. Three passes over the text of lua/<name>.lua:
 build/include.py (the context and includes expanded), build/prune.py (the functions it
 never calls dropped), build/cold.py (the rarely run ones made on first use).
-build/library.py makes every step one block of a Redis Functions library from the same
-passes."""
+build/library.py makes each step a Redis Functions library from the same passes."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from typing import List
 from rqconc.store.build.cold import BUILDER_MARK, coldify
 from rqconc.store.build.include import Expansion, expand_step
 from rqconc.store.build.library import library
-from rqconc.store.build.library import library_name as library_name_of
+from rqconc.store.build.library import library_prefix as prefix_of
 from rqconc.store.build.prune import prune
 
 
@@ -41,18 +40,18 @@ def step_names() -> List[str]:
     return sorted(p.name[: -len(".lua")] for p in found if p.name.endswith(".lua"))
 
 
-def library_name() -> str:
-    """The name of the Functions library of every step (build/library.py)."""
+def library_prefix() -> str:
+    """The prefix of the names of the steps' Functions libraries (build/library.py)."""
     package = resources.files("rqconc.store")
     lua = package.joinpath("lua")
     files = [lua.joinpath(f"{name}.lua") for name in step_names()]
     files += sorted(lua.joinpath("include").iterdir(), key=lambda p: p.name)
     files += sorted(package.joinpath("build").iterdir(), key=lambda p: p.name)
-    return library_name_of(
+    return prefix_of(
         [f"{p.name}\n{p.read_text()}" for p in files if p.name.endswith((".lua", ".py"))]
     )
 
 
-def build_library() -> str:
-    """The text of every step as one Redis Functions library (build/library.py)."""
-    return library(library_name(), step_names(), read)
+def build_library(step: str) -> str:
+    """Step `step` as a Redis Functions library (build/library.py)."""
+    return library(library_prefix(), step, read)

@@ -1,5 +1,6 @@
-"""The steps as one Redis Functions library (Redis 7.0+): what store/functions.py loads with
-`FUNCTION LOAD REPLACE` and calls with FCALL, and `print_lua --library` prints.
+"""The steps as Redis Functions libraries (Redis 7.0+), one a step: what store/functions.py
+loads with `FUNCTION LOAD REPLACE` and calls with FCALL, and `print_lua NAME --library`
+prints.
 
 On every call of a script Redis runs its whole text: a hot step makes each of its `local
 function`s (closures) again before doing anything (bench/PROFILE.md, section 2). A library's
@@ -136,30 +137,26 @@ def step_block(name: str, read: Read) -> str:
     )
 
 
-def library(name: str, names: List[str], read: Read) -> str:
-    """The text of library `name` holding the steps `names` (a step's function is named
-    `name`, '_', the step's name)."""
-    body = "\n".join(step_block(step, read) for step in names) + "\n"
+def library(prefix: str, step: str, read: Read) -> str:
+    """The text of step `step`'s library, `<prefix>_<step>`, whose one function has the
+    same name. One library a step, as one script a step: a server that lacks a step loads
+    that step alone, so a process's first step builds one block, not every step's (0.4 s)."""
+    name = f"{prefix}_{step}"
     head = [
         f"#!lua name={name}",
-        "-- rqconc's Lua steps as one Redis Functions library (rqconc/store/build/library.py):",
-        "-- each step's script as a block whose function FCALL calls. Print it numbered (the",
-        "-- lines of `user_function:N:` errors): python -m rqconc.store.build.print_lua --library",
-        f"local LIBRARY = '{name}'",
-        "-- Steps in order, the line each block begins:",
+        "-- An rqconc Lua step as a Redis Functions library (rqconc/store/build/library.py).",
+        "-- Print it numbered (the lines of `user_function:N:` errors):",
+        f"-- python -m rqconc.store.build.print_lua {step} --library",
+        f"local LIBRARY = '{prefix}'",
     ]
-    first = len(head) + len(names) + 1
-    below = body.split("\n")
-    for step in names:
-        head.append(f"--   {step}: line {below.index(_opening(step)) + first}")
-    return "\n".join(head) + "\n" + body
+    return "\n".join(head) + "\n" + step_block(step, read) + "\n"
 
 
-def library_name(sources: List[str]) -> str:
-    """The library's name: the SHA1 of what its text is built from (every lua/ file and the
-    build/ modules), which fixes the text. Two versions of rqconc sharing a server each call
-    their own functions; and a process learns the names without building the text (0.4 s
-    for every step), which only a server that lacks the library needs."""
+def library_prefix(sources: List[str]) -> str:
+    """The prefix of every step's library and function: the SHA1 of what their texts are
+    built from (every lua/ file and the build/ modules), which fixes the texts. Two versions
+    of rqconc sharing a server each call their own functions, and a process learns the names
+    without building any text (a server that lacks a step needs that one only)."""
     digest = hashlib.sha1("\0".join(sources).encode()).hexdigest()
     return LIBRARY_PREFIX + digest[:16]
 

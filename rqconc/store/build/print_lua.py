@@ -1,8 +1,8 @@
 """Print a step's Lua exactly as Redis receives it: `python -m rqconc.store.build.print_lua
 NAME` (`make lua NAME=complete`), numbered, so the line of a Redis error (`user_script:123:`
 on Redis 7, `f_<sha>:123:` on 6.2) can be read; `--raw` prints the bare text. `--library`
-prints the Functions library instead (`make lua LIBRARY=1`), which Redis 7 runs and whose
-errors name its lines as `user_function:123:`.
+prints the step's Functions library instead (`make lua NAME=complete LIBRARY=1`), which
+Redis 7 runs and whose errors name its lines as `user_function:123:`.
 
 The text is the one scripts.Script loads and calls by SHA, or store/functions.py loads as
 the library (tests hold them equal)."""
@@ -14,7 +14,7 @@ import hashlib
 import sys
 from typing import List, Optional
 
-from rqconc.store.build import build, build_library, library_name, read
+from rqconc.store.build import build, build_library, library_prefix, read
 
 
 def numbered(source: str) -> str:
@@ -30,18 +30,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("name", nargs="?", help="a step: the name of a file of rqconc/store/lua/")
     parser.add_argument("--raw", action="store_true", help="the bare text, without numbers")
     parser.add_argument(
-        "--library", action="store_true", help="the Functions library of every step (Redis 7)"
+        "--library", action="store_true", help="the step's Functions library (Redis 7)"
     )
     args = parser.parse_args(argv)
-    if args.library:
-        return _print(f"library {library_name()}", build_library(), args.raw)
-    if args.name is None:
-        parser.error("name a step, or give --library")
     try:
         read(f"{args.name}.lua")
     except FileNotFoundError:
         print(f"no Lua step named {args.name!r} in rqconc/store/lua/", file=sys.stderr)
         return 2
+    if args.library:
+        return _print(f"library {library_prefix()}_{args.name}", build_library(args.name), args.raw)
     return _print(args.name, build(args.name), args.raw)
 
 
