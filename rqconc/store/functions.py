@@ -14,7 +14,7 @@ connection, a producer's pooled one) finds its path on its first step:
 - A cluster client (redis-py's `RedisCluster`, sync or asyncio): EVALSHA. It routes an
   FCALL by asking a node for the command's keys (COMMAND GETKEYS), a round trip per call.
   The direct connections to a namespace's master (worker children, producers), which carry
-  every job's steps, load the library on that master and call it.
+  every job's steps, load the libraries on that master and call them.
 The pipelined steps (a marker wait with its take) send FCALL only once their client is known
 to serve it; until then EVALSHA.
 """
@@ -101,8 +101,8 @@ def is_refused(reply: Any) -> bool:
 
 
 def loaded(client: Any, error: redis.exceptions.ResponseError, step: str) -> bool:
-    """After FCALL of `step` failed with `error`: whether its library is loaded now (call again), or
-    False: the client keeps EVALSHA. Any other error is raised."""
+    """After FCALL of `step` failed with `error`: whether its library is loaded now (call
+    again), or False: the client keeps EVALSHA. Any other error is raised."""
     if is_refused(error):
         keeps_evalsha(client)
         return False

@@ -5,7 +5,7 @@ prints.
 On every call of a script Redis runs its whole text: a hot step makes each of its `local
 function`s (closures) again before doing anything (bench/PROFILE.md, section 2). A library's
 text runs once, when it is loaded; a call runs only the function it names. So each step
-becomes one `do ... end` block of the library, built from the same lua/ files by the same
+becomes one `do ... end` block, its library, built from the same lua/ files by the same
 passes as its script (build/include.py with each include's end marked, build/prune.py):
 
     do
@@ -31,7 +31,7 @@ Invariants (tests/store/test_lua_library.py checks them):
   function or a constant, which one call cannot change for the next.
 - The step's own top-level code, its own `local function`s included, stays per call
   (main), exactly as in the script; the cold builder (build/cold.py) is left out: a
-  function of the library costs nothing until it is called.
+  function of a library costs nothing until it is called.
 - Functions cannot set globals: KEYS and ARGV are the block's locals.
 """
 
