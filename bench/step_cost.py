@@ -8,8 +8,8 @@ head on one private Redis, runs STEPS (below) with each tree's own code in a pro
 own: serially, as a worker's child makes them, without any task or worker around them. Per
 step it records redis-server's CPU per job (`INFO cpu`, user + sys) and the commands its
 Lua script called per job (`INFO commandstats`, without EVALSHA or FCALL itself: exact,
-whatever the load). On a shared machine the CPU figures move with the load; the medians of alternating
-rounds compare the two trees under the same load. With --callgrind, Redis runs under
+whatever the load). On a shared machine the CPU figures move with the load; the medians of
+alternating rounds compare the two trees under the same load. With --callgrind, Redis runs under
 valgrind and the figure is the instructions it executes per job: the same on any load.
 """
 

@@ -200,7 +200,7 @@ class Script:
         self.function = functions.function_of(name)
 
     def __call__(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        if functions.tries_functions(client):
+        if self.function and functions.tries_functions(client):
             try:
                 reply = client.fcall(self.function, len(keys), *keys, *args)
             except redis.exceptions.ResponseError as exc:
@@ -221,7 +221,7 @@ class Script:
     def command(self, client: Any, keys: Sequence[str], args: Sequence[Any]) -> Tuple[Any, ...]:
         """The call as one command for a pipeline: FCALL once `client` is known to serve the
         library, EVALSHA until then."""
-        if functions.path_of(client) is True:
+        if self.function and functions.path_of(client) is True:
             return ("FCALL", self.function, len(keys), *keys, *args)
         return ("EVALSHA", self.sha, len(keys), *keys, *args)
 
@@ -244,7 +244,7 @@ class Script:
     ) -> Any:
         """The same call on a `redis.asyncio` client (rqconc.aio), FCALL or EVALSHA (with
         their loads) as `__call__`; with `wait`, WAIT follows in the same round trip."""
-        if functions.tries_functions(client):
+        if self.function and functions.tries_functions(client):
             command = ("FCALL", self.function, len(keys), *keys, *args)
             try:
                 reply = await _asend(client, command, wait)

@@ -7,15 +7,10 @@ import redis
 
 from rqconc import Queue
 from rqconc.store.keys import KeySpace
-from tests.support.lua_calls import step_command
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.waiting import wait_for
 
-
-@pytest.fixture
-def enqueue_request(redis_server):
-    """What the enqueue step is sent as: FCALL on Redis 7, EVALSHA on 6.2."""
-    return step_command(redis_server.client())
+ENQUEUE = b"EVALSHA"
 
 
 @pytest.fixture
@@ -26,8 +21,8 @@ def proxy(redis_server):
 
 
 def _warm_queue(proxy):
-    """A queue whose enqueue connection and step are in place, so the next step on the wire
-    is the enqueue under test."""
+    """A queue whose enqueue connection and script are in place, so the next EVALSHA on the
+    wire is the enqueue under test."""
     queue = Queue(connection=proxy.url())
     queue.enqueue("tests.worker.jobs:add", 0, 0)
     queue.empty()
@@ -43,11 +38,9 @@ def _jobs(server):
 
 
 @pytest.mark.parametrize("kind", ["fresh id", "batch", "scheduled"])
-def test_an_enqueue_whose_reply_is_lost_stores_each_job_once(
-    enqueue_request, kind, proxy, redis_server
-):
+def test_an_enqueue_whose_reply_is_lost_stores_each_job_once(kind, proxy, redis_server):
     queue = _warm_queue(proxy)
-    proxy.cut_reply_to(enqueue_request)
+    proxy.cut_reply_to(ENQUEUE)
     if kind == "fresh id":
         jobs = [queue.enqueue("tests.worker.jobs:add", 1, 2)]
     elif kind == "batch":
@@ -63,11 +56,9 @@ def test_an_enqueue_whose_reply_is_lost_stores_each_job_once(
     assert len([e for e in events if e[1][b"job_id"] in ids]) == len(jobs)
 
 
-def test_a_callers_id_whose_reply_is_lost_is_stored_and_not_refused(
-    enqueue_request, proxy, redis_server
-):
+def test_a_callers_id_whose_reply_is_lost_is_stored_and_not_refused(proxy, redis_server):
     queue = _warm_queue(proxy)
-    proxy.cut_reply_to(enqueue_request)
+    proxy.cut_reply_to(ENQUEUE)
     job = queue.enqueue("tests.worker.jobs:add", 1, 2, job_id="mine")
     assert proxy.cut == 1 and job.id == "mine"
     assert queue.job_ids == ["mine"]
@@ -76,16 +67,14 @@ def test_a_callers_id_whose_reply_is_lost_is_stored_and_not_refused(
         queue.enqueue("tests.worker.jobs:add", 1, 2, job_id="mine")
 
 
-def test_a_job_whose_enqueue_reply_is_lost_runs_once(
-    enqueue_request, proxy, redis_server, start_worker
-):
+def test_a_job_whose_enqueue_reply_is_lost_runs_once(proxy, redis_server, start_worker):
     queue = _warm_queue(proxy)
     worker = start_worker("threading", 2, redis_server.url)
     url = redis_server.url
     assert queue.enqueue("tests.worker.jobs:add", 1, 1).get(timeout=20) == 2  # worker ready
     # The producer reconnects 0.12 s later (within its client's retries): by then the
     # worker has taken the job that the lost request stored.
-    proxy.cut_reply_to(enqueue_request, then_refuse=0.12)
+    proxy.cut_reply_to(ENQUEUE, then_refuse=0.12)
     job = queue.enqueue("tests.worker.jobs:record", url, "once")
     assert proxy.cut == 1
     assert job.get(timeout=20) == "once"
@@ -121,7 +110,7 @@ def test_the_proxy_cuts_only_the_reply_asked_for(proxy):
 
 @pytest.mark.parametrize("job_id", [None, "mine"])
 def test_a_job_kept_0s_that_ran_before_the_resend_is_not_stored_again(
-    enqueue_request, job_id, proxy, redis_server, start_worker
+    job_id, proxy, redis_server, start_worker
 ):
     """The hole the job's own hash cannot close: a job with result_ttl=0 is deleted as soon
     as it ran; if that happens before the resend arrives, only the step's short-lived
@@ -132,7 +121,7 @@ def test_a_job_kept_0s_that_ran_before_the_resend_is_not_stored_again(
     assert queue.enqueue("tests.worker.jobs:add", 1, 1).get(timeout=20) == 2  # worker ready
     client = redis_server.client()
     # The resend waits until the worker has run the job and deleted it (result_ttl=0).
-    proxy.cut_reply_to(enqueue_request, then_refuse=0.3)
+    proxy.cut_reply_to(ENQUEUE, then_refuse=0.3)
     options = {"job_id": job_id} if job_id else {}
     job = queue.enqueue("tests.worker.jobs:record", url, "once", result_ttl=0, **options)
     assert proxy.cut == 1

@@ -7,9 +7,11 @@ cluster where they ask for a Redis."""
 import pytest
 from redis.crc import key_slot
 
-from rqconc import Queue
+from rqconc.connection.pooled import pooled_or_plain
 from rqconc.store import functions
+from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import script
+from rqconc.store.steps.core import Steps
 from tests.scale.conftest import ClusterDeployment
 from tests.store.test_lua_library import libraries
 from tests.worker.test_namespaces import (  # noqa: F401
@@ -35,7 +37,7 @@ def test_every_master_that_serves_a_namespace_loads_the_steps_library(redis_serv
     """The steps run as functions on a cluster too (rqconc/store/functions.py): the direct
     connection to the master of a namespace loads the library there on its first step, so a
     namespace on each master loads it on every master, and a master that lost it (FUNCTION
-    FLUSH) loads it again (one library a step: an enqueue loads the enqueue's). The cluster
+    FLUSH) loads it again (one library a step: a take loads the take's). The cluster
     client's own calls keep EVALSHA."""
     client = redis_server.client()
     masters = client.get_primaries()
@@ -49,15 +51,15 @@ def test_every_master_that_serves_a_namespace_loads_the_steps_library(redis_serv
         client.get_redis_connection(node).config_resetstat()
     for round_ in range(2):
         for namespace in namespaces.values():
-            Queue("default", connection=redis_server.url, namespace=namespace).enqueue(
-                "tests.queue.tasks:add", round_, 1
-            )
+            keys = KeySpace(namespace)
+            # A worker child's take: its direct connection to the namespace's master.
+            Steps(pooled_or_plain(client, keys.seq), keys).take("c", ["default"], 30_000, "w")
         for node in masters:
             master = client.get_redis_connection(node)
-            assert libraries(master) == [script("enqueue").function], node.name
+            assert libraries(master) == [script("take").function], node.name
             fcall = master.info("commandstats")["cmdstat_fcall"]
-            # Per round, on each master: one enqueue ran as FCALL, after one "Function not
-            # found" that loaded the library.
+            # Per round, on each master: one take ran as FCALL, after one "Function not
+            # found" that loaded its library.
             assert fcall["calls"] - fcall.get("failed_calls", 0) == round_ + 1, fcall
             master.function_flush()  # the next round's enqueue loads it again
     assert not functions.tries_functions(client)

@@ -52,10 +52,11 @@ def test_redis_7_runs_every_step_by_fcall_and_6_2_by_evalsha(queue, steps, clien
     run_two_jobs(queue, steps)
     ran = calls(client)
     if has_functions(client):
-        assert ran["evalsha"] == 0 and ran["fcall"] >= 5, ran
+        # The two enqueues stay on EVALSHA (functions.EVALSHA_STEPS; one more call when the
+        # first is refused NOSCRIPT); take and completes by FCALL (failed calls counted too).
+        assert ran["evalsha"] in (2, 3) and ran["fcall"] >= 3, ran
         assert functions.path_of(steps.client) is True
-        loaded = {script(n).function for n in ("enqueue", "take", "complete")}
-        assert set(libraries(client)) == loaded
+        assert set(libraries(client)) == {script(n).function for n in ("take", "complete")}
     else:
         assert ran["fcall"] == 0 and ran["evalsha"] >= 5, ran
         assert functions.path_of(steps.client) is False
@@ -102,8 +103,9 @@ def test_a_user_whose_acl_refuses_functions_keeps_evalsha(redis_url, client):
 @pytest.mark.parametrize("name", step_names())
 def test_every_step_has_a_library_and_print_lua_prints_it(name, capsys):
     text = functions.text(name)
-    function = script(name).function
-    assert function == f"{functions.prefix()}_{name}"
+    function = f"{functions.prefix()}_{name}"
+    called = None if name in functions.EVALSHA_STEPS else function
+    assert script(name).function == called
     assert text.startswith(f"#!lua name={function}\n")
     assert f"redis.register_function(LIBRARY .. '_{name}', function(keys, args)" in text
     assert main([name, "--library", "--raw"]) == 0
