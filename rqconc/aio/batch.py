@@ -4,18 +4,20 @@ Redis as one pipeline (SPEC 15: 100 coroutines enqueueing one job at a time).
 Each `await batch.run(step)` puts the step's call on the batch and waits for its own reply.
 The first call starts the flusher task, whose first step runs once the callbacks already
 ready in this turn have (no timer: a lone enqueue waits for nothing but its round trip). It
-takes every call gathered and sends them as ONE pipeline (`connection.aio.pipelined`): an
-EVALSHA per call, no MULTI (each step is atomic on its own; none spans two), then WAIT when
-the queue waits for replicas (it counts everything the pipeline's connection wrote). Calls
-issued while that pipeline is out gather for the next one.
+takes every call gathered and sends them as ONE pipeline (`connection.aio.pipelined`): one
+command per call, no MULTI (each step is atomic on its own; none spans two), then WAIT when
+the queue waits for replicas (it counts everything the pipeline's connection wrote). Each
+call's command (by SHA or as a function) and its load when a server lacks it are the store's
+(store/scripts.py), as for every other caller. Calls issued while that pipeline is out
+gather for the next one.
 
 Invariants, each held by a test (tests/aio/test_async_batch.py):
 - Order: one pipeline in flight per batch, its calls in the order they were issued, so the
   jobs of one priority are queued in the order their enqueues were awaited.
 - Each caller gets its own reply or its own error: Redis answers each command of a pipeline
   alone, so a step that fails (a bad argument) fails alone.
-- NOSCRIPT (a script's first use, or a restart flushed the cache): those calls did not run;
-  the scripts are loaded and those calls sent again, in their order.
+- NOSCRIPT or a missing library (a first use, or a restart flushed the cache): those calls
+  did not run; what they lacked is loaded and those calls sent again, in their order.
 - A connection that fails (after the client's own retries: a resend is safe, as only steps
   that are idempotent per id are batched, `EnqueuePlan.resendable`) fails exactly the calls
   of that pipeline; the caller turns the error into rqconc's one-line ConnectionError.
@@ -30,8 +32,6 @@ import asyncio
 import contextlib
 import copy
 from typing import Any, List, Optional, Tuple
-
-from redis.exceptions import NoScriptError
 
 from rqconc.connection.aio import pipelined
 from rqconc.connection.replicas import ReplicaWait
@@ -83,11 +83,13 @@ class StepBatch:
         """Each call's reply or error to its caller; raises what failed them all."""
         try:
             replies = await self._pipeline(calls)
-            unknown = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+            unknown = [i for i, reply in enumerate(replies) if calls[i][0].script.missing(reply)]
             if unknown:
-                sources = {calls[i][0].script.sha: calls[i][0].script.source for i in unknown}
-                for source in sources.values():
-                    await self.client.script_load(source)
+                lacking = {
+                    calls[i][0].script.name: (calls[i][0].script, replies[i]) for i in unknown
+                }
+                for script, reply in lacking.values():
+                    await script.aload_missing(self.client, reply)
                 again = await self._pipeline([calls[i] for i in unknown])
                 for i, reply in zip(unknown, again):
                     replies[i] = reply
@@ -101,10 +103,7 @@ class StepBatch:
             raise
 
     async def _pipeline(self, calls: List[Call]) -> List[Any]:
-        commands = [
-            ("EVALSHA", step.script.sha, len(step.keys), *step.keys, *step.args)
-            for step, _ in calls
-        ]
+        commands = [step.command(self.client) for step, _ in calls]
         if self.wait is None:
             return await pipelined(self.client, commands, SLICE)
         replies = await pipelined(self.client, [*commands, self.wait.command], SLICE)

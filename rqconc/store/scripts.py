@@ -235,6 +235,14 @@ class Script:
             or functions.is_refused(reply)
         )
 
+    async def aload_missing(self, client: Any, reply: Any) -> None:
+        """Load on a `redis.asyncio` client what a pipelined `command` was `missing`
+        (the library, or the script for EVALSHA), so the same call can be sent again."""
+        if isinstance(reply, redis.exceptions.NoScriptError) or not await functions.aloaded(
+            client, reply, self.name
+        ):
+            await client.script_load(self.source)  # refused the library: EVALSHA from now
+
     async def acall(
         self,
         client: Any,
@@ -297,6 +305,11 @@ class Step(NamedTuple):
 
     async def arun(self, client: Any, wait: Optional[ReplicaWait] = None) -> Any:
         return self.decode(await self.script.acall(client, self.keys, self.args, wait))
+
+    def command(self, client: Any) -> Tuple[Any, ...]:
+        """This call as one command of a pipeline (rqconc.aio's batch): see Script.command,
+        Script.missing and Script.aload_missing."""
+        return self.script.command(client, self.keys, self.args)
 
 
 _SCRIPTS: Dict[str, Script] = {}
