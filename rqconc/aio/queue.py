@@ -19,7 +19,7 @@ from redis.asyncio import RedisCluster
 
 from rqconc.aio.batch import StepBatch
 from rqconc.aio.job import AsyncEagerJob, AsyncJob
-from rqconc.connection.aio import AsyncConnectionLike, check_connection, connect_async
+from rqconc.connection.aio import AsyncConnectionLike, check_connection, connect_async, ready
 from rqconc.connection.clients import translated_errors
 from rqconc.connection.replicas import DEFAULT_WAIT_TIMEOUT, ReplicaWait
 from rqconc.queue.eager import EagerRunner, eager_mode
@@ -87,17 +87,27 @@ class AsyncQueue:
         return self._eager is not None
 
     async def connection(self) -> Any:
-        """The queue's redis.asyncio client, opened on first use."""
+        """The queue's redis.asyncio client, opened on first use (once: the coroutines that
+        ask meanwhile wait for it)."""
         if self._client is None:
             if self._eager is not None:
                 raise RuntimeError(f"{self!r} is eager (docs/testing.md): it has no Redis")
-            client = await connect_async(self._connection_arg)
-            # A RedisCluster client sends each step alone: a pipeline of it splits by slot
-            # and node, and WAIT would count one node's writes.
-            if not isinstance(client, RedisCluster):
-                self._batch = StepBatch(client, self.wait)
-            self._client = client
+            if self._opening is None:
+                self._opening = asyncio.Lock()
+            async with self._opening:
+                if self._client is None:
+                    await self._open()
         return self._client
+
+    async def _open(self) -> None:
+        client = await connect_async(self._connection_arg)
+        with translated_errors(client):  # a Cluster client asks for the slots now
+            await ready(client)
+        # A RedisCluster client sends each step alone: a pipeline of it splits by slot
+        # and node, and WAIT would count one node's writes.
+        if not isinstance(client, RedisCluster):
+            self._batch = StepBatch(client, self.wait)
+        self._client = client
 
     async def aclose(self) -> None:
         """Close the client this queue opened (one passed in is the caller's to close)."""

@@ -46,7 +46,8 @@ def check_connection(connection: Any) -> None:
 
 
 async def connect_async(connection: AsyncConnectionLike = None) -> Any:
-    """An async client for `connection` (a URL, a redis.asyncio client, or None)."""
+    """An async client for `connection` (a URL, a redis.asyncio client, or None), not yet
+    `ready` (that one talks to Redis)."""
     check_connection(connection)
     if is_async_client(connection):
         return connection
@@ -55,6 +56,25 @@ async def connect_async(connection: AsyncConnectionLike = None) -> Any:
     else:  # the embedded server may have to be started: a subprocess and a wait
         url = await asyncio.to_thread(resolve_url, None)
     return async_client(checked_url(url))
+
+
+async def ready(client: Any) -> Any:
+    """`client`, able to route its first commands: a RedisCluster learns the cluster's slots
+    now, once, before its users' commands go out concurrently.
+
+    redis-py 8.1's asyncio RedisCluster picks a command's nodes before its lazy first
+    `initialize()` runs: on a client that has not learned the slots yet (no default node),
+    a keyed command such as EVALSHA is routed as keyless, to a random primary, and gets
+    MOVED. Every reinitialize_steps (5) MOVEDs the client calls `aclose()`, which closes the
+    connections other tasks are writing on: 20 coroutines enqueueing at once through a fresh
+    client failed with "Error UNKNOWN while writing to socket. Connection lost." or
+    "Connection closed by server" (redis-py's aclose-on-MOVED path: redis/redis-py PR 4322;
+    the routing before initialize has no redis-py issue we found). Initializing first routes
+    every command by its slot from the start. Idempotent: an initialized client returns at
+    once."""
+    if isinstance(client, aioredis.RedisCluster):
+        await client.initialize()
+    return client
 
 
 def async_options(url: str, retries: int = 2) -> Dict[str, Any]:
@@ -81,6 +101,11 @@ def async_client(url: str, retries: int = 2) -> Any:
             return aioredis.RedisCluster(
                 startup_nodes=[ClusterNode(host, port) for host, port in seeds],
                 require_full_coverage=False,  # a failover leaves slots briefly masterless
+                # No cap of its own, as redis.asyncio's pool for one Redis (Redis's
+                # maxclients is the limit): redis-py's 100 per node is less than SPEC 15's
+                # 100 coroutines waiting for results on one namespace's master, plus the
+                # enqueues sent meanwhile.
+                max_connections=2**31,
                 **cluster_options,
             )
         if sentinel.is_sentinel_url(url):

@@ -304,12 +304,8 @@ def translated_errors(client: redis.Redis) -> Iterator[None]:
             raise error from None
         if isinstance(exc, ReplicasBehind):  # Redis is up: its replicas lag or are gone
             raise errors.ConnectionError(f"Redis at {describe(client)}: {exc}") from None
-        if str(exc) == _POOL_FULL:  # Redis itself may be fine: the client's own cap is hit
-            cap = getattr(client.connection_pool, "max_connections", "the")
-            raise errors.ConnectionError(
-                f"all {cap} connections of the client's pool to {describe(client)} are in "
-                "use; raise ?max_connections= in --url / REDIS_URL or use fewer at once"
-            ) from None
+        if isinstance(exc, redis.exceptions.MaxConnectionsError) or str(exc) == _POOL_FULL:
+            raise errors.ConnectionError(_pool_full(client)) from None
         raise errors.ConnectionError(
             _scrubbed(
                 f"cannot reach Redis at {describe(client)} ({exc.__class__.__name__}: {exc}); "
@@ -317,3 +313,22 @@ def translated_errors(client: redis.Redis) -> Iterator[None]:
                 client,
             )
         ) from None
+
+
+def _pool_full(client: Any) -> str:
+    """Redis itself may be fine: the client's own cap on its connections is hit (a Cluster
+    client's is per node, with no URL option: redis.asyncio's says MaxConnectionsError and
+    nothing more)."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is not None:
+        cap = getattr(pool, "max_connections", "the")
+        return (
+            f"all {cap} connections of the client's pool to {describe(client)} are in "
+            "use; raise ?max_connections= in --url / REDIS_URL or use fewer at once"
+        )
+    node = client.get_default_node() if hasattr(client, "get_default_node") else None
+    cap = getattr(node, "max_connections", "the")
+    return (
+        f"all {cap} connections per node of the Redis Cluster client are in use; pass "
+        "connection= a RedisCluster client with a larger max_connections, or use fewer at once"
+    )

@@ -3,6 +3,9 @@ tests below are the existing ones, imported unchanged: tests/scale/conftest.py h
 the deployment (a Redis Cluster, ...) where they ask for a Redis. Worker tests run on
 `forking` (warm and cold shutdown on `threading` too) to stay within the suite's time budget."""
 
+from tests.aio.test_async_batch import (  # noqa: F401
+    test_jobs_of_one_coroutine_keep_their_order_within_each_priority,
+)
 from tests.cli.test_commands import (  # noqa: F401
     test_enqueue_prints_the_id_alone_and_stores_the_call,
     test_info_counts_each_queue_in_text_and_json,
