@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import redis
 
-from rqconc.connection.aio import async_client
+from rqconc.connection.aio import async_client, ready
 from rqconc.connection.backoff import REDIS_DOWN, Backoff
 from rqconc.engine.slots.turns import TurnBatches
 from rqconc.engine.source import FAILED, FINISHED, NativeWork, NextClaim, WorkItem
@@ -49,7 +49,7 @@ class RedisNativeWork(NativeWork):
     def __init__(self, taker: Taker) -> None:
         self.taker = taker
         self.connections = taker.connections
-        self._client: Any = None  # made in the loop's thread on first use
+        self._client: Any = None  # a future of the client, made in the loop on first use
         self._backoff = Backoff(first=0.1, cap=30.0, jitter=True)
         # Claims of takes whose reply was lost (they may have leased a job): their jobs go
         # back before the next take, which may go out under the same claims (see
@@ -59,10 +59,21 @@ class RedisNativeWork(NativeWork):
             self._complete_batch, LIMIT, self._completed_for_nobody
         )
 
-    def _redis(self) -> Any:
+    async def _redis(self) -> Any:
+        # One client, shared by the takes and completions of the loop; a Cluster client
+        # learns the slots before any of them goes out (connection.aio.ready: redis-py
+        # routes them at random until then). Made once even when both ask at once; a
+        # failed start is dropped, and the next call tries again.
         if self._client is None:
-            self._client = async_client(url_of(self.connections.client), retries=0)
-        return self._client
+            client = async_client(url_of(self.connections.client), retries=0)
+            self._client = asyncio.ensure_future(ready(client))
+        made = self._client
+        try:
+            return await asyncio.shield(made)
+        except Exception:
+            if self._client is made:
+                self._client = None
+            raise
 
     async def _in_thread(self, func: Callable[..., Any], *args: Any) -> Any:
         return await asyncio.get_running_loop().run_in_executor(None, func, *args)
@@ -104,7 +115,7 @@ class RedisNativeWork(NativeWork):
             await asyncio.sleep(min(max(timeout, 0.0), MAX_BLOCK))
             return []
         step = take_step(steps, claims, order, taker.lease_ms, taker.worker)
-        found = await step.arun(self._redis(), self.connections.wait)
+        found = await step.arun(await self._redis(), self.connections.wait)
         if isinstance(found, int):
             wait = min(timeout, taker.take_wait)
             if found >= 0:
@@ -112,7 +123,7 @@ class RedisNativeWork(NativeWork):
             if wait < MIN_BLOCK:  # Redis truncates to whole ms, and 0 blocks forever
                 return []
             markers = [steps.keys.marker(name) for name in order]
-            found = await await_then_take(self._redis(), step, markers, round(wait, 2))
+            found = await await_then_take(await self._redis(), step, markers, round(wait, 2))
             if isinstance(found, int):
                 return []
         callback_timeout = taker.recorder.callback_timeout
@@ -229,7 +240,7 @@ class RedisNativeWork(NativeWork):
         completions, order, lease_ms = batch_of(asked)
         steps = self.connections.steps
         step = complete_many_step(steps, completions, order, lease_ms, self.taker.worker)
-        return await step.arun(self._redis(), self.connections.wait)
+        return await step.arun(await self._redis(), self.connections.wait)
 
     def _completed_for_nobody(self, asked: Asked, replied: Replied) -> None:
         """The slot was ended while its completion travelled: the job it took next goes back

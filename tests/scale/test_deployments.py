@@ -36,6 +36,9 @@ from tests.worker.test_lifecycle import (  # noqa: F401
     test_a_failing_parent_cancels_its_children_unless_they_allow_failure,
     test_cancel_stops_a_running_job_within_2_s,
 )
+from tests.worker.test_native_core import (  # noqa: F401  (forking --slots: the native core)
+    test_a_coroutine_holding_the_loop_keeps_its_lease_and_its_timeout,
+)
 from tests.worker.test_scheduling import (  # noqa: F401
     test_exhausted_retries_land_in_failed_and_requeue_all_runs_them_again,
 )
