@@ -60,8 +60,12 @@ EXPLAIN_NOTHING = {"reply_cut", "clock_skew"}
 # The Lua step each EVALSHA or FCALL runs, to name what a cut reply belonged to.
 LUA_DIR = Path(scripts.__file__).parent / "lua"
 SHAS = {scripts.script(path.stem).sha.encode(): path.stem for path in LUA_DIR.glob("*.lua")}
-SHAS.update(
-    {scripts.script(path.stem).function.encode(): path.stem for path in LUA_DIR.glob("*.lua")}
+SHAS.update(  # the single enqueue has no function: EVALSHA everywhere (store/functions.py)
+    {
+        function.encode(): path.stem
+        for path in LUA_DIR.glob("*.lua")
+        if (function := scripts.script(path.stem).function)
+    }
 )
 ENDED = {"finished", "failed", "canceled"}
 
