@@ -13,11 +13,11 @@ ADD, NAP = "tests.dashboard.jobs:add", "tests.dashboard.jobs:nap"
 
 
 def _shown(browser):
-    rows = "#jobs tbody tr"
-    return _settled(
-        lambda: [
-            r.get_attribute("data-job-id") for r in browser.find_elements(By.CSS_SELECTOR, rows)
-        ]
+    # Read in one script, at one moment of the page: element by element, a redraw between
+    # the find and the reads made them stale ten times running on a slow machine (a run).
+    return browser.execute_script(
+        "return Array.from(document.querySelectorAll('#jobs tbody tr'))"
+        ".map(r => r.getAttribute('data-job-id'))"
     )
 
 
