@@ -107,11 +107,8 @@ def is_refused(reply: Any) -> bool:
 def loaded(client: Any, error: redis.exceptions.ResponseError, step: str) -> bool:
     """After FCALL of `step` failed with `error`: whether its library is loaded now (call
     again), or False: the client keeps EVALSHA. Any other error is raised."""
-    if is_refused(error):
-        keeps_evalsha(client)
+    if not _needs_load(client, error):
         return False
-    if not is_missing(error):
-        raise error
     try:
         client.function_load(text(step), replace=True)
     except redis.exceptions.ResponseError as exc:
@@ -121,15 +118,23 @@ def loaded(client: Any, error: redis.exceptions.ResponseError, step: str) -> boo
 
 async def aloaded(client: Any, error: redis.exceptions.ResponseError, step: str) -> bool:
     """`loaded` on a redis.asyncio client."""
+    if not _needs_load(client, error):
+        return False
+    try:
+        await client.function_load(text(step), replace=True)
+    except redis.exceptions.ResponseError as exc:
+        return _refused_load(client, exc)
+    return True
+
+
+def _needs_load(client: Any, error: redis.exceptions.ResponseError) -> bool:
+    """Whether FCALL's `error` asks for the library to be loaded; False when the client
+    is refused functions (it keeps EVALSHA). Any other error is raised."""
     if is_refused(error):
         keeps_evalsha(client)
         return False
     if not is_missing(error):
         raise error
-    try:
-        await client.function_load(text(step), replace=True)
-    except redis.exceptions.ResponseError as exc:
-        return _refused_load(client, exc)
     return True
 
 
