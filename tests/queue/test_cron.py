@@ -274,8 +274,8 @@ def test_removing_an_entry_deletes_its_jobs_enqueued_ahead(queue, client, keys, 
 
 
 def test_replacing_an_entry_takes_back_the_old_definitions_jobs(queue, client, keys, scheduler):
-    queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
-    scheduler.tick()
+    first = queue.cron("* * * * * *", tasks.add, 1, 2, id="every")
+    scheduler.tick(first.registered_at)  # a controlled now: no second boundary between them
     old = cron_jobs(client, keys, "every")
     entry = queue.cron("* * * * * *", tasks.add, 10, 20, id="every")
     assert cron_jobs(client, keys, "every") == []  # taken back with the old definition
