@@ -12,8 +12,11 @@ $(BIN)/python:
 # Editable, plus a .pth listing the checkout: setuptools' editable install of a flat layout
 # is an import hook that mypy cannot see, so `mypy --strict` on an app using this venv would
 # not find rqconc (its "compat" mode, a .pth like this one, is deprecated).
+# The uninstall: a venv made before the test extra dropped opentelemetry-sdk (issue #30,
+# setup.cfg) loses it too, or redis-py would keep importing it in every process.
 $(VENV)/.installed: $(BIN)/python setup.cfg setup.py Makefile
 	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip uninstall -q -y opentelemetry-sdk opentelemetry-semantic-conventions 2>/dev/null || true
 	echo "$(CURDIR)" > "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/rqconc-checkout.pth"
 	touch $@
 

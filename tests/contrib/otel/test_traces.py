@@ -11,25 +11,25 @@ import json
 
 import pytest
 
-pytest.importorskip("opentelemetry.sdk")
+from rqconc import JobFailed, Queue, Retry
+from rqconc.aio import AsyncQueue
+from rqconc.contrib import otel
+from tests.support.waiting import wait_for
 
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
-    InMemorySpanExporter,
-)
-
-from rqconc import JobFailed, Queue, Retry  # noqa: E402
-from rqconc.aio import AsyncQueue  # noqa: E402
-from rqconc.contrib import otel  # noqa: E402
-from tests.support.waiting import wait_for  # noqa: E402
+# The first run on a machine installs the SDK (conftest.py) before its first test.
+pytestmark = pytest.mark.timeout(180)
 
 HOOKS = ("--hooks", "tests.contrib.otel.span_file", "--hooks", "rqconc.contrib.otel")
 
 
 @pytest.fixture
-def produced():
+def produced(otel_sdk):
     """instrument() on a provider of its own; the PRODUCER spans it exported."""
+    # Here, not at the top: the SDK is importable once conftest.py's otel_sdk has run.
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
