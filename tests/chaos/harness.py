@@ -94,9 +94,10 @@ class Chaos:
         self.tokens: Dict[str, str] = {}
         self.enqueue_done = threading.Event()
         self.events = EventTail(self.server.url, self.keys.events)
-        # Enqueue over a period the driver spends injecting faults, so that faults keep
-        # hitting running jobs rather than an already drained queue.
-        self.enqueue_seconds = max(30.0, jobs / 15.0)
+        # Enqueue over a period the driver spends injecting faults, so that they keep hitting
+        # running jobs, not a drained queue; a short run's (make test's) come closer together.
+        self.enqueue_seconds = max(20.0, jobs / 15.0)
+        self.gaps = (0.8, 2.5) if jobs >= 5000 else (0.3, 1.0)
 
     # ---- set-up / tear-down ----
     def start(self) -> None:
@@ -120,7 +121,6 @@ class Chaos:
 
     # ---- enqueueing (direct, idempotent through explicit job ids) ----
     def enqueue_all(self) -> None:
-        interval = self.enqueue_seconds / self.jobs
         started = time.monotonic()
         for index in range(self.jobs):
             token = f"t{index:05d}"
@@ -128,9 +128,11 @@ class Chaos:
             self._enqueue_one(job_id, token)
             self.ids.append(job_id)
             self.tokens[job_id] = token
-            delay = started + (index + 1) * interval - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
+            # Spread over enqueue_seconds, or until the driver's first round of faults (each
+            # kind once: the first len(FAULTS) it logs) ends as projected, if that is later.
+            elapsed, done = time.monotonic() - started, len(self.faults)
+            end = max(self.enqueue_seconds, elapsed * len(FAULTS) / done if done else 0.0)
+            time.sleep(max(0.0, end - elapsed) / (self.jobs - index))
         self.enqueue_done.set()
 
     def _enqueue_one(self, job_id: str, token: str) -> None:
@@ -164,7 +166,7 @@ class Chaos:
         # Every kind once first (in a seeded order), so even the short run injects them all.
         first = self.rng.sample(kinds, len(kinds))
         while first or not self.enqueue_done.is_set():
-            time.sleep(self.rng.uniform(0.8, 2.5))
+            time.sleep(self.rng.uniform(*self.gaps))
             kind = first.pop() if first else self.rng.choices(kinds, weights)[0]
             record = FaultRecord(kind, time.monotonic(), number=len(self.faults) + 1)
             getattr(self, kind)(record)
@@ -353,7 +355,7 @@ class Chaos:
         if not baseline:
             self.violations.add(f"{record.kind}: Redis unreachable 10 s after the fault")
             return
-        if self.enqueue_done.is_set() and not self._pending():
+        if self.enqueue_done.is_set() and self._finished_count() == len(self.ids):
             record.note += " (nothing left to run)"
             return
         if wait_until(lambda: self._finished_count() > baseline[0], 45):
@@ -363,9 +365,6 @@ class Chaos:
                 f"{record.kind}: no job finished within 45 s after "
                 f"the fault was lifted at {lifted - record.at:.1f}s"
             )
-
-    def _pending(self) -> int:
-        return len(self.ids) - self._finished_count()
 
     # ---- the end ----
     def statuses(self) -> Dict[str, Optional[str]]:

@@ -49,10 +49,11 @@ def _children(worker):
     return sorted(child.pid for child in psutil.Process(worker.pid).children(recursive=True))
 
 
-def _wait_for_refused_heartbeats(admin, worker, what):
-    before = _hsetnx_rejections(admin)
+def _wait_for_refused_heartbeats(admin, worker, what, before, also=0):
+    """Three heartbeats refused since `before` (a count of refusals), besides `also` other
+    refused calls (the registration's)."""
     wait_for(
-        lambda: _hsetnx_rejections(admin) >= before + 3,
+        lambda: _hsetnx_rejections(admin) >= before + also + 3,
         timeout=20,
         message=f"three heartbeats refused ({what})",
     )
@@ -65,11 +66,14 @@ def test_the_worker_outlives_refusals_and_resumes(backend, admin_redis, start_wo
     _grant_hsetnx(admin, False)
     url = f"redis://rq:{USER_PASSWORD}@127.0.0.1:{admin_redis.port}/0"
     queue = Queue("refusals", connection=url)
+    # Counted from before the start: the supervisor registers (refused too) and heartbeats
+    # while its children start and run the first job.
+    before = _hsetnx_rejections(admin)
     worker = start_worker(backend, 2, url, "-q", "refusals")
     assert queue.enqueue("tests.worker.jobs:add", 1, 1).get(timeout=30) == 2
     children = _children(worker)
 
-    _wait_for_refused_heartbeats(admin, worker, "NOPERM")  # since registration
+    _wait_for_refused_heartbeats(admin, worker, "NOPERM", before, also=1)
     _grant_hsetnx(admin, True)
     workers = wait_for(
         lambda: [k for k in admin.keys("{rqconc}:worker:*") if admin.hget(k, "birth")],
@@ -78,11 +82,12 @@ def test_the_worker_outlives_refusals_and_resumes(backend, admin_redis, start_wo
     )
     assert len(workers) == 1
 
+    before = _hsetnx_rejections(admin)
     admin.config_set("maxmemory", 1)
     try:
         with pytest.raises(redis.exceptions.ResponseError, match="maxmemory"):
             queue.enqueue("tests.worker.jobs:add", 0, 0)
-        _wait_for_refused_heartbeats(admin, worker, "OOM")
+        _wait_for_refused_heartbeats(admin, worker, "OOM", before)
     finally:
         admin.config_set("maxmemory", 0)
 
