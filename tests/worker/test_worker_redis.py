@@ -73,7 +73,15 @@ def test_sigkill_of_the_supervisor_then_a_new_worker_finishes_every_job(
 ):
     first = start_worker(backend, 2, redis_server.url, "--lease-seconds", "2")
     q = Queue(connection=redis_server.url)
-    jobs = [q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 0.5) for n in range(8)]
+    # The first two (one per child) run until the kill, whatever the machine's speed, and
+    # end at once when they run again; the six behind them take 0.2 s each.
+    jobs = [
+        q.enqueue("tests.worker.jobs:record_slow_first", redis_server.url, f"j{n}", 60)
+        for n in range(2)
+    ]
+    jobs += [
+        q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 0.2) for n in range(2, 8)
+    ]
     wait_for(lambda: len(executions(redis_server)) >= 2, message="first jobs running")
     first.signal(signal.SIGKILL)
     first.wait_exit(5)
