@@ -16,6 +16,26 @@ def record(url: str, token: str, seconds: float = 0.0) -> str:
     return token
 
 
+def record_slow_first(url: str, token: str, seconds: float) -> str:
+    """`record`, sleeping `seconds` on the first execution of `token` only: a test kills
+    that one mid-job, and the run after it ends at once."""
+    client = connect(url)
+    client.rpush("executions", token)
+    first = client.lrange("executions", 0, -1).count(token.encode()) == 1
+    client.rpush(f"pids:{token}", os.getpid())
+    if first:
+        time.sleep(seconds)
+    return token
+
+
+def hold_recorded(url: str, token: str, key: str, seconds: float = 60.0) -> str:
+    """`record`, then `hold` until the test pushes to `key`: a job that runs as long as
+    the test needs, no longer."""
+    record(url, token)
+    hold(url, key, seconds)
+    return token
+
+
 def add(a: int, b: int) -> int:
     return a + b
 

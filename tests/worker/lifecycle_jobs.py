@@ -40,11 +40,13 @@ def nap(url: str, seconds: float) -> None:
     _client(url).rpush("order", "nap ended")
 
 
-def stage(url: str, n: int, seconds: float = 0.0) -> object:
+def stage(url: str, n: int, seconds: float = 0.0, slow: int = 0) -> object:
     """A three-stage flow: stage n records itself, then hands on to stage n + 1 on queue
-    `stage<n+1>`."""
-    _client(url).rpush("stages", n)
-    if seconds:
+    `stage<n+1>`. The first run of stage `slow` sleeps `seconds` first (the run a test
+    kills); every other run goes straight on."""
+    client = _client(url)
+    client.rpush("stages", n)
+    if n == slow and client.lrange("stages", 0, -1).count(str(n).encode()) == 1:
         time.sleep(seconds)
     if n < 3:
         return Next(
@@ -53,6 +55,7 @@ def stage(url: str, n: int, seconds: float = 0.0) -> object:
             url,
             n + 1,
             seconds,
+            slow,
             result=f"stage {n} done",
         )
     return "flow done"

@@ -18,8 +18,7 @@ from tests.support.clock import clock_env, install_clock
 from tests.support.worker_process import BACKENDS, wait_for
 
 HOUR = 3600.0
-LEASE = "1"  # seconds; the job runs five of them
-JOB_SECONDS = 5.0
+LEASE = "1"  # seconds; the job runs for several of them
 
 
 @pytest.fixture
@@ -41,13 +40,24 @@ def start_worker_with_clock(tmp_path, monkeypatch, start_worker):
 
 
 def run_once_across_skewed_workers(server, start, runner_skew, other_skew, backend):
+    client = server.client()
     q = Queue("long", connection=server.url)
-    job = q.enqueue("tests.worker.jobs:record", server.url, "only", JOB_SECONDS)
+    job = q.enqueue("tests.worker.jobs:hold_recorded", server.url, "only", "release")
     start(runner_skew, backend, server.url, "--queues", "long")
     # Listens elsewhere, but recovers expired leases of the whole namespace.
-    other = start(other_skew, "forking", server.url, "--queues", "elsewhere")
+    other = start(other_skew, "forking", server.url, "--queues", "elsewhere", "--name", "other")
+    wait_for(lambda: client.lrange("executions", 0, -1), timeout=30, message="the job running")
+    # The job runs on while the other worker ticks (heartbeat, then a recover pass) twice
+    # after its first heartbeat seen here: past several leases, for both workers' passes.
+    beats = set()
+
+    def other_ticked_twice():
+        beats.update(w["last_heartbeat"] for w in list_workers(client) if w["name"] == "other")
+        return len(beats) >= 3
+
+    wait_for(other_ticked_twice, timeout=30, message="the other worker's ticks")
+    client.rpush("release", "done")
     assert job.get(timeout=30) == "only"
-    client = server.client()
     assert client.lrange("executions", 0, -1) == [b"only"], other.output()[-3000:]
     assert job.status == JobStatus.FINISHED and job.attempts == 1
     assert client.hget(KeySpace().job(job.id), "lost") in (None, b"0")

@@ -54,7 +54,9 @@ def test_a_child_killed_mid_job_is_a_failed_attempt_and_the_job_runs_again(
 ):
     start_worker(backend, 2, redis_server.url)
     q = Queue(connection=redis_server.url)
-    job = q.enqueue("tests.worker.jobs:record", redis_server.url, "victim", 3)
+    # Its first run naps long enough to be killed mid-job however slow the machine; the
+    # run after it ends at once.
+    job = q.enqueue("tests.worker.jobs:record_slow_first", redis_server.url, "victim", 60)
     pid = int(
         wait_for(lambda: redis_server.client().lindex("pids:victim", 0), message="job running")
     )
@@ -71,7 +73,15 @@ def test_sigkill_of_the_supervisor_then_a_new_worker_finishes_every_job(
 ):
     first = start_worker(backend, 2, redis_server.url, "--lease-seconds", "2")
     q = Queue(connection=redis_server.url)
-    jobs = [q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 0.5) for n in range(8)]
+    # The first two (one per child) run until the kill, whatever the machine's speed, and
+    # end at once when they run again; the six behind them take 0.2 s each.
+    jobs = [
+        q.enqueue("tests.worker.jobs:record_slow_first", redis_server.url, f"j{n}", 60)
+        for n in range(2)
+    ]
+    jobs += [
+        q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 0.2) for n in range(2, 8)
+    ]
     wait_for(lambda: len(executions(redis_server)) >= 2, message="first jobs running")
     first.signal(signal.SIGKILL)
     first.wait_exit(5)
@@ -94,7 +104,8 @@ def test_a_job_longer_than_its_lease_never_runs_twice_while_its_worker_lives(
     start_worker(backend, 1, redis_server.url, "--lease-seconds", "1")
     start_worker(backend, 1, redis_server.url, "--lease-seconds", "1")
     q = Queue(connection=redis_server.url)
-    job = q.enqueue("tests.worker.jobs:record", redis_server.url, "long", 4)
+    # Two and a half leases, renewed while both workers' recover passes (1 s apart) go by.
+    job = q.enqueue("tests.worker.jobs:record", redis_server.url, "long", 2.5)
     assert job.get(timeout=20) == "long"
     assert executions(redis_server) == ["long"]
     assert job.attempts == 1
@@ -150,7 +161,11 @@ def test_the_worker_registers_heartbeats_and_a_warm_shutdown_loses_nothing_and_l
     assert entry["pid"] == worker.pid
     wait_for(lambda: list_workers(redis_server.client())[0]["idle"] == 3, message="3 idle")
     q = Queue("low", connection=redis_server.url)
-    jobs = [q.enqueue("tests.worker.jobs:record", redis_server.url, f"j{n}", 1.5) for n in range(2)]
+    # Both run until the test releases them, after it asked for the warm shutdown.
+    jobs = [
+        q.enqueue("tests.worker.jobs:hold_recorded", redis_server.url, f"j{n}", "release")
+        for n in range(2)
+    ]
     busy = wait_for(
         lambda: [w for w in list_workers(redis_server.client()) if w["busy"] == 2],
         message="busy in the registry",
@@ -158,6 +173,9 @@ def test_the_worker_registers_heartbeats_and_a_warm_shutdown_loses_nothing_and_l
     assert busy["state"] == "busy" and sorted(busy["current_jobs"]) == sorted(j.id for j in jobs)
     # A warm shutdown while both run: they finish, nothing is lost, the worker leaves.
     worker.signal(signal.SIGTERM)
+    wait_for(lambda: "warm shutdown" in worker.output(), message="warm shutdown")
+    assert worker.process.poll() is None and [j.status for j in jobs] == [JobStatus.STARTED] * 2
+    redis_server.client().rpush("release", "j0", "j1")
     assert worker.wait_exit(10) == 0
     assert [j.status for j in jobs] == [JobStatus.FINISHED] * 2
     assert sorted(executions(redis_server)) == ["j0", "j1"]
