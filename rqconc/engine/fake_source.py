@@ -26,6 +26,9 @@ from typing import Any, Dict, Iterator, Optional, Sequence
 from rqconc.engine.source import NextClaim, SupervisorInfo, WorkItem, WorkSource
 
 POLL_INTERVAL = 0.01
+# With a spool (tests), the supervisor ticks ten times a second: its status file, burst end
+# and memory limit follow within 0.1 s, so the tests wait on those for less.
+SPOOL_TICK_INTERVAL = 0.1
 _HOARD: list = []
 
 
@@ -80,6 +83,9 @@ class FakeSource(WorkSource):
         tmp = self.spool / "status.tmp"
         tmp.write_text(json.dumps(status))
         tmp.rename(self.spool / "supervisor-status")  # readers never see half a file
+
+    def tick_interval(self) -> float:
+        return SPOOL_TICK_INTERVAL if self.spool else super().tick_interval()
 
     def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
         if self.spool is None:

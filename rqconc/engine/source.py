@@ -152,7 +152,7 @@ class WorkSource(ABC):
         """Keep the leases of items being performed (called every `renew_interval`)."""
 
     def tick(self, info: SupervisorInfo) -> None:
-        """Periodic duties of a supervisor: heartbeat, recovery; about once a second."""
+        """Periodic duties of a supervisor: heartbeat, recovery; every `tick_interval`."""
 
     def interrupted(self, claims: Sequence[str]) -> None:
         """A cold shutdown ended the children holding these claims: put their items back
@@ -181,6 +181,10 @@ class WorkSource(ABC):
 
     def renew_interval(self) -> float:
         return 5.0
+
+    def tick_interval(self) -> float:
+        """How often the supervisor runs `tick` (and its other once-a-tick duties)."""
+        return 1.0
 
     def native_work(self) -> Optional[NativeWork]:
         """How this source runs items as tasks of one event loop (the asyncio backend's

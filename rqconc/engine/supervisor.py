@@ -38,7 +38,6 @@ from rqconc.engine.states import ChildState, SupervisorState
 log = logging.getLogger("rqconc.engine")
 
 LOOP_INTERVAL = 0.05
-TICK_INTERVAL = 1.0
 # The process title is refreshed at most this often (counting the cells is cheap, but a
 # title that changes 20 times a second helps nobody).
 TITLE_INTERVAL = 0.25
@@ -207,6 +206,7 @@ class BaseSupervisor:
     def _loop(self) -> None:
         next_tick = next_renew = next_title = 0.0
         controls, duties = self.controls, self.duties
+        tick_interval = self.source.tick_interval()
         while True:
             controls.dispatch()
             controls.follow_stop_request()
@@ -222,7 +222,7 @@ class BaseSupervisor:
                 next_renew = now + self.source.renew_interval()
                 duties.renew()
             if now >= next_tick:
-                next_tick = now + TICK_INTERVAL
+                next_tick = now + tick_interval
                 self._tick()
             if self.burst_end is not None:
                 self.burst_end.check()
@@ -231,7 +231,8 @@ class BaseSupervisor:
             self.fleet.pool.sleep(LOOP_INTERVAL)
 
     def _tick(self) -> None:
-        """About once a second: what needs Redis (or any source) rather than the table."""
+        """Every `source.tick_interval()` (a second for Redis): what needs Redis (or any source)
+        rather than the table."""
         self.duties.follow_suspend()
         self.duties.stop_canceled()
         self.duties.recycle_fat_children()

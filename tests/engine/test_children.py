@@ -166,7 +166,7 @@ def test_max_memory_per_child_recycles_a_grown_child_after_its_job(backend, spoo
     worker = start_worker(backend, 1, spool, "--max-memory-per-child", "150")
     spool.wait_idle(1)
     first_pid = worker.child_pids()[0]
-    item = spool.add(allocate_mb=200, sleep=1.5)
+    item = spool.add(allocate_mb=200, sleep=0.5)
     wait_for(lambda: item in spool.items("done"), message="the big item finished")
     wait_for(lambda: len(spool.events("child_started")) == 2, message="child recycled")
     wait_for(lambda: first_pid not in worker.child_pids(), message="grown child gone")

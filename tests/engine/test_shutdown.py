@@ -81,7 +81,7 @@ def test_ctrl_c_to_the_process_group_is_handled_by_the_supervisor_alone(
 ):
     worker = start_worker(backend, 2, spool)
     spool.wait_idle(2)
-    item = spool.add(sleep=1.5)
+    item = spool.add(sleep=1.0)
     wait_for(lambda: spool.events("started"), message="item started")
     worker.signal_group(signal.SIGINT)  # what a terminal does on Ctrl+C
     assert worker.wait_exit(10) == 0

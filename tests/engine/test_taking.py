@@ -13,9 +13,10 @@ pytestmark = pytest.mark.parametrize("backend", BACKENDS)
 
 
 def test_burst_does_not_end_a_child_that_holds_a_just_taken_item(backend, spool, start_worker):
-    # Taken at once, but reported 2.5 s later: meanwhile the queue looks empty and every
-    # child looks idle to a supervisor that does not know about takes under way.
-    item = spool.add(take_delay=2.5, sleep=0.1)
+    # Taken at once, but reported 1 s later: meanwhile the queue looks empty and every
+    # child looks idle to a supervisor that does not know about takes under way (the fake
+    # source's supervisor ticks every 0.1 s: some ten burst probes within that second).
+    item = spool.add(take_delay=1.0, sleep=0.1)
     worker = start_worker(backend, 1, spool, "--burst")
     assert worker.wait_exit(20) == 0
     assert spool.items("done") == [item]
@@ -26,7 +27,7 @@ def test_burst_does_not_end_a_child_that_holds_a_just_taken_item(backend, spool,
 def test_warm_shutdown_lets_a_taking_child_run_what_it_took(backend, spool, start_worker):
     worker = start_worker(backend, 2, spool)
     spool.wait_idle(2)
-    item = spool.add(take_delay=1.5, sleep=0.1)
+    item = spool.add(take_delay=1.0, sleep=0.1)
     wait_for(lambda: spool.events("taken"), message="item taken")
     worker.signal(signal.SIGTERM)
     assert worker.wait_exit(10) == 0

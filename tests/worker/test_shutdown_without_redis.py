@@ -24,17 +24,17 @@ def test_a_cold_shutdown_while_redis_is_away_requeues_its_jobs_as_interrupted(
     proxy = TcpProxy(redis_server.port).start()
     try:
         # The supervisor waits up to one lease for Redis after the cold shutdown: 30 s is
-        # ten times the outage, so a loaded machine cannot outrun the wait.
+        # fifteen times the outage, so a loaded machine cannot outrun the wait.
         extra = ["--lease-seconds", "30"]
-        if how == "shutdown-timeout":
-            extra += ["--shutdown-timeout", "1"]
+        if how == "shutdown-timeout":  # cold 0.5 s into the 2 s outage
+            extra += ["--shutdown-timeout", "0.5"]
         worker = start_worker(backend, 2, proxy.url(), *extra)
         q = Queue(connection=redis_server.url)
         running = [q.enqueue("tests.worker.jobs:nap", 30) for _ in range(2)]
         wait_for(
             lambda: all(j.status == JobStatus.STARTED for j in running), message="jobs started"
         )
-        proxy.drop(3.0)  # Redis is unreachable for the worker from now on, for 3 s
+        proxy.drop(2.0)  # Redis is unreachable for the worker from now on, for 2 s
         worker.signal(signal.SIGTERM)
         if how == "second-term":
             wait_for(lambda: "warm shutdown" in worker.output(), message="warm shutdown")

@@ -21,8 +21,8 @@ Tick = Union[int, float]  # Unix seconds: an int on a whole second, else a float
 
 _EVERY = re.compile(r"^@every (\d+)(?:\.(\d{1,3}))?s$")
 MAX_INTERVAL = 366 * 86400
-# The leader plans ticks once a second (TICK_INTERVAL in rqconc/engine/supervisor.py), up to
-# cron.LOOKAHEAD (5 s) ahead and at most cron.MAX_TICKS_PER_RUN (64) per entry and pass:
+# The leader plans ticks once a second (a Redis source's tick_interval, engine/source.py), up
+# to cron.LOOKAHEAD (5 s) ahead and at most cron.MAX_TICKS_PER_RUN (64) per entry and pass:
 # 0.1 s is 50 ticks of lookahead plus 10 per pass, within that bound with room to spare;
 # each tick costs the leader two round trips, so shorter intervals are refused.
 MIN_INTERVAL = 0.1
