@@ -424,15 +424,15 @@ def per_call(body, *keys_and_args):
     dump = max(glob.glob(folder + "/callgrind.out.*"), key=os.path.getmtime)
     return next(int(l.split()[1]) for l in open(dump) if l.startswith("totals:")) / n
 
-keys = [k.active, k.claims, k.job("x"), k.started("q"), k.finished("q"), k.done("x"), k.seq,
-        k.events, k.canceling, k.queue("q"), k.marker("q"), k.scheduled("q"), k.started("q")]
-args = ["c", "x", "null", "json", 10, k.prefix, "w", "n", 30000, 100, 1]
+keys = [k.active, k.claims, k.job("x"), k.started("q"), k.finished("q"), k.seq, k.events,
+        k.queue("q"), k.marker("q"), k.scheduled("q"), k.started("q")]
+args = ["c", "x", "null", "json", "w", "n", 30000, 1]
 call = (len(keys), *keys, *args)
 source = script("complete").source
-body = source.index("local nq = tonumber(ARGV[11])")  # complete.lua's own code starts
+body = source.index("local nq = tonumber(ARGV[8])")  # complete.lua's own code starts
 out = {
     "EVALSHA 'return 1', no keys or args": per_call("return 1", 0),
-    "EVALSHA 'return 1', complete+take's 13 keys and 11 args": per_call("return 1", *call),
+    "EVALSHA 'return 1', complete+take's 11 keys and 8 args": per_call("return 1", *call),
     "EVALSHA 'return TIME'": per_call("return redis.call('TIME')", 0),
     "complete, returning before its first line": per_call(
         "if true then return 1 end " + source, *call),

@@ -101,6 +101,11 @@ class WorkSource(ABC):
     def child_started(self, child_index: int) -> None:
         """Called once in each new child before its first take (post-fork set-up)."""
 
+    def child_alone(self) -> None:
+        """Called in a process child that runs one item at a time (forking or
+        multiprocessing without `--slots`) before its first take: no other slot shares its
+        process, so a source may skip what only concurrent slots need (a lock per item)."""
+
     @abstractmethod
     def take(self, claim: str, timeout: float) -> Optional[WorkItem]:
         """Wait up to `timeout` seconds for one item; None when there is none."""

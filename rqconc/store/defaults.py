@@ -30,6 +30,12 @@ LOG_BYTES = 64 * 1024
 # Functions named per queue in the metrics (SPEC 17); the runs of any other count as 'other'.
 MAX_FUNCTIONS = 100
 
+# How many due scheduled jobs one take promotes per queue: bounds the cost of a take (the
+# complete steps' takes use include/take.lua's copy: an argument costs Redis every call).
+PROMOTE_BATCH = 100
+# How long done:<id> outlives a job kept for 0 s, so that waiters already blocked see it.
+DONE_GRACE_SECONDS = 10
+
 # Name -> value of every number above that a Lua file declares (as `local NAME = ...`).
 SHARED_WITH_LUA = {
     "DEFAULT_PRIORITY": DEFAULT_PRIORITY,
@@ -41,4 +47,6 @@ SHARED_WITH_LUA = {
     "LOG_LINES": LOG_LINES,
     "LOG_BYTES": LOG_BYTES,
     "MAX_FUNCTIONS": MAX_FUNCTIONS,
+    "PROMOTE_BATCH": PROMOTE_BATCH,
+    "DONE_GRACE_SECONDS": DONE_GRACE_SECONDS,
 }

@@ -7,7 +7,9 @@ its way waits for it and then goes with every other that piled up meanwhile, in 
 lua/complete_many.lua step that also takes each slot's next job. Alone, a completion is the
 plain complete step, with no wait added; under load, Redis receives one request, one
 script set-up and one clock read for many jobs (the per-Redis-core throughput of
-bench/redis_core.py). A forking or multiprocessing child with one slot never combines.
+bench/redis_core.py). A forking or multiprocessing child with one slot never combines: told
+so (`alone`, WorkSource.child_alone), it sends the plain step without the combiner's lock
+(two lock rounds and four calls a job; bench/PROFILE.md).
 
 Each job is still completed and fenced by its own claim, and each slot's next job leased
 under that slot's own claim: every later step about them is per job. A flow stage's
@@ -70,6 +72,7 @@ class CombinedCompletions:
     def __init__(self, connections: Connections, worker: str) -> None:
         self.connections = connections
         self.worker = worker
+        self.alone = False  # set in a process child with one slot (redis_source.py)
         self._combiner: Combiner[Asked, Replied] = Combiner(self._send, LIMIT, _abandoned)
         # A forked child starts with a combiner of its own: the parent's may be mid-batch, its
         # lock held by a thread the child does not have. (Registered once and weakly, so no
@@ -89,15 +92,22 @@ class CombinedCompletions:
 
     def complete(self, completion: Completion, take: Optional[NextTake]) -> Replied:
         """(RECORDED or STALE, what the next take returned or None)."""
+        if self.alone:
+            return self._send_one(completion, take)
         return self._combiner.call((completion, take))
 
+    def _send_one(self, completion: Completion, take: Optional[NextTake]) -> Replied:
+        """complete.lua alone, on this slot's own connection."""
+        claim, job_id, queue, result, serializer, _ = completion
+        steps = self.connections.child().steps
+        args = (claim, job_id, queue, result, serializer, self.worker)
+        if take is None:
+            return steps.complete(*args), None
+        return steps.complete(*args, next_take=take)
+
     def _send(self, asked: Sequence[Asked]) -> List[Replied]:
-        steps = self.connections.child().steps  # the leading slot's own connection
-        if len(asked) == 1:
-            (claim, job_id, queue, result, serializer, _), take = asked[0]
-            args = (claim, job_id, queue, result, serializer, self.worker)
-            if take is None:
-                return [(steps.complete(*args), None)]
-            return [steps.complete(*args, next_take=take)]
+        if len(asked) == 1:  # the leading slot's own connection
+            return [self._send_one(*asked[0])]
+        steps = self.connections.child().steps
         completions, order, lease_ms = batch_of(asked)
         return complete_many(steps, completions, order, lease_ms, self.worker)

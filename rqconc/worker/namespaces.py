@@ -106,6 +106,10 @@ class NamespacesSource(WorkSource):
         for source in self.sources:
             source.child_started(child_index)
 
+    def child_alone(self) -> None:
+        for source in self.sources:
+            source.child_alone()
+
     def child_stopping(self) -> Sequence[str]:
         return [claim for source in self.sources for claim in source.child_stopping()]
 

@@ -129,6 +129,9 @@ class RedisSource(WorkSource):
         self.taker.child_started(forked=not self.connections.connected)
         self.connections.child_started()
 
+    def child_alone(self) -> None:
+        self.recorder.completions.alone = True  # nothing to combine with (completions.py)
+
     def child_stopping(self) -> List[str]:
         held = self.taker.child_stopping()
         self.connections.child_stopping()

@@ -189,3 +189,45 @@ def test_forked_children_leave_what_they_inherit_to_copy_on_write(tmp_path):
         assert gc.get_freeze_count() == 0  # the supervisor still collects its own garbage
     finally:
         pool.end_all()
+
+
+class _AloneProbe(_FreezeProbe):
+    """Writes, from inside the child, its pid when it starts (path) and when it is told it
+    runs alone in its process (path + ".alone", told before it starts)."""
+
+    def child_started(self, child_index):
+        with open(self.path, "w") as out:
+            out.write(str(os.getpid()))
+
+    def child_alone(self):
+        with open(self.path + ".alone", "w") as out:
+            out.write(str(os.getpid()))
+
+
+@pytest.mark.parametrize("backend", ["forking", "threading"])
+def test_only_a_process_child_with_one_slot_is_told_it_runs_alone(backend, tmp_path):
+    """A forking or multiprocessing child with one slot is told so (WorkSource.child_alone):
+    the Redis source then completes without the slots' combiner (worker/completions.py). A
+    thread child shares its process with the others and is never told."""
+    probe, alone = tmp_path / "started", tmp_path / "started.alone"
+    pool = pool_class(backend)(1)
+    table = pool.make_table()
+    pool.spawn(
+        ChildContext(
+            index=0,
+            generation=table.prepare(0),
+            table=table,
+            source=_AloneProbe(str(probe)),
+            uid="test",
+            supervisor_pid=os.getpid(),
+            is_os_process=backend == "forking",
+        )
+    )
+    try:
+        wait_for(lambda: probe.exists() and probe.read_text(), message="child started")
+        if backend == "forking":
+            assert alone.read_text() == probe.read_text() != str(os.getpid())  # the child's
+        else:
+            assert not alone.exists()
+    finally:
+        pool.end_all()

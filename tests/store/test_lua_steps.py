@@ -392,7 +392,7 @@ def test_key_names_built_inside_lua_match_keyspace(client, keys):
         "return {job_key('j'), queue_key('q'), marker_key('q'), scheduled_key('q'), "
         "started_key('q'), deferred_key('q'), done_key('j'), dependents_key('j'), "
         "NS .. 'revoked:' .. 'c', group_key('g'), metrics_key(), metrics_minute_key(60), "
-        "functions_key('q')}"
+        "functions_key('q'), canceling_key()}"
     )
     built = [b.decode() for b in client.eval(source, 0, keys.prefix)]
     assert built == [
@@ -409,7 +409,10 @@ def test_key_names_built_inside_lua_match_keyspace(client, keys):
         keys.metrics,
         keys.metrics_minute(60),
         keys.functions("q"),
+        keys.canceling,
     ]
+    # complete.lua takes its NS from KEYS[1], `{ns}:active`, by cutting the 6 letters off.
+    assert keys.active == keys.prefix + "active"
 
 
 def test_the_fields_a_take_reads_are_the_fields_python_names():

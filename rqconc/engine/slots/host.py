@@ -60,6 +60,7 @@ TITLE_INTERVAL = 0.25
 def run_process_child(ctx: ChildContext) -> int:
     """The life of a process child, with one slot or several; returns its exit code."""
     if ctx.slots_per_child <= 1:
+        ctx.source.child_alone()
         return run_child(ctx)
     if not boot_child(ctx):
         return BOOT_FAILURE_EXIT

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence, Tuple, Union
 
+from rqconc.store.defaults import PROMOTE_BATCH
 from rqconc.store.scripts import Step, script, taken, text
-from rqconc.store.steps.core import DONE_GRACE_SECONDS, PROMOTE_BATCH, CompleteReply, Steps
+from rqconc.store.steps.core import CompleteReply, Steps
 
 # (claim, (job id, fields)) per job taken; or, when none was, the delay (ms) until the
 # earliest scheduled job is due (-1: none scheduled).
@@ -134,11 +135,10 @@ def complete_many_call(
 ) -> Tuple[List[str], List[Any]]:
     """The keys and arguments of lua/complete_many.lua (either transport)."""
     k = steps.keys
-    keys = [k.active, k.claims, k.seq, k.events, k.canceling, *steps.take_keys(queues)]
-    args: List[Any] = [k.prefix, worker, DONE_GRACE_SECONDS, lease_ms, PROMOTE_BATCH]
-    args += [len(queues), len(completions)]
+    keys = [k.active, k.claims, k.seq, k.events, *steps.take_keys(queues)]
+    args: List[Any] = [k.prefix, worker, lease_ms, len(queues), len(completions)]
     for claim, job_id, queue, result, serializer, next_claim in completions:
-        keys += [k.job(job_id), k.started(queue), k.finished(queue), k.done(job_id)]
+        keys += [k.job(job_id), k.started(queue), k.finished(queue)]
         args += [claim, job_id, result, serializer, next_claim]
     return keys, args
 

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import redis
 
 from rqconc.connection.replicas import ReplicaWait
+from rqconc.store.defaults import PROMOTE_BATCH
 from rqconc.store.fields import id_check, lean_marks
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import (
@@ -33,10 +34,6 @@ from rqconc.store.scripts import (
 )
 from rqconc.store.steps.bound import BoundSteps
 
-# How many due scheduled jobs one take promotes per queue: bounds the cost of a take.
-PROMOTE_BATCH = 100
-# How long done:<id> outlives a job kept for 0 s, so that waiters already blocked see it.
-DONE_GRACE_SECONDS = 10
 # Far longer than a take can be on its way to Redis: afterwards the key just expires.
 REVOKED_MS = 600_000
 COMPLETE_REPLIES = {int(code): code for code in CompleteReply}
@@ -53,9 +50,9 @@ class Steps(BoundSteps):
         self._take_keys: Dict[Tuple[str, ...], List[str]] = {}
         # What `complete` (every job's step) names the same way each time, built once: the
         # key names cost a dozen calls a job otherwise (bench/PROFILE.md).
-        self._job_prefix, self._done_prefix = keys.job(""), keys.done("")
+        self._job_prefix = keys.job("")
         self._held = (keys.active, keys.claims)
-        self._shared = (keys.seq, keys.events, keys.canceling)
+        self._shared = (keys.seq, keys.events)
         self._ended: Dict[str, Tuple[str, str]] = {}  # queue -> (started, finished)
 
     def enqueue(
@@ -187,10 +184,16 @@ class Steps(BoundSteps):
         returns (RECORDED, what `take` returns) or (the refusal, None)."""
         k = self.keys
         ended = self._ended.get(queue) or self._ended_keys(queue)
-        keys = [*self._held, self._job_prefix + job_id, *ended, self._done_prefix + job_id]
-        keys += self._shared
-        args = [claim, job_id, result, serializer, DONE_GRACE_SECONDS, k.prefix, worker]
-        self._add_next_take(keys, args, next_take)
+        # complete.lua derives NS from keys[0] (active) and knows its two constants: each key
+        # or argument fewer saves Redis ~1,150 instructions a job (bench/PROFILE.md).
+        keys = [*self._held, self._job_prefix + job_id, *ended, *self._shared]
+        args = [claim, job_id, result, serializer, worker]
+        if next_take is None:
+            args += ["", 0, 0]
+        else:
+            next_claim, queues, lease_ms = next_take
+            args += [next_claim, lease_ms, len(queues)]
+            keys += self.take_keys(queues)
         if next_stage is not None:
             next_id, fields = next_stage
             keys += [k.queues, k.job(next_id), k.done(next_id)]
@@ -209,20 +212,6 @@ class Steps(BoundSteps):
             self._ended.clear()
         pair = self._ended[queue] = (self.keys.started(queue), self.keys.finished(queue))
         return pair
-
-    def _add_next_take(
-        self,
-        keys: List[str],
-        args: List[Any],
-        next_take: Optional[Tuple[str, Sequence[str], int]],
-    ) -> None:
-        """Append what a step that also takes the next job needs (or its empty placeholders)."""
-        if next_take is None:
-            args += ["", 0, 0, 0]
-            return
-        next_claim, queues, lease_ms = next_take
-        args += [next_claim, lease_ms, PROMOTE_BATCH, len(queues)]
-        keys += self.take_keys(queues)
 
     def fail(
         self,

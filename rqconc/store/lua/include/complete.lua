@@ -1,11 +1,12 @@
 --[[ complete: complete_job, a job's return value recorded (complete and complete_many).
 
-complete_job(claim, id, result, serializer, done_grace, key, started, finished, done,
-             chained, stage): record one job's return value, fenced by the claim of its run.
+complete_job(claim, id, result, serializer, key, started, finished, chained, stage): record
+one job's return value, fenced by the claim of its run.
 
 Context: NS, SEQ, EVENTS, WORKER, NOW (as the includes below need them), ACTIVE (leased
-jobs), CLAIMS (claim -> job id), CANCELING (jobs asked to stop while running). `key`, `started`,
-`finished`, `done`: job:<id>, started:<queue>, finished:<queue>, done:<id>. `chained`: a
+jobs), CLAIMS (claim -> job id). `key`, `started`, `finished`: job:<id>, started:<queue>,
+finished:<queue>. done:<id> and canceling are built from NS (keys.lua) on the rare paths
+that use them (a waiter, a cancel request, a result kept forever). `chained`: a
 take follows for the same slot, so the `finished` event may share its entry with that
 take's `started` (hold_events). `stage`: nil, or the next stage of a flow
 (rqconc.Next) as {id, queue, fields (a list of field/value pairs), queues key, job key,
@@ -25,7 +26,7 @@ exists (in both refusals nothing is written).
 Every job pays for this, so it reads the job once (one HMGET) and skips what a plain job
 does not have: no dependents, callbacks, flow stage, group, waiter or kept result.
 ]]
---#needs NS ACTIVE CLAIMS CANCELING
+--#needs NS ACTIVE CLAIMS
 --#include state
 --#include keys
 --#include metrics
@@ -42,8 +43,11 @@ does not have: no dependents, callbacks, flow stage, group, waiter or kept resul
 -- settle_dependents' own EXISTS. Only an enqueue registers dependents, never a step that
 -- completes jobs.
 
-local function complete_job(claim, id, result, serializer, done_grace, key, started, finished,
-    done, chained, stage)
+-- How long done:<id> outlives a job kept for 0 s, so that waiters already blocked see it.
+local DONE_GRACE_SECONDS = 10
+
+local function complete_job(claim, id, result, serializer, key, started, finished, chained,
+    stage)
   local now = now_ms()
   local job = redis.call('HMGET', key, 'token', 'queue', 'attempts', 'result_ttl',
     'cancel_requested', 'waiters', 'event_detail', 'started_at', 'func', 'flow_taken', 'lean')
@@ -79,7 +83,7 @@ local function complete_job(claim, id, result, serializer, done_grace, key, star
     limits_released(id, queue)
   end
   if cancel_requested then
-    redis.call('SREM', CANCELING, id)  -- finishing first wins over a cancel request
+    redis.call('SREM', canceling_key(), id)  -- finishing first wins over a cancel request
   end
   local run_ms = metric_elapsed(started_at)
   if chained then hold_events() end  -- its `finished` may share an entry with `started`
@@ -128,10 +132,11 @@ local function complete_job(claim, id, result, serializer, done_grace, key, star
 
   -- get() marks a job it waits for (await.lua), so nobody-waits costs nothing here; a later
   -- get() reads the result from the hash.
+  local done = (waiters or ttl < 0) and done_key(id)
   if waiters then
     redis.call('DEL', done)
     redis.call('RPUSH', done, 'finished:' .. serializer .. ':' .. result)
-    redis.call('EXPIRE', done, ttl > 0 and ttl or done_grace)
+    redis.call('EXPIRE', done, ttl > 0 and ttl or DONE_GRACE_SECONDS)
   end
 
   if ttl == 0 then

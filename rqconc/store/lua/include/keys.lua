@@ -1,5 +1,7 @@
 --[[ keys: the key names a step only learns while it runs (the id a take pops, the
-dependents a completion releases, the follow-ups it creates), completed from the namespace
+dependents a completion releases, the follow-ups it creates), and the few a step needs
+only on a rare path (done:<id> when a waiter marked the job, canceling when a cancel was
+asked: passing them costs every call ~1,150 Redis instructions a key), completed from the namespace
 prefix NS ("{ns}:", a hash tag) so every key stays in the step's cluster slot. The patterns
 mirror rqconc/store/keys.py (KeySpace); tests/store/test_lua_steps.py
 (test_key_names_built_inside_lua_match_keyspace) checks that they agree.
@@ -17,3 +19,5 @@ local function dependents_key(id) return NS .. 'dependents:' .. id end
 local function log_key(id) return NS .. 'log:' .. id end
 --#cold
 local function group_key(id) return NS .. 'group:' .. id end
+--#cold
+local function canceling_key() return NS .. 'canceling' end
