@@ -2,9 +2,10 @@
 child takes or runs an item.
 
 Queues that look empty are not enough: a child in a take may have just leased the last item.
-So the end is a probe in two steps: `consider` (once a tick) holds the children (no new take
-starts; a take under way that returns an item runs it), then `check` (every loop step)
-decides once no take is under way: stop, or release the hold and go on.
+So the end is a probe in two steps: `consider` (every BURST_PROBE_INTERVAL of the loop)
+holds the children (no new take starts; a take under way that returns an item runs it), then
+`check` (every loop step) decides once no take is under way: stop, or release the hold and go
+on.
 """
 
 from __future__ import annotations

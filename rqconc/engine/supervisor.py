@@ -38,6 +38,9 @@ from rqconc.engine.states import ChildState, SupervisorState
 log = logging.getLogger("rqconc.engine")
 
 LOOP_INTERVAL = 0.05
+# A burst worker looks for its end this often (a round trip while no child is busy), not
+# only once a tick: a burst of quick jobs then exits when drained, not up to a second later.
+BURST_PROBE_INTERVAL = 0.1
 # The process title is refreshed at most this often (counting the cells is cheap, but a
 # title that changes 20 times a second helps nobody).
 TITLE_INTERVAL = 0.25
@@ -204,7 +207,7 @@ class BaseSupervisor:
             self._renewer.start(pool.start_os_thread, pool.make_os_lock)
 
     def _loop(self) -> None:
-        next_tick = next_renew = next_title = 0.0
+        next_tick = next_renew = next_title = next_probe = 0.0
         controls, duties = self.controls, self.duties
         tick_interval = self.source.tick_interval()
         while True:
@@ -225,6 +228,9 @@ class BaseSupervisor:
                 next_tick = now + tick_interval
                 self._tick()
             if self.burst_end is not None:
+                if now >= next_probe:
+                    next_probe = now + BURST_PROBE_INTERVAL
+                    self.burst_end.consider()
                 self.burst_end.check()
             if controls.state is SupervisorState.STOPPING and controls.stopped():
                 return
@@ -237,8 +243,6 @@ class BaseSupervisor:
         self.duties.stop_canceled()
         self.duties.recycle_fat_children()
         self.source.tick(self.info())
-        if self.burst_end is not None:
-            self.burst_end.consider()
         if self.on_tick is not None:
             self.on_tick(self)
 
