@@ -45,9 +45,9 @@ demo: $(VENV)/.demo-installed
 lua: venv
 	@$(BIN)/python -m rqconc.store.build.print_lua $(or $(NAME),$(error NAME=<step> needed, e.g. make lua NAME=complete)) $(if $(LIBRARY),--library)
 
-# Test files run on 5 processes: the tests mostly wait on real processes, signals and
-# Redis, so 4 on 2 cores still left a third of the CPU idle (865 s of CPU in an 11-min run,
-# tests/support/cpu_report.py). A file stays on one process, since some share module fixtures and order within it.
+# Test files run on 6 processes: the tests mostly wait on real processes, signals and
+# Redis, so 5 on 2 cores still left 44% of the CPU idle (363 s of CPU in a 324 s run on a
+# quiet machine, tests/support/cpu_report.py; 6 processes: 301 s). A file stays on one process, since some share module fixtures and order within it.
 # Files start in the order tests/conftest.py gives them (the longest first), not xdist's
 # (most tests first), which left one-test files such as the chaos run to end the run alone.
 # Bytecode first: with PYTHONDONTWRITEBYTECODE set (as on our machines) every worker, CLI
@@ -55,7 +55,7 @@ lua: venv
 # (+78% of a worker's import instructions, callgrind); the variable stops writing, not reading.
 test: lint wheel-smoke
 	$(BIN)/python -m compileall -q rqconc tests main.py
-	$(BIN)/python -m pytest -q -n 5 --dist loadfile --no-loadscope-reorder
+	$(BIN)/python -m pytest -q -n 6 --dist loadfile --no-loadscope-reorder
 
 # The wheel in a fresh virtualenv outside the tree: `rqconc --help` and one job (< 30 s).
 wheel-smoke: venv

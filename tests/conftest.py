@@ -33,20 +33,23 @@ REDIS_BINARIES = _binaries()
 # the other processes sit idle. The rest follow, those with most tests first (xdist's own
 # order without the option). A file missing here is only scheduled later, never skipped.
 LONG_FILES = (
-    "tests/contrib/django/test_django6.py",
+    "tests/contrib/django/test_django6.py",  # its first run builds a Python 3.12 venv
     "tests/worker/test_worker_redis.py",
     "tests/engine/test_children.py",
-    "tests/connection/test_redis_restart.py",
     "tests/scale/test_deployments.py",
-    "tests/engine/test_shutdown.py",
-    "tests/test_docs.py",
-    "tests/cli/test_commands.py",
+    "tests/worker/test_error_replies.py",
     "tests/worker/test_slots.py",
+    "tests/connection/test_redis_restart.py",
+    "tests/test_docs.py",
     "tests/worker/test_lifecycle.py",
+    "tests/worker/test_flow_control.py",
+    "tests/worker/test_hooks_every_end.py",
+    "tests/worker/test_allow_refusals.py",
     "tests/worker/test_shutdown_without_redis.py",
-    "tests/engine/test_taking.py",
+    "tests/engine/test_shutdown.py",
+    "tests/worker/test_thread_children.py",
+    "tests/scale/test_sentinel.py",
     "tests/chaos/test_chaos.py",
-    "tests/worker/test_cron.py",
 )
 
 
