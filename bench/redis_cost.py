@@ -48,6 +48,19 @@ SYSTEMS: List[Tuple[str, str, str, str]] = [
         "(complete_many, issue 21)",
     ),
     (
+        "rqconc",
+        "asyncio:200",
+        "asyncio 200",
+        "as forking 2; one process whose 200 slots are tasks of one event loop: their takes "
+        "and completions go to Redis together (the native core, issue 34)",
+    ),
+    (
+        "rqconc",
+        "forking:2:100",
+        "forking 2 --slots 100",
+        "as asyncio 200, on two processes of 100 slots each (SPEC 15)",
+    ),
+    (
         "huey",
         "process:2",
         "-k process -w 2",
