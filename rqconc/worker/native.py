@@ -12,8 +12,10 @@ takes and completions over a `redis.asyncio` connection, made by the event loop'
 The rare paths stay the threaded path's, run in the loop's default executor: a failure
 (retry decision, hooks), a flow stage (complete.lua with its next stage), a stale claim's
 explanation, a job given back. A step whose reply was lost is recorded again from there
-(`until_recorded`); a job leased under a next claim of a lost reply comes back through its
-lease (the threaded path also puts it back at once: worker/connections.Orphans).
+(`until_recorded`); a job leased under a next claim of a lost reply goes back at the front
+before the next take leaves: the orphans of the native completions (`_orphans`) and those a
+plain function's completion filed on the threaded path (worker/connections.Orphans; before
+that, such jobs waited for their lease to end).
 """
 
 from __future__ import annotations
@@ -90,6 +92,10 @@ class RedisNativeWork(NativeWork):
         try:
             if self._orphans:
                 await self._put_back_orphans()
+            if self.connections.orphans:  # filed by a plain function's lost completion
+                claims = await self._in_thread(self.taker.put_back_before, claims)
+                if not claims:  # a thread is putting theirs back: take next round
+                    return []
             found = await self._take_many(claims, timeout)
         except REDIS_DOWN as exc:
             if not isinstance(exc, redis.exceptions.ReadOnlyError):

@@ -132,7 +132,7 @@ class Taker:
         sending: Sequence[str] = ()
         try:
             if orphans:
-                claims = self._put_back_before(claims)
+                claims = self.put_back_before(claims)
                 if not claims:  # another thread is putting their jobs back: take next round
                     time.sleep(min(max(timeout, 0.0), MIN_BLOCK))
                     return None
@@ -213,7 +213,7 @@ class Taker:
         items = [work_item(claim, job, self.recorder.callback_timeout) for claim, job in found]
         return [item for item in items if item is not None]
 
-    def _put_back_before(self, claims: Sequence[str]) -> Sequence[str]:
+    def put_back_before(self, claims: Sequence[str]) -> Sequence[str]:
         """Before a take: every orphan no other thread is putting back goes back first (so
         none of `claims` is one when the take leaves); returns `claims` less those another
         thread is putting back right now (see connections.Orphans)."""
