@@ -78,15 +78,17 @@ def _history(server, job_ids):
 
 
 # How Redis is stopped, and its fsync policy. The case is SIGTERM with the default
-# `everysec` (a shutdown fsyncs), repeated ROUNDS times; a killed process loses nothing
-# acknowledged either (the AOF is written before each reply), checked once per policy.
+# `everysec` (a shutdown fsyncs), repeated ROUNDS times; a SIGKILL loses nothing acknowledged
+# under `always` (fsynced before each reply). Not SIGKILL under `everysec`: while the previous
+# second's fsync still runs Redis postpones the AOF write for up to 2 s and replies anyway, so
+# a killed server may lose acknowledged writes (an enqueue, a completion) and no worker can
+# run a job Redis forgot (docs/operations.md; the acknowledged-writes test below; a fresh-
+# clone run with a busy core waited a minute for such a job).
 STOPS = {
     "SIGTERM, appendfsync everysec": ("everysec", RedisServer.stop),
-    "SIGKILL, appendfsync everysec": ("everysec", RedisServer.kill),
     "SIGKILL, appendfsync always": ("always", RedisServer.kill),
 }
 RUNS = [("SIGTERM, appendfsync everysec", n) for n in range(ROUNDS)] + [
-    ("SIGKILL, appendfsync everysec", 0),
     ("SIGKILL, appendfsync always", 0),
 ]
 
