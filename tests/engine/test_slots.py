@@ -146,6 +146,23 @@ def test_a_child_killed_inside_its_slot_lock_does_not_wedge_the_slot(backend, mo
     assert finishes_within(2, table.child_ready, 0, fresh, os.getpid())
 
 
+def _spawn_one(pool, source, is_os_process):
+    """`pool` with its one child started on `source` (ended by the caller: pool.end_all())."""
+    table = pool.make_table()
+    pool.spawn(
+        ChildContext(
+            index=0,
+            generation=table.prepare(0),
+            table=table,
+            source=source,
+            uid="test",
+            supervisor_pid=os.getpid(),
+            is_os_process=is_os_process,
+        )
+    )
+    return pool
+
+
 class _FreezeProbe(WorkSource):
     """Writes, from inside the child, how many inherited objects its collector skips."""
 
@@ -170,19 +187,7 @@ def test_forked_children_leave_what_they_inherit_to_copy_on_write(tmp_path):
     """SPEC: a supervisor with 4 forking children under 100 MB RSS in all. A child's
     collections must not write to the objects it shares with the supervisor."""
     probe = tmp_path / "frozen"
-    pool = ForkingPool(1)
-    table = pool.make_table()
-    pool.spawn(
-        ChildContext(
-            index=0,
-            generation=table.prepare(0),
-            table=table,
-            source=_FreezeProbe(str(probe)),
-            uid="test",
-            supervisor_pid=os.getpid(),
-            is_os_process=True,
-        )
-    )
+    pool = _spawn_one(ForkingPool(1), _FreezeProbe(str(probe)), is_os_process=True)
     try:
         wait_for(lambda: probe.exists() and probe.read_text(), message="child reported")
         assert int(probe.read_text()) > 10_000  # everything imported before the fork
@@ -204,28 +209,21 @@ class _AloneProbe(_FreezeProbe):
             out.write(str(os.getpid()))
 
 
-@pytest.mark.parametrize("backend", ["forking", "threading"])
+# The pools this harness drives without a supervisor: a multiprocessing child is spawned from
+# the supervisor's own set-up and a gevent child needs the patched process main.py makes, so
+# those two run the same run_process_child / thread paths through the worker tests
+# (tests/worker/test_combined_completions.py runs every backend on a real worker).
+@pytest.mark.parametrize("backend", ["forking", "threading", "asyncio"])
 def test_only_a_process_child_with_one_slot_is_told_it_runs_alone(backend, tmp_path):
     """A forking or multiprocessing child with one slot is told so (WorkSource.child_alone):
     the Redis source then completes without the slots' combiner (worker/completions.py). A
     thread child shares its process with the others and is never told."""
     probe, alone = tmp_path / "started", tmp_path / "started.alone"
-    pool = pool_class(backend)(1)
-    table = pool.make_table()
-    pool.spawn(
-        ChildContext(
-            index=0,
-            generation=table.prepare(0),
-            table=table,
-            source=_AloneProbe(str(probe)),
-            uid="test",
-            supervisor_pid=os.getpid(),
-            is_os_process=backend == "forking",
-        )
-    )
+    process = backend in PROCESS_BACKENDS
+    pool = _spawn_one(pool_class(backend)(1), _AloneProbe(str(probe)), is_os_process=process)
     try:
         wait_for(lambda: probe.exists() and probe.read_text(), message="child started")
-        if backend == "forking":
+        if process:
             assert alone.read_text() == probe.read_text() != str(os.getpid())  # the child's
         else:
             assert not alone.exists()
