@@ -205,6 +205,12 @@ def work(tree: Path, url: str, jobs: int, callgrind_out: Optional[Path] = None) 
 
 def python_once(tree: Path, url: str, jobs: int, out: Path) -> Dict[str, Dict]:
     """The producer's and the child's instructions, Redis plain."""
+    # A plain run first loads the steps' libraries (FLUSHALL keeps them): the measured child
+    # never builds one, so its start-up is the same at N1 and N2 and cancels. Without it,
+    # the first size's child loaded them and the second's did not (negative counts a job).
+    redis.Redis.from_url(url).flushall()
+    produce(tree, url, 5)
+    work(tree, url, 5)
     redis.Redis.from_url(url).flushall()
     for stale in [*out.glob(f"producer.{jobs}.*"), *out.glob(f"worker.{jobs}.*")]:
         stale.unlink()  # an earlier run's dump would be read as this one's

@@ -241,9 +241,11 @@ class Execution:
         name = fields.get("func", "")
         # Cached only once allowed and imported: a hit needs no check again.
         func = self._functions.get(name) or self._allowed_function(name)
-        self._check_serializer(fields.get("serializer", "json"), f"job of {short(name)}")
+        serializer_name = fields.get("serializer", "json")
+        if serializer_name == "pickle":  # the message only when it is needed: every job runs this
+            self._check_serializer(serializer_name, f"job of {short(name)}")
         try:
-            serializer = get_serializer(fields.get("serializer", "json"))
+            serializer = get_serializer(serializer_name)
             args = _loads(serializer, fields.get("args"), "[]", list)
             kwargs = _loads(serializer, fields.get("kwargs"), "{}", dict)
             if not isinstance(args, list) or not isinstance(kwargs, dict):

@@ -67,6 +67,9 @@ class JSONSerializer:
     name = "json"
 
     def dumps(self, value: Any, what: str = "value") -> str:
+        if value is None:  # what most jobs return: json.dumps makes an encoder per call
+            return "null"
+
         def refuse(obj: Any) -> Any:
             raise TypeError(
                 f"cannot serialize {what} {_short_repr(obj)} of type {type(obj).__qualname__} "

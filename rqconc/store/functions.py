@@ -71,10 +71,16 @@ def path_of(client: Any) -> Optional[bool]:
         return False
 
 
-def tries_functions(client: Any) -> bool:
-    return path_of(client) is not False and not (
-        is_cluster(client) or isinstance(client, AsyncRedisCluster)
-    )
+def tries_functions(client: Any, known: Optional[bool] = None) -> bool:
+    """Whether `client` calls the library: as it did (`known`, path_of's answer), else, on
+    its first step, unless it is a cluster client. Only a client that served the library is
+    known True, so the cluster checks (isinstance of redis-py's Protocol-based classes:
+    thousands of instructions a job) run once per client."""
+    if known is None:
+        known = path_of(client)
+    if known is not None:
+        return known
+    return not (is_cluster(client) or isinstance(client, AsyncRedisCluster))
 
 
 def serves(client: Any) -> None:

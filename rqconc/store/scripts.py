@@ -200,16 +200,20 @@ class Script:
         self.function = functions.function_of(name)
 
     def __call__(self, client: redis.Redis, keys: Sequence[str], args: Sequence[Any]) -> Any:
-        if self.function and functions.tries_functions(client):
-            try:
-                reply = client.fcall(self.function, len(keys), *keys, *args)
-            except redis.exceptions.ResponseError as exc:
-                if not functions.loaded(client, exc, self.name):
-                    return self._evalsha(client, keys, args)
-                reply = client.fcall(self.function, len(keys), *keys, *args)
+        if not self.function:
+            return self._evalsha(client, keys, args)
+        known = functions.path_of(client)  # one lookup a call: every job pays it
+        if not functions.tries_functions(client, known):
+            return self._evalsha(client, keys, args)
+        try:
+            reply = client.fcall(self.function, len(keys), *keys, *args)
+        except redis.exceptions.ResponseError as exc:
+            if not functions.loaded(client, exc, self.name):
+                return self._evalsha(client, keys, args)
+            reply = client.fcall(self.function, len(keys), *keys, *args)
+        if known is None:
             functions.serves(client)
-            return reply
-        return self._evalsha(client, keys, args)
+        return reply
 
     def _evalsha(self, client: Any, keys: Sequence[str], args: Sequence[Any]) -> Any:
         try:

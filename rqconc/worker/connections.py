@@ -53,14 +53,27 @@ def url_of(client: redis.Redis) -> str:
     )
 
 
+# Counts this process's forks (os.register_at_fork): a forked child's thread-local still
+# holds its parent's ChildState, which it must not use. Compared instead of os.getpid(), a
+# system call, on every job's two asks (bench/PROFILE.md).
+_FORKS = [0]
+
+
+def _forked() -> None:
+    _FORKS[0] += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class ChildState:
     """What one child (process, thread or greenlet) owns alone: its connection's steps."""
 
-    __slots__ = ("steps", "pid")
+    __slots__ = ("steps", "forks")
 
-    def __init__(self, steps: Steps, pid: int) -> None:
+    def __init__(self, steps: Steps) -> None:
         self.steps = steps
-        self.pid = pid
+        self.forks = _FORKS[0]
 
 
 class Orphans:
@@ -227,10 +240,10 @@ class Connections:
     def child(self) -> ChildState:
         """The calling child's state, made on first use in each thread, greenlet or process."""
         state: Optional[ChildState] = getattr(self._local, "state", None)
-        if state is None or state.pid != os.getpid():
+        if state is None or state.forks != _FORKS[0]:
             direct = cluster.direct_connection(self.client, self.keys.seq)
             steps = Steps(direct, self.keys, self.wait)  # type: ignore[arg-type]
-            state = self._local.state = ChildState(steps, os.getpid())
+            state = self._local.state = ChildState(steps)
         return state
 
     def child_started(self) -> None:

@@ -28,18 +28,19 @@ class JobScope:
         self, hooks: Hooks, connections: Connections, job_id: str, fields: Dict[str, str]
     ) -> None:
         self.hooks = hooks if hooks.active else None
-        self._connections, self._job_id, self._fields = connections, job_id, fields
-        self._job: Optional[Job] = None
+        self._connections, self.made_job_id, self._fields = connections, job_id, fields
+        # Made on the run's first ask (only then can it have logged): None for most runs.
+        self.made_job: Optional[Job] = None
 
     @property
     def job(self) -> Job:
-        if self._job is None:
+        if self.made_job is None:
             connections = self._connections
-            job = Job.stored(self._job_id, connections.client, connections.keys, self._fields)
+            job = Job.stored(self.made_job_id, connections.client, connections.keys, self._fields)
             # A take returns the fields a run needs, not `meta`: it is read on first use.
             job.mark_meta_unread()
-            self._job = job
-        return self._job
+            self.made_job = job
+        return self.made_job
 
     def before(self) -> None:
         if self.hooks:
@@ -59,8 +60,8 @@ class JobScope:
     def after(self, outcome: Outcome) -> None:
         """After the outcome was recorded: the log of a run that logged expires with the
         job; the after_job hook of a success."""
-        job = self._job
+        job = self.made_job
         if job is not None and job.wrote_logs:
-            seal_job_log(self._connections, self._job_id)
+            seal_job_log(self._connections, self.made_job_id)
         if self.hooks and outcome.exc is None:
             self.hooks.call("after_job", self.job, outcome.value)

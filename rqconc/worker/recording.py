@@ -58,10 +58,15 @@ def stored_number(value: Any, default: float) -> float:
 def job_timeout(fields: Dict[Any, Any], callback_timeout: float) -> float:
     """A job's timeout: its own, else the worker's callback timeout for a follow-up job (a
     callback or a webhook, whose spec carries none), else the default."""
-    default: float = DEFAULT_TIMEOUT
-    if fields.get("callback_of") is not None:
-        default = callback_timeout
-    return stored_number(fields.get("timeout"), default)
+    stored = fields.get("timeout")
+    if stored is not None:  # every job's: float() reads bytes and str alike (no text())
+        try:
+            number = float(stored)
+        except (TypeError, ValueError):
+            number = math.nan
+        if math.isfinite(number):
+            return number
+    return callback_timeout if fields.get("callback_of") is not None else DEFAULT_TIMEOUT
 
 
 def work_item(claim: str, taken: Any, callback_timeout: float) -> Optional[WorkItem]:

@@ -254,7 +254,8 @@ class Taker:
             started = time.monotonic()
             log_token = logs.JOB_ID.set(item.item_id)  # its log lines name it
             try:
-                scope.before()
+                if scope.hooks is not None:  # no hooks (most workers): no call
+                    scope.before()
                 outcome = corrupt or self.runner.run(fields)
             finally:
                 logs.JOB_ID.reset(log_token)
@@ -263,8 +264,10 @@ class Taker:
                 outcome = overrun(job_timeout(fields, self.recorder.callback_timeout))
             # Counted by the engine in the worker's totals (SPEC 17), whatever the record did.
             item.outcome = FINISHED if outcome.exc is None else FAILED
-            following = self.record(item, fields, outcome, duration, chain, scope.notify(outcome))
-            scope.after(outcome)
+            notify = scope.notify(outcome) if scope.hooks is not None else None
+            following = self.record(item, fields, outcome, duration, chain, notify)
+            if scope.hooks is not None or scope.made_job is not None:
+                scope.after(outcome)
         finally:
             current.leave(token)
         return following
