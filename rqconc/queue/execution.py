@@ -105,7 +105,8 @@ def short(value: str, limit: int = 300) -> str:
 
 
 def _loads(serializer: Any, data: Optional[str], empty_text: str, empty: type) -> Any:
-    """Arguments as stored; most jobs have none, which needs no decoding."""
+    """Arguments as stored; most jobs have none, which needs no decoding (and no call of
+    this: `prepare` tests for a missing field first)."""
     if data is None or (data == empty_text and serializer.name == "json"):
         return empty()
     return serializer.loads(data)
@@ -246,8 +247,9 @@ class Execution:
             self._check_serializer(serializer_name, f"job of {short(name)}")
         try:
             serializer = get_serializer(serializer_name)
-            args = _loads(serializer, fields.get("args"), "[]", list)
-            kwargs = _loads(serializer, fields.get("kwargs"), "{}", dict)
+            args, kwargs = fields.get("args"), fields.get("kwargs")
+            args = [] if args is None else _loads(serializer, args, "[]", list)
+            kwargs = {} if kwargs is None else _loads(serializer, kwargs, "{}", dict)
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise ValueError("arguments are not a list and a dict")
         except Exception as exc:

@@ -22,11 +22,13 @@ def decoded(payload: Dict[str, Any]) -> Tuple[Dict[str, str], Optional[Outcome]]
     written by rqconc) instead of running it on mangled data."""
     fields, bad = {}, []
     for name, value in payload.items():
+        if type(name) is not str:  # a take's names are (scripts.TAKE_FIELDS): no call a field
+            name = text(name)
         try:
-            fields[text(name)] = value.decode() if isinstance(value, bytes) else str(value)
+            fields[name] = value.decode() if isinstance(value, bytes) else str(value)
         except UnicodeDecodeError:
-            fields[text(name)] = value.decode("utf-8", "replace")
-            bad.append(text(name))
+            fields[name] = value.decode("utf-8", "replace")
+            bad.append(name)
     if not bad:
         return fields, None
     message = f"corrupt job data: field(s) {', '.join(bad)} are not valid UTF-8"
