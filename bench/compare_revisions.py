@@ -93,16 +93,30 @@ def main() -> None:
         if "base" not in sides:  # head only: beside the no-op row's base and head
             head, shown = statistics.median(sides["head"]), [round(v) for v in sides["head"]]
             print(f"{group:30} head {head:9,.0f}  runs {json.dumps(shown)}")
-            rows.append(f"| {group} | | {head:,.0f} | | {shown} |")
+            rows.append(f"| {group} | | {head:,.0f} | | | {shown} |")
             continue
         base, head = statistics.median(sides["base"]), statistics.median(sides["head"])
-        print(f"{group:30} base {base:9,.0f}  head {head:9,.0f}  head/base {head / base:.2f}")
+        paired = paired_ratio(sides["base"], sides["head"])
+        print(
+            f"{group:30} base {base:9,.0f}  head {head:9,.0f}  head/base {head / base:.2f}"
+            f"  paired {paired:.2f}"
+        )
         print(f"{'':30} base runs {json.dumps([round(v) for v in sides['base']])}")
         print(f"{'':30} head runs {json.dumps([round(v) for v in sides['head']])}")
         runs = f"{[round(v) for v in sides['base']]} / {[round(v) for v in sides['head']]}"
-        rows.append(f"| {group} | {base:,.0f} | {head:,.0f} | {head / base:.2f} | {runs} |")
+        rows.append(
+            f"| {group} | {base:,.0f} | {head:,.0f} | {head / base:.2f} | {paired:.2f} | {runs} |"
+        )
     if args.results:
         replace_section(*markers(args.base), section(args.base, args.runs, rows))
+
+
+def paired_ratio(base: List[float], head: List[float]) -> float:
+    """The median of head/base over the runs made one after the other (run i of each side):
+    the machine's speed drifts (on a shared 2-core machine, by a fifth within minutes), and
+    two neighbouring runs share its state, so their ratio cancels the drift that the ratio of
+    the two sides' medians keeps."""
+    return statistics.median(h / b for b, h in zip(base, head))
 
 
 def section(base: str, runs: int, rows: List[str]) -> str:
@@ -115,10 +129,12 @@ def section(base: str, runs: int, rows: List[str]) -> str:
                 "",
                 f"`bench/compare_revisions.py --base {base} --noop-only --runs {runs}` "
                 f"(`make bench`): rqconc at {base} against this tree, `forking 2`, 10,000 no-op "
-                "jobs (one `INCR` each), alternating run by run on one private Redis; medians.",
+                "jobs (one `INCR` each), alternating run by run on one private Redis: head/base is "
+                "the ratio of the two sides' medians, `paired` the median of each run's ratio to "
+                "the base run just before it (drift of the machine's speed cancels in it).",
                 "",
-                "| row | base | head | head/base | runs base / head |",
-                "|---|---:|---:|---:|---|",
+                "| row | base | head | head/base | paired | runs base / head |",
+                "|---|---:|---:|---:|---:|---|",
                 *rows,
                 end,
             ]
@@ -134,8 +150,8 @@ def section(base: str, runs: int, rows: List[str]) -> str:
             "row, no limit set). The `:limits` row is this tree with a limit set on the "
             "queue that never binds (concurrency 1,000, rate 1,000,000/s).",
             "",
-            "| row | base | head | head/base | runs base / head |",
-            "|---|---:|---:|---:|---|",
+            "| row | base | head | head/base | paired | runs base / head |",
+            "|---|---:|---:|---:|---:|---|",
             *rows,
             end,
         ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
+from types import CoroutineType
 from typing import Any, Callable, Coroutine, Dict, Optional, Sequence
 
 from rqconc import errors
@@ -30,7 +31,7 @@ def call_job_function(
     if soft_timeout is not None:
         return _call_soft(func, args, kwargs, timeout, soft_timeout)
     result = func(*args, **kwargs)
-    if inspect.iscoroutine(result):
+    if isinstance(result, CoroutineType):  # inspect.iscoroutine, without its call a job
         return event_loops.run(result if timeout is None else _bounded(result, timeout))
     return result
 

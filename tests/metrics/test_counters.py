@@ -167,6 +167,25 @@ def test_the_minute_mark_copies_run_buckets_and_failures_once_a_minute(redis_url
     assert 3600 < client.ttl(keys.metrics_minute(minute)) <= 3720
 
 
+def test_the_minute_mark_keeps_the_totals_a_hash_table_that_readers_ignore(redis_url):
+    """Every job increments {ns}:metrics a few times: a listpack would be scanned field by
+    field on each (lua/metrics_mark.lua). The mark converts it, also after a reset (DEL),
+    and its layout field is neither copied nor read as a metric."""
+    client, keys = connect(redis_url), KeySpace()
+    client.hset(keys.metrics, mapping={"run:10:t": 3, "wait:10:t": 3})
+    assert client.object("encoding", keys.metrics) in (b"listpack", b"ziplist")  # 7 / 6.2
+    mark_metrics_minute(client, keys)
+    assert client.object("encoding", keys.metrics) == b"hashtable"
+    queue = snapshot(client).queue("t")
+    assert (sum(queue.run.counts), sum(queue.wait.counts)) == (3, 3)
+    client.delete(keys.metrics, keys.metrics_minute(redis_minute(client)))
+    client.hincrby(keys.metrics, "run:10:t", 1)
+    mark_metrics_minute(client, keys)  # the next tick, after a reset
+    assert client.object("encoding", keys.metrics) == b"hashtable"
+    copy = client.hgetall(keys.metrics_minute(redis_minute(client)))
+    assert b"layout" not in copy and copy[b"run:10:t"] == b"1"
+
+
 def test_timeline_counts_each_minute_from_one_copy_to_the_next(redis_url):
     client, keys = connect(redis_url), KeySpace()
     m = redis_minute(client)

@@ -26,6 +26,7 @@ from rqconc.store.scripts import (
     EnqueueReply,
     FailReply,
     PromoteReply,
+    Script,
     Step,
     now_ms,
     script,
@@ -54,6 +55,7 @@ class Steps(BoundSteps):
         self._held = (keys.active, keys.claims)
         self._shared = (keys.seq, keys.events)
         self._ended: Dict[str, Tuple[str, str]] = {}  # queue -> (started, finished)
+        self._complete: Optional[Script] = None  # built on first use (CLI commands never do)
 
     def enqueue(
         self,
@@ -200,7 +202,10 @@ class Steps(BoundSteps):
             args += [next_id, fields["queue"], len(fields)]
             for name, value in fields.items():
                 args += [name, value]
-        reply = script("complete")(self.client, keys, args)
+        step = self._complete
+        if step is None:
+            step = self._complete = script("complete")
+        reply = step(self.client, keys, args)
         code = COMPLETE_REPLIES[int(reply[0])]  # not CompleteReply(...): an enum call a job
         if next_take is None:
             return code
