@@ -247,9 +247,9 @@ class Execution:
             self._check_serializer(serializer_name, f"job of {short(name)}")
         try:
             serializer = get_serializer(serializer_name)
-            args, kwargs = fields.get("args"), fields.get("kwargs")
-            args = [] if args is None else _loads(serializer, args, "[]", list)
-            kwargs = {} if kwargs is None else _loads(serializer, kwargs, "{}", dict)
+            stored_args, stored_kwargs = fields.get("args"), fields.get("kwargs")
+            args = [] if stored_args is None else _loads(serializer, stored_args, "[]", list)
+            kwargs = {} if stored_kwargs is None else _loads(serializer, stored_kwargs, "{}", dict)
             if not isinstance(args, list) or not isinstance(kwargs, dict):
                 raise ValueError("arguments are not a list and a dict")
         except Exception as exc:
