@@ -28,7 +28,7 @@ class JobScope:
         self, hooks: Hooks, connections: Connections, job_id: str, fields: Dict[str, str]
     ) -> None:
         self.hooks = hooks if hooks.active else None
-        self._connections, self.made_job_id, self._fields = connections, job_id, fields
+        self._connections, self._job_id, self._fields = connections, job_id, fields
         # Made on the run's first ask (only then can it have logged): None for most runs.
         self.made_job: Optional[Job] = None
 
@@ -36,7 +36,7 @@ class JobScope:
     def job(self) -> Job:
         if self.made_job is None:
             connections = self._connections
-            job = Job.stored(self.made_job_id, connections.client, connections.keys, self._fields)
+            job = Job.stored(self._job_id, connections.client, connections.keys, self._fields)
             # A take returns the fields a run needs, not `meta`: it is read on first use.
             job.mark_meta_unread()
             self.made_job = job
@@ -62,6 +62,6 @@ class JobScope:
         job; the after_job hook of a success."""
         job = self.made_job
         if job is not None and job.wrote_logs:
-            seal_job_log(self._connections, self.made_job_id)
+            seal_job_log(self._connections, self._job_id)
         if self.hooks and outcome.exc is None:
             self.hooks.call("after_job", self.job, outcome.value)
