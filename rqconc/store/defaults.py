@@ -30,8 +30,8 @@ LOG_BYTES = 64 * 1024
 # Functions named per queue in the metrics (SPEC 17); the runs of any other count as 'other'.
 MAX_FUNCTIONS = 100
 
-# How many due scheduled jobs one take promotes per queue: bounds the cost of a take (the
-# complete steps' takes use include/take.lua's copy: an argument costs Redis every call).
+# How many due scheduled jobs one take promotes per queue: bounds the cost of a take. Lua's
+# own constant (include/take.lua: an argument would cost Redis every call), held to this.
 PROMOTE_BATCH = 100
 # How long done:<id> outlives a job kept for 0 s, so that waiters already blocked see it.
 DONE_GRACE_SECONDS = 10

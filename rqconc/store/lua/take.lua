@@ -16,19 +16,20 @@ KEYS[4i+4]       started:<queue>       its running jobs (score = start time, ms)
 ARGV[1]          claim (fencing token)
 ARGV[2]          lease length (ms)
 ARGV[3]          worker name
-ARGV[4]          how many due scheduled jobs to promote per queue at most
-ARGV[5]          namespace prefix "{ns}:": the popped id is only known here, so its hash
+ARGV[4]          namespace prefix "{ns}:": the popped id is only known here, so its hash
                  key is completed from it (the pattern of keys.py)
+(How many due scheduled jobs to promote per queue at most: include/take.lua's
+PROMOTE_BATCH, as for every step that takes.)
 
 Returns {id, v1, v2, ...}: the taken job's TAKE_FIELDS (include/take.lua), already marked
         started; or, when every listened queue is empty, the delay (ms, >= 0, by Redis'
         clock) until the earliest of their scheduled jobs is due, or -1 when none is
         scheduled.
 ]]
---#context NS=ARGV[5] SEQ=KEYS[1] EVENTS=KEYS[4] WORKER=ARGV[3]
+--#context NS=ARGV[4] SEQ=KEYS[1] EVENTS=KEYS[4] WORKER=ARGV[3]
 --#include clock
 --#include take
 
 -- A child that takes here may have been woken by a marker: re-arm them (rearm = true).
-return take_next(ARGV[1], tonumber(ARGV[2]), ARGV[4], KEYS[2], KEYS[3], 5,
+return take_next(ARGV[1], tonumber(ARGV[2]), PROMOTE_BATCH_TEXT, KEYS[2], KEYS[3], 5,
   (#KEYS - 4) / 4, true)

@@ -18,30 +18,30 @@ KEYS[4i+4]       started:<queue>       its running jobs (score = start time, ms)
 
 ARGV[1]          lease length (ms)
 ARGV[2]          worker name
-ARGV[3]          how many due scheduled jobs to promote per queue at most
-ARGV[4]          namespace prefix "{ns}:" (see take.lua)
-ARGV[5..]        the claims (fencing tokens), one per job wanted, in the order to fill
+ARGV[3]          namespace prefix "{ns}:" (see take.lua)
+ARGV[4..]        the claims (fencing tokens), one per job wanted, in the order to fill
+(The promote batch: include/take.lua's PROMOTE_BATCH, as in take.lua.)
 
 Returns {{claim, id, v1, v2, ...}, ...}: one entry per job taken, the claim it was leased
         under followed by what take.lua returns for it (TAKE_FIELDS of include/take.lua); or,
         when no job was taken, what take.lua returns then: the delay (ms, >= 0, by Redis'
         clock) until the earliest scheduled job of the listened queues is due, or -1.
 ]]
---#context NS=ARGV[4] SEQ=KEYS[1] EVENTS=KEYS[4] WORKER=ARGV[2]
+--#context NS=ARGV[3] SEQ=KEYS[1] EVENTS=KEYS[4] WORKER=ARGV[2]
 --#include clock
 --#include state
 --#include gather
 --#include take
 
-local lease_ms, batch, nq = tonumber(ARGV[1]), ARGV[3], (#KEYS - 4) / 4  -- batch: as text
+local lease_ms, nq = tonumber(ARGV[1]), (#KEYS - 4) / 4
 local jobs, last = {}, -1
-takes_clear({unpack(ARGV, 5)}, 5, nq)  -- one EXISTS for every claim and queue, when all clear
+takes_clear({unpack(ARGV, 4)}, 5, nq)  -- one EXISTS for every claim and queue, when all clear
 gathering()  -- the registries' writes of every take, once per key at the end (include/gather)
-for i = 5, #ARGV do
+for i = 4, #ARGV do
   local claim = ARGV[i]
   if TAKES_FREE or redis.call('EXISTS', NS .. 'revoked:' .. claim) == 0 then
     -- Only the last take may leave jobs behind for another idle child: it re-arms markers.
-    last = take_next(claim, lease_ms, batch, KEYS[2], KEYS[3], 5, nq, i == #ARGV)
+    last = take_next(claim, lease_ms, PROMOTE_BATCH_TEXT, KEYS[2], KEYS[3], 5, nq, i == #ARGV)
     if type(last) ~= 'table' then break end  -- every listened queue is empty
     table.insert(last, 1, claim)
     table.insert(jobs, last)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any, List, Sequence, Tuple, Union
 
-from rqconc.store.defaults import PROMOTE_BATCH
 from rqconc.store.scripts import Step, script, taken, text
 from rqconc.store.steps.core import CompleteReply, Steps
 
@@ -63,7 +62,7 @@ def take_many_call(
     it on a redis.asyncio client)."""
     k = steps.keys
     keys = [k.seq, k.active, k.claims, k.events, *steps.take_keys(queues)]
-    return keys, [lease_ms, worker, PROMOTE_BATCH, k.prefix, *claims]
+    return keys, [lease_ms, worker, k.prefix, *claims]
 
 
 def take_step(

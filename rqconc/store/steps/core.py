@@ -15,7 +15,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import redis
 
 from rqconc.connection.replicas import ReplicaWait
-from rqconc.store.defaults import PROMOTE_BATCH
 from rqconc.store.fields import id_check, lean_marks
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import (
@@ -114,7 +113,7 @@ class Steps(BoundSteps):
     ) -> Tuple[List[str], List[Any]]:
         k = self.keys
         keys = [k.seq, k.active, k.claims, k.events, *self.take_keys(queues)]
-        return keys, [claim, lease_ms, worker, PROMOTE_BATCH, k.prefix]
+        return keys, [claim, lease_ms, worker, k.prefix]
 
     def take_keys(self, queues: Sequence[str]) -> List[str]:
         """The keys a take reads for each queue, in the order of lua/include/take.lua."""

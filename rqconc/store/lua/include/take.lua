@@ -44,8 +44,10 @@ local TAKE_EXPIRES_AT = 16
 -- bounds the time one take holds Redis.
 local LIMIT_SKIPS = 500
 local CRON_JOB_PREFIX = 'cron.'  -- queue/cron.py tick_job_id
--- How many due scheduled jobs one take promotes per queue (`batch` of the complete steps,
--- which do not pass it: an argument costs every call ~1,150 Redis instructions).
+-- How many due scheduled jobs one take promotes per queue: a constant of every step that
+-- takes, not an argument (an argument costs every call ~1,150 Redis instructions; the
+-- numbers test holds it to rqconc/store/defaults.py). As text too: ZRANGEBYSCORE's LIMIT,
+-- and a number would be formatted on every call.
 local PROMOTE_BATCH = 100
 local PROMOTE_BATCH_TEXT = '100'
 
