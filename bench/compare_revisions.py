@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 from pathlib import Path
@@ -93,19 +94,21 @@ def main() -> None:
         if "base" not in sides:  # head only: beside the no-op row's base and head
             head, shown = statistics.median(sides["head"]), [round(v) for v in sides["head"]]
             print(f"{group:30} head {head:9,.0f}  runs {json.dumps(shown)}")
-            rows.append(f"| {group} | | {head:,.0f} | | | {shown} |")
+            rows.append(f"| {group} | | {head:,.0f} | | | | {shown} |")
             continue
         base, head = statistics.median(sides["base"]), statistics.median(sides["head"])
         paired = paired_ratio(sides["base"], sides["head"])
+        interval = paired_interval(sides["base"], sides["head"])
         print(
             f"{group:30} base {base:9,.0f}  head {head:9,.0f}  head/base {head / base:.2f}"
-            f"  paired {paired:.2f}"
+            f"  paired {paired:.2f} (95%: {interval})"
         )
         print(f"{'':30} base runs {json.dumps([round(v) for v in sides['base']])}")
         print(f"{'':30} head runs {json.dumps([round(v) for v in sides['head']])}")
         runs = f"{[round(v) for v in sides['base']]} / {[round(v) for v in sides['head']]}"
         rows.append(
-            f"| {group} | {base:,.0f} | {head:,.0f} | {head / base:.2f} | {paired:.2f} | {runs} |"
+            f"| {group} | {base:,.0f} | {head:,.0f} | {head / base:.2f} | {paired:.2f} "
+            f"| {interval} | {runs} |"
         )
     if args.results:
         replace_section(*markers(args.base), section(args.base, args.runs, rows))
@@ -117,6 +120,20 @@ def paired_ratio(base: List[float], head: List[float]) -> float:
     two neighbouring runs share its state, so their ratio cancels the drift that the ratio of
     the two sides' medians keeps."""
     return statistics.median(h / b for b, h in zip(base, head))
+
+
+def paired_interval(base: List[float], head: List[float], level: float = 0.95) -> str:
+    """How far the paired median could be from the truth with this many runs: the central
+    `level` of the paired medians of 2,000 resamples of the run pairs (a bootstrap, seeded so
+    that one table always gives one answer). "Not slower" holds when the upper end reaches
+    1.00; a point estimate alone cannot say that on a machine whose runs spread by a fifth."""
+    ratios = [h / b for b, h in zip(base, head)]
+    if len(ratios) < 3:
+        return "-"
+    draw = random.Random(0)
+    medians = sorted(statistics.median(draw.choices(ratios, k=len(ratios))) for _ in range(2000))
+    cut = int(len(medians) * (1 - level) / 2)
+    return f"{medians[cut]:.2f}-{medians[-cut - 1]:.2f}"
 
 
 def section(base: str, runs: int, rows: List[str]) -> str:
@@ -131,10 +148,12 @@ def section(base: str, runs: int, rows: List[str]) -> str:
                 f"(`make bench`): rqconc at {base} against this tree, `forking 2`, 10,000 no-op "
                 "jobs (one `INCR` each), alternating run by run on one private Redis: head/base is "
                 "the ratio of the two sides' medians, `paired` the median of each run's ratio to "
-                "the base run just before it (drift of the machine's speed cancels in it).",
+                "the base run just before it (drift of the machine's speed cancels in it), "
+                "`95%` the range a bootstrap of the run pairs gives that median (not slower: "
+                "its upper end at 1.00 or more).",
                 "",
-                "| row | base | head | head/base | paired | runs base / head |",
-                "|---|---:|---:|---:|---:|---|",
+                "| row | base | head | head/base | paired | 95% | runs base / head |",
+                "|---|---:|---:|---:|---:|---|---|",
                 *rows,
                 end,
             ]
@@ -150,8 +169,8 @@ def section(base: str, runs: int, rows: List[str]) -> str:
             "row, no limit set). The `:limits` row is this tree with a limit set on the "
             "queue that never binds (concurrency 1,000, rate 1,000,000/s).",
             "",
-            "| row | base | head | head/base | paired | runs base / head |",
-            "|---|---:|---:|---:|---:|---|",
+            "| row | base | head | head/base | paired | 95% | runs base / head |",
+            "|---|---:|---:|---:|---:|---|---|",
             *rows,
             end,
         ]
