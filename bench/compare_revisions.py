@@ -6,7 +6,8 @@ Checks REV out into a temporary git worktree and runs rqconc's no-op (forking 2)
 enqueue rows (single calls, batch) from `bench/run.py`, alternating between REV and the
 working tree run by run, on one private Redis: both sides see the same machine load, so the
 ratio of their medians is the figure to read (the absolute numbers move with the load).
-Each side runs its own `bench.driver` from its own tree, with this virtualenv's packages.
+Both sides run this tree's harness (its bench/ is copied over the base's) with their own
+rqconc, and this virtualenv's packages.
 
 The default base, 788155d, is the code before limits, unique keys, metrics counters and the
 richer events (issues 17 and 19): SPEC 13 allows them at most 5% of the plain no-op job's
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import statistics
 import sys
 from pathlib import Path
@@ -47,6 +49,18 @@ def markers(base: str):
     if base == BEFORE_FLOW_AND_METRICS:
         return "<!-- spec13-cost:begin -->", "<!-- spec13-cost:end -->"
     return f"<!-- compare {base}:begin -->", f"<!-- compare {base}:end -->"
+
+
+def same_harness(tree: Path) -> None:
+    """This tree's bench/ over the base tree's: both sides then run one harness (driver,
+    workloads, tasks, warm-ups) and differ only in rqconc's own code. The rows compared use
+    the API both revisions have (Queue.enqueue, enqueue_many, main.py's options)."""
+    shutil.copytree(
+        ROOT / "bench",
+        tree / "bench",
+        dirs_exist_ok=True,
+        ignore=shutil.ignore_patterns(".peers-venv", "results", "__pycache__"),
+    )
 
 
 def run_in(tree: Path, row: Row, url: str) -> float:
@@ -76,6 +90,7 @@ def main() -> None:
     (runner.RESULTS_DIR / "logs").mkdir(parents=True, exist_ok=True)
     rates: Dict[str, Dict[str, List[float]]] = {}
     with revision_tree(args.base) as base_tree:
+        same_harness(base_tree)
         server = PrivateRedis().start()
         try:
             for row in compared:

@@ -57,7 +57,7 @@ class EnqueuePlan:
         due_ms: Optional[int],
     ) -> None:
         common, priority = fields.common(options)
-        self.jobs = [fields.own(func, args, kwargs, options) for func, args, kwargs in calls]
+        self.jobs = fields.own_many(calls, options)
         self.now, fresh_ids = now_ms(), not options.get("job_id")
         common = with_expiry(common, due_ms, self.now)
         self.queue = queue

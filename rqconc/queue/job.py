@@ -58,7 +58,7 @@ class Job(JobRecord, Generic[Result]):
         self._keys = KeySpace(namespace)
         self.namespace = namespace
         self._fields: Dict[str, str] = {text(k): text(v) for k, v in (fields or {}).items()}
-        self._report = JobReport(self.id, self.connection, self._keys, self._fields)
+        self._made_report: Optional[JobReport] = None
         # Unpickling runs code chosen by whoever can write to Redis: only a job whose queue
         # opted in (Queue(..., serializer="pickle")) reads pickled values.
         self.allow_pickle = allow_pickle
@@ -72,7 +72,7 @@ class Job(JobRecord, Generic[Result]):
         job = cls.__new__(cls)
         job.id, job.connection, job._keys, job.namespace = job_id, client, keys, keys.namespace
         job._fields = fields
-        job._report = JobReport(job_id, client, keys, fields)
+        job._made_report = None
         job.allow_pickle = fields.get("serializer") == "pickle"  # the queue's own choice
         return job
 
@@ -112,9 +112,20 @@ class Job(JobRecord, Generic[Result]):
         if not raw:
             raise self._missing()
         self._fields = {text(k): text(v) for k, v in raw.items()}
-        logged = self._report.logged  # a worker seals the log of a run that logged
-        self._report = JobReport(self.id, self.connection, self._keys, self._fields)
-        self._report.logged = logged
+        made = self._made_report
+        if made is not None:  # over the fields just read; a worker seals a log that ran
+            self._made_report = JobReport(self.id, self.connection, self._keys, self._fields)
+            self._made_report.logged = made.logged
+
+    @property
+    def _report(self) -> JobReport:
+        """The meta, progress and log of this job, over its fields: made on first use (most
+        jobs an enqueue hands out never report; a batch makes thousands)."""
+        report = self._made_report
+        if report is None:
+            report = JobReport(self.id, self.connection, self._keys, self._fields)
+            self._made_report = report
+        return report
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, func={self.func_name!r}, queue={self.queue_name!r})"

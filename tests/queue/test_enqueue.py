@@ -129,6 +129,25 @@ def test_enqueue_many_is_one_round_trip_and_returns_jobs_in_order(redis_url, mon
     assert all(Job.fetch(j.id, connection=client).priority == 5 for j in jobs[:3])
 
 
+def test_a_batch_names_each_function_its_jobs_give_and_gives_each_job_its_own_id(queue, client):
+    # A batch names a function given again once (JobFields.own_many): each change of
+    # function is named and checked again, by object and by text, and nothing is written
+    # when any of them is refused.
+    calls = [(tasks.add, (1, 2))] * 3 + [("tests.queue.tasks:echo", (3,))] * 2
+    jobs = queue.enqueue_many(calls + [(tasks.add, (4, 4))])
+    stored = [Job.fetch(j.id, connection=client) for j in jobs]
+    assert [j.func_name for j in stored] == ["tests.queue.tasks:add"] * 3 + [
+        "tests.queue.tasks:echo"
+    ] * 2 + ["tests.queue.tasks:add"]
+    assert [j.args for j in stored] == [[1, 2]] * 3 + [[3]] * 2 + [[4, 4]]
+    ids = [j.id for j in jobs]
+    assert len(set(ids)) == 6 and all(len(i) == 32 and int(i, 16) >= 0 for i in ids)
+    before = queue.count
+    with pytest.raises(ValueError, match="nope"):
+        queue.enqueue_many(calls + [("tests.queue.tasks:nope", ())])
+    assert queue.count == before
+
+
 def test_enqueue_at_and_enqueue_in_schedule_the_job(queue, client, keys):
     naive = dt.datetime.utcnow() + dt.timedelta(seconds=100)  # naive means UTC
     at = queue.enqueue_at(naive, tasks.add, 1, 2)

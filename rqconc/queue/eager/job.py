@@ -27,7 +27,7 @@ class EagerJob(Job):
         self._fields = fields
         self.allow_pickle = fields.get("serializer") == "pickle"  # its queue's own choice
         self._fields.setdefault("status", JobStatus.QUEUED.value)
-        self._report = EagerReport(job_id, keys, fields)
+        self._made_report = EagerReport(job_id, keys, fields)
         self.next_stage: Optional[EagerJob] = None  # a flow's next stage, once it returned Next
         self.followups: List[EagerJob] = []  # its on_success / on_failure callbacks' jobs
 
