@@ -68,15 +68,16 @@ wheel-smoke: venv
 # of BENCH_RUNS (3); then the cluster and dashboard rows (~20 min in all on a quiet 2-core
 # machine). Then, each into its own section of the same file: Redis time per job
 # (bench/redis_cost.py, ~3 min), the cost of wait_replicas=1 (master + 1 replica, ~1 min),
-# today's no-op against ed5a5be's (SPEC 5, ~1 min) and what limits, metrics and richer events
-# cost it against 788155d (SPEC 13, ~3 min). ~30 min in all.
+# today's no-op and enqueues against ed5a5be's (SPEC 5, 30 alternating runs, ~6 min: with 5,
+# this VM's drift moved the ratio by a tenth) and what limits, metrics and richer events
+# cost it against 788155d (SPEC 13, ~3 min). ~35 min in all.
 # BENCH_RUNS=N and BENCH_JOBS=N (at most N jobs per row: a check of the harness, not a
 # steady-state rate) apply to bench/run.py.
 bench: venv
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/redis_cost.py --jobs 10000
 	$(BIN)/python bench/wait_replicas.py --results
-	$(BIN)/python bench/compare_revisions.py --base ed5a5be --noop-only --runs 5 --results
+	$(BIN)/python bench/compare_revisions.py --base ed5a5be --runs 30 --results
 	$(BIN)/python bench/compare_revisions.py --runs 5 --results
 
 # The issue's key rows in ~10 min: no-op forking 2 against Dramatiq -p 2 -t 8, SAQ and
@@ -84,7 +85,7 @@ bench: venv
 # latency; then today's no-op against ed5a5be's. Into their own sections of RESULTS.md.
 bench-quick: venv
 	$(BIN)/python bench/run.py --quick
-	$(BIN)/python bench/compare_revisions.py --base ed5a5be --noop-only --runs 3 --results
+	$(BIN)/python bench/compare_revisions.py --base ed5a5be --noop-only --runs 10 --results
 
 # Jobs/s per Redis core against the code when issue 21 was filed, Redis capped at a quarter
 # of a core by a cgroup (bench/redis_core.py, needs root; one-slot and 16-slot processes, 7
