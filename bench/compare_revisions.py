@@ -126,7 +126,8 @@ def main() -> None:
             f"| {interval} | {runs} |"
         )
     if args.results:
-        replace_section(*markers(args.base), section(args.base, args.runs, rows))
+        only = " --noop-only" if args.noop_only else ""
+        replace_section(*markers(args.base), section(args.base, args.runs, rows, only))
 
 
 def paired_ratio(base: List[float], head: List[float]) -> float:
@@ -140,8 +141,9 @@ def paired_ratio(base: List[float], head: List[float]) -> float:
 def paired_interval(base: List[float], head: List[float], level: float = 0.95) -> str:
     """How far the paired median could be from the truth with this many runs: the central
     `level` of the paired medians of 2,000 resamples of the run pairs (a bootstrap, seeded so
-    that one table always gives one answer). "Not slower" holds when the upper end reaches
-    1.00; a point estimate alone cannot say that on a machine whose runs spread by a fifth."""
+    that one table always gives one answer). A range that holds 1.00 is a difference these
+    runs cannot show either way; a point estimate alone cannot say that on a machine whose
+    runs spread by a fifth."""
     ratios = [h / b for b, h in zip(base, head)]
     if len(ratios) < 3:
         return "-"
@@ -151,7 +153,7 @@ def paired_interval(base: List[float], head: List[float], level: float = 0.95) -
     return f"{medians[cut]:.2f}-{medians[-cut - 1]:.2f}"
 
 
-def section(base: str, runs: int, rows: List[str]) -> str:
+def section(base: str, runs: int, rows: List[str], only: str = "") -> str:
     begin, end = markers(base)
     if base != BEFORE_FLOW_AND_METRICS:
         return "\n".join(
@@ -159,13 +161,14 @@ def section(base: str, runs: int, rows: List[str]) -> str:
                 begin,
                 f"## Today's no-op against {base}'s (SPEC 5: must not be slower)",
                 "",
-                f"`bench/compare_revisions.py --base {base} --noop-only --runs {runs}` "
+                f"`bench/compare_revisions.py --base {base}{only} --runs {runs}` "
                 f"(`make bench`): rqconc at {base} against this tree, `forking 2`, 10,000 no-op "
-                "jobs (one `INCR` each), alternating run by run on one private Redis: head/base is "
+                "jobs (one `INCR` each), and the enqueue rows unless --noop-only, alternating "
+                "run by run on one private Redis, one harness (this tree's bench/): head/base is "
                 "the ratio of the two sides' medians, `paired` the median of each run's ratio to "
                 "the base run just before it (drift of the machine's speed cancels in it), "
-                "`95%` the range a bootstrap of the run pairs gives that median (not slower: "
-                "its upper end at 1.00 or more).",
+                "`95%` the range a bootstrap of the run pairs gives that median (a range that "
+                "holds 1.00: no difference these runs can show, either way).",
                 "",
                 "| row | base | head | head/base | paired | 95% | runs base / head |",
                 "|---|---:|---:|---:|---:|---|---|",
