@@ -72,7 +72,9 @@ def test_async_jobs_finishing_together_complete_in_far_fewer_steps_than_jobs(
     wait_for(lambda: all(j.status == JobStatus.FINISHED for j in jobs), 30, message="finished")
     assert [j.return_value for j in jobs] == list(range(count))
     # Every Lua step of the run: the enqueue, the takes, the completions (each taking its
-    # slot's next job), heartbeats and renewals. A step per job would be 200 or more (33
-    # were measured on either backend).
+    # slot's next job), heartbeats and renewals. A step per job would be 200 or more: 33
+    # were measured on either backend on a quiet machine, 52 once under a load of 20 on 2
+    # cores (fewer jobs finish in one turn of a loop that runs late), hence the bound of
+    # half a step per job, a quarter of what one step per job would make.
     steps = step_calls(client)
-    assert steps < count / 4, steps
+    assert steps < count / 2, steps
