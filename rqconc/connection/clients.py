@@ -10,8 +10,7 @@ from __future__ import annotations
 import os
 import re
 import socket
-from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, Optional, Union
+from typing import Any, Callable, Dict, Optional, Union
 from urllib.parse import quote
 
 import redis
@@ -279,40 +278,56 @@ def check_settings(client: redis.Redis) -> None:
         pass
 
 
-@contextmanager
-def translated_errors(client: redis.Redis) -> Iterator[None]:
-    """Turn redis-py's connection failures into rqconc.ConnectionError naming the server (its
-    ConfigurationError for settings no retry can fix)."""
-    try:
-        yield
-    except CLUSTER_DOWN as exc:  # a failover in progress: an outage, as a dead server is
-        raise errors.ConnectionError(
+class translated_errors:
+    """`with translated_errors(client):` turns redis-py's connection failures into
+    rqconc.ConnectionError naming the server (its ConfigurationError for settings no retry
+    can fix). A class, not a generator: every enqueue enters one, and a generator-based
+    context manager costs a generator and three calls more each time."""
+
+    __slots__ = ("client",)
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.client = client
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: Optional[BaseException], traceback: Any) -> None:
+        # Returns None, never true: an exception it does not replace goes on as it is.
+        if exc is not None:
+            error = _translated(self.client, exc)
+            if error is not None:
+                raise error from None
+
+
+def _translated(client: redis.Redis, exc: BaseException) -> Optional[BaseException]:
+    """What translated_errors raises instead of `exc`, or None to raise `exc` itself."""
+    if isinstance(exc, CLUSTER_DOWN):  # a failover in progress: an outage, as a dead server is
+        return errors.ConnectionError(
             f"the Redis Cluster at {describe(client)} cannot serve the request now "
             f"({exc.__class__.__name__}: {cluster.first_line(exc)}); retry once it has a "
             "master for every slot"
-        ) from None
-    except redis.exceptions.ResponseError as exc:
-        error = settings_error(client, exc)
-        if error is None:
-            raise
-        raise error from None
-    except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
-        if isinstance(exc, errors.ConnectionError):
-            raise
-        error = settings_error(client, exc)
-        if error is not None:
-            raise error from None
-        if isinstance(exc, ReplicasBehind):  # Redis is up: its replicas lag or are gone
-            raise errors.ConnectionError(f"Redis at {describe(client)}: {exc}") from None
-        if isinstance(exc, redis.exceptions.MaxConnectionsError) or str(exc) == _POOL_FULL:
-            raise errors.ConnectionError(_pool_full(client)) from None
-        raise errors.ConnectionError(
-            _scrubbed(
-                f"cannot reach Redis at {describe(client)} ({exc.__class__.__name__}: {exc}); "
-                "check that it runs and that --url / REDIS_URL is right",
-                client,
-            )
-        ) from None
+        )
+    if isinstance(exc, redis.exceptions.ResponseError):
+        return settings_error(client, exc)
+    if not isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)):
+        return None
+    if isinstance(exc, errors.ConnectionError):
+        return None
+    error = settings_error(client, exc)
+    if error is not None:
+        return error
+    if isinstance(exc, ReplicasBehind):  # Redis is up: its replicas lag or are gone
+        return errors.ConnectionError(f"Redis at {describe(client)}: {exc}")
+    if isinstance(exc, redis.exceptions.MaxConnectionsError) or str(exc) == _POOL_FULL:
+        return errors.ConnectionError(_pool_full(client))
+    return errors.ConnectionError(
+        _scrubbed(
+            f"cannot reach Redis at {describe(client)} ({exc.__class__.__name__}: {exc}); "
+            "check that it runs and that --url / REDIS_URL is right",
+            client,
+        )
+    )
 
 
 def _pool_full(client: Any) -> str:
