@@ -21,13 +21,13 @@ The connections are not the pool's and do not count against its `max_connections
 
 from __future__ import annotations
 
-import os
 from typing import Any, Callable, List, Optional, Sequence
 
 import redis
 
 from rqconc.connection import cluster
 from rqconc.connection.direct import DirectConnection, ReplyLost
+from rqconc.connection.forks import fork_count
 
 _CONNECTION_FAILED = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 
@@ -52,11 +52,11 @@ class PooledConnection:
         self._client = client
         self._make = make or (lambda: DirectConnection(client))
         self._idle: List[DirectConnection] = []
-        self._pid = os.getpid()
+        self._forks = fork_count()
 
     def _checkout(self) -> DirectConnection:
-        if self._pid != os.getpid():  # forked: the parent's sockets are not ours to use
-            self._idle, self._pid = [], os.getpid()
+        if self._forks != fork_count():  # forked: the parent's sockets are not ours to use
+            self._idle, self._forks = [], fork_count()
         try:
             return self._idle.pop()
         except IndexError:

@@ -68,9 +68,10 @@ RQ_NAMES = {"job_timeout": "timeout"}
 
 def take_options(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     """Take the enqueue options out of a call's keyword arguments (the rest are the call's)."""
-    rq_names = sorted(RQ_NAMES.keys() & kwargs.keys())
-    if rq_names:
-        name = rq_names[0]
+    if not kwargs:
+        return {}
+    if not RQ_NAMES.keys().isdisjoint(kwargs):
+        name = sorted(RQ_NAMES.keys() & kwargs.keys())[0]
         raise TypeError(
             f"{name}= is RQ's name: rqconc's option is {RQ_NAMES[name]}=; to pass {name} "
             "to the function itself, use enqueue_call(func, args, kwargs)"

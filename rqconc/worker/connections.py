@@ -17,6 +17,7 @@ import redis
 
 from rqconc.connection import cluster, sentinel
 from rqconc.connection.clients import ConnectionLike, connect, describe
+from rqconc.connection.forks import fork_count
 from rqconc.connection.replicas import ReplicaWait
 from rqconc.store.keys import KeySpace
 from rqconc.store.steps.core import Steps
@@ -53,19 +54,6 @@ def url_of(client: redis.Redis) -> str:
     )
 
 
-# Counts this process's forks (os.register_at_fork): a forked child's thread-local still
-# holds its parent's ChildState, which it must not use. Compared instead of os.getpid(), a
-# system call, on every job's two asks (bench/PROFILE.md).
-_FORKS = [0]
-
-
-def _forked() -> None:
-    _FORKS[0] += 1
-
-
-os.register_at_fork(after_in_child=_forked)
-
-
 class ChildState:
     """What one child (process, thread or greenlet) owns alone: its connection's steps."""
 
@@ -73,7 +61,8 @@ class ChildState:
 
     def __init__(self, steps: Steps) -> None:
         self.steps = steps
-        self.forks = _FORKS[0]
+        # A forked child's thread-local still holds its parent's ChildState: not to use.
+        self.forks = fork_count()
 
 
 class Orphans:
@@ -240,7 +229,7 @@ class Connections:
     def child(self) -> ChildState:
         """The calling child's state, made on first use in each thread, greenlet or process."""
         state: Optional[ChildState] = getattr(self._local, "state", None)
-        if state is None or state.forks != _FORKS[0]:
+        if state is None or state.forks != fork_count():
             direct = cluster.direct_connection(self.client, self.keys.seq)
             steps = Steps(direct, self.keys, self.wait)  # type: ignore[arg-type]
             state = self._local.state = ChildState(steps)

@@ -298,7 +298,7 @@ def enqueue_step(
     the ids were just generated at random, so they need no check that they are free. `mark`:
     leave the short-lived `enqueued:<first id>` mark a resend of this request finds."""
     common, leans = lean_marks(common or {}, jobs)
-    keys = [k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events]
+    keys = list(_queue_keys(k, queue))
     args: List[Any] = [
         queue,
         now_ms() if now is None else now,
@@ -309,8 +309,7 @@ def enqueue_step(
         id_check(jobs, due_ms, common, fresh_ids),
         len(common),
     ]
-    for pair in common.items():
-        args += pair
+    args.extend(chain.from_iterable(common.items()))
     job_prefix = k.job_prefix
     for (job_id, fields), lean in zip(jobs, leans):
         keys.append(job_prefix + job_id)
@@ -322,6 +321,21 @@ def enqueue_step(
     if mark:
         keys.append(k.enqueued(jobs[0][0]))
     return Step(script("enqueue"), keys, args, _enqueued)
+
+
+# The first keys of every enqueue of a queue, by (namespace prefix, queue): names made
+# once, not six KeySpace calls per enqueue. Bounded: queue names come from callers.
+_QUEUE_KEYS: Dict[Tuple[str, str], Tuple[str, ...]] = {}
+_QUEUE_KEYS_LIMIT = 1024
+
+
+def _queue_keys(k: KeySpace, queue: str) -> Tuple[str, ...]:
+    known = _QUEUE_KEYS.get((k.prefix, queue))
+    if known is None:
+        known = (k.seq, k.queues, k.queue(queue), k.marker(queue), k.scheduled(queue), k.events)
+        if len(_QUEUE_KEYS) < _QUEUE_KEYS_LIMIT:
+            _QUEUE_KEYS[(k.prefix, queue)] = known
+    return known
 
 
 def _enqueued(reply: Any) -> Optional[Tuple[EnqueueReply, str]]:
