@@ -243,8 +243,7 @@ class Execution:
         # Cached only once allowed and imported: a hit needs no check again.
         func = self._functions.get(name) or self._allowed_function(name)
         serializer_name = fields.get("serializer", "json")
-        if serializer_name == "pickle":  # the message only when it is needed: every job runs this
-            self._check_serializer(serializer_name, f"job of {short(name)}")
+        self._check_serializer(serializer_name, "job of", name)
         try:
             serializer = get_serializer(serializer_name)
             stored_args, stored_kwargs = fields.get("args"), fields.get("kwargs")
@@ -335,21 +334,21 @@ class Execution:
         self._functions[name] = func
         return func
 
-    def _check_serializer(self, name: str, what: str) -> None:
+    def _check_serializer(self, name: str, what: str, subject: str) -> None:
+        """Refuse a pickled payload unless allowed; the message (`what` `subject`, cut) is
+        made only then: every job asks."""
         if name == "pickle" and not self.allow_pickle:
             raise Refused(
                 type_name(errors.NotAllowed),
-                f"the {what} carries a pickled payload, which this worker does not "
-                "accept (unpickling runs code chosen by whoever can write to "
-                "Redis); start the worker with --allow-pickle "
-                "(Supervisor(allow_pickle=True)) if your Redis is trusted",
+                f"the {what} {short(subject)} carries a pickled payload, which this worker "
+                "does not accept (unpickling runs code chosen by whoever can write to Redis); "
+                "start the worker with --allow-pickle (Supervisor(allow_pickle=True)) if your "
+                "Redis is trusted",
             )
 
     def _callback_arguments(self, fields: Dict[str, str]) -> Tuple[Any, Any]:
         parent_id = fields["callback_of"]
-        self._check_serializer(
-            fields.get("parent_serializer", "json"), f"result of job {parent_id}"
-        )
+        self._check_serializer(fields.get("parent_serializer", "json"), "result of job", parent_id)
         try:
             # The parent may be gone already (result_ttl=0): the job then has its id only.
             return callback_arguments(fields, self.parent_of(parent_id))

@@ -23,6 +23,7 @@ Prepared = Tuple[str, int, Dict[str, str]]
 # compared by value. The type is part of the key: True and 1 are not the same option.
 _SCALARS = frozenset((int, float, str, bool, type(None)))
 _REMEMBERED = 256  # distinct option sets per queue; then forgotten all at once
+_NO_FUNCTION = object()  # own_many's "no function named yet" (None is a bad func, refused)
 
 
 def describe_call(name: str, args: Sequence[Any], kwargs: Dict[str, Any]) -> str:
@@ -104,10 +105,10 @@ class JobFields:
             return [self.own(func, args, kwargs, options) for func, args, kwargs in calls]
         random = os.urandom(16 * len(calls)).hex()  # 128 bits each, as job_id_of's
         owned: List[Tuple[str, Dict[str, str]]] = []
-        last: Any = None
+        last: Any = _NO_FUNCTION
         name = ""
         for i, (func, args, kwargs) in enumerate(calls):
-            if func is not last or i == 0:
+            if func is not last:
                 name, last = self._name_of(func), func
             owned.append(
                 (random[32 * i : 32 * i + 32], self._call_fields(name, args, kwargs, options))

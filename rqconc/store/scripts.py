@@ -86,8 +86,7 @@ def taken(reply: Any) -> Any:
     if not isinstance(reply, list):
         return int(reply)
     fields = {name: value for name, value in zip(TAKE_FIELDS, reply[1:]) if value is not None}
-    job_id = reply[0]  # bytes from a worker's connection: decoded here, without text()'s call
-    return (job_id.decode("utf-8", "replace") if type(job_id) is bytes else text(job_id)), fields
+    return text(reply[0]), fields
 
 
 class EnqueueReply(IntEnum):

@@ -47,9 +47,10 @@ NotifyFor = Callable[[str, Dict[str, str], BaseException], Notify]
 
 
 def stored_number(value: Any, default: float) -> float:
-    """A stored number, or `default` when the field is missing or corrupt."""
+    """A stored number, or `default` when the field is missing or corrupt. float() reads
+    bytes and str alike: no text() call (job_timeout runs for every job)."""
     try:
-        number = float(text(value))
+        number = float(value)
     except (TypeError, ValueError):
         return default
     return number if math.isfinite(number) else default
@@ -58,15 +59,8 @@ def stored_number(value: Any, default: float) -> float:
 def job_timeout(fields: Dict[Any, Any], callback_timeout: float) -> float:
     """A job's timeout: its own, else the worker's callback timeout for a follow-up job (a
     callback or a webhook, whose spec carries none), else the default."""
-    stored = fields.get("timeout")
-    if stored is not None:  # every job's: float() reads bytes and str alike (no text())
-        try:
-            number = float(stored)
-        except (TypeError, ValueError):
-            number = math.nan
-        if math.isfinite(number):
-            return number
-    return callback_timeout if fields.get("callback_of") is not None else DEFAULT_TIMEOUT
+    default = callback_timeout if fields.get("callback_of") is not None else DEFAULT_TIMEOUT
+    return stored_number(fields.get("timeout"), default)
 
 
 def work_item(claim: str, taken: Any, callback_timeout: float) -> Optional[WorkItem]:

@@ -25,7 +25,6 @@ from rqconc.store.scripts import (
     EnqueueReply,
     FailReply,
     PromoteReply,
-    Script,
     Step,
     now_ms,
     script,
@@ -54,7 +53,6 @@ class Steps(BoundSteps):
         self._held = (keys.active, keys.claims)
         self._shared = (keys.seq, keys.events)
         self._ended: Dict[str, Tuple[str, str]] = {}  # queue -> (started, finished)
-        self._complete: Optional[Script] = None  # built on first use (CLI commands never do)
 
     def enqueue(
         self,
@@ -201,10 +199,7 @@ class Steps(BoundSteps):
             args += [next_id, fields["queue"], len(fields)]
             for name, value in fields.items():
                 args += [name, value]
-        step = self._complete
-        if step is None:
-            step = self._complete = script("complete")
-        reply = step(self.client, keys, args)
+        reply = script("complete")(self.client, keys, args)
         code = COMPLETE_REPLIES[int(reply[0])]  # not CompleteReply(...): an enum call a job
         if next_take is None:
             return code
