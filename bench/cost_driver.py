@@ -13,7 +13,8 @@ used_cpu_sys of redis-server) and `INFO commandstats` (reset with CONFIG RESETST
 
 The task is `quiet`: it sends Redis nothing and marks its end by appending one byte to a file
 ($BENCH_DONE_FILE), so every microsecond measured is the queue's own work. The phase ends
-when the file holds N bytes; the workers are then killed.
+when the file holds N bytes; the workers are then killed. `--task aquiet10` (rqconc only) is
+SPEC 15's job, `async def` awaiting `asyncio.sleep(0.01)` first, sending Redis nothing either.
 
 CPU time is the server's, in microseconds per job. `commandstats` counts a command run inside
 a Lua script both on its own line and in EVALSHA's time: EVALSHA's usec already contains
@@ -99,16 +100,18 @@ def measure(args: argparse.Namespace) -> Dict[str, Any]:
     peer = importlib.import_module(f"bench.peers.{args.system}")
     client = redis.Redis.from_url(args.url)
     client.flushall()
-    peer.enqueue("quiet")  # connect, load scripts, warm up: outside every phase
+    task = args.task
+    peer.enqueue(task)  # connect, load scripts, warm up: outside every phase
     client.flushall()
     result: Dict[str, Any] = {"system": args.system, "mode": args.mode, "jobs": args.jobs}
+    result["task"] = task
     with Phase(client) as single:
         for _ in range(args.singles):
-            peer.enqueue("quiet")
+            peer.enqueue(task)
     result["enqueue_single"] = single.per_job(args.singles)
     client.flushall()
     with Phase(client) as batch:
-        peer.enqueue_batch("quiet", args.jobs)
+        peer.enqueue_batch(task, args.jobs)
     result["enqueue_batch"] = batch.per_job(args.jobs)
     workers = Workers()
     try:
@@ -132,6 +135,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=20_000)
     parser.add_argument("--singles", type=int, default=2_000)
     parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--task", default="quiet", choices=("quiet", "aquiet10"))
     print(json.dumps(measure(parser.parse_args())))
 
 

@@ -21,7 +21,7 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -31,50 +31,78 @@ BENCH = ROOT / "bench"
 BEGIN, END = "<!-- redis-cost:begin -->", "<!-- redis-cost:end -->"
 PHASES = ("enqueue_single", "enqueue_batch", "run")
 
-# (system, worker mode, how it runs, what its Redis work leaves out compared with rqconc's)
-SYSTEMS: List[Tuple[str, str, str, str]] = [
-    (
+
+class Row(NamedTuple):
+    """One row: a system, its worker mode (bench/peers), how it runs, what its Redis work
+    leaves out compared with rqconc's, and the task (bench/tasks.py; cost_driver --task)."""
+
+    system: str
+    mode: str
+    label: str
+    skips: str
+    task: str = "quiet"
+
+
+SAME_AS_ASYNC = "as forking 2; the slots' takes and completions go to Redis together"
+SYSTEMS: List[Row] = [
+    Row(
         "rqconc",
         "forking:2",
         "forking 2",
         "lease with fencing token, strict FIFO per priority, crash recovery, "
         "`started` + `finished` events, status counters",
     ),
-    (
+    Row(
         "rqconc",
         "forking:2:16",
         "forking 2 --slots 16",
         "as forking 2; the slots of a process that finish together complete in one step "
         "(complete_many, issue 21)",
     ),
-    (
+    Row(
         "rqconc",
         "asyncio:200",
         "asyncio 200",
         "as forking 2; one process whose 200 slots are tasks of one event loop: their takes "
         "and completions go to Redis together (the native core, issue 34)",
     ),
-    (
+    Row(
         "rqconc",
         "forking:2:100",
         "forking 2 --slots 100",
         "as asyncio 200, on two processes of 100 slots each (SPEC 15)",
     ),
-    (
+    # SPEC 15's own workload: `async def` jobs awaiting 10 ms (the rows above run `quiet`,
+    # a plain function, which the native core hands to its thread pool).
+    Row(
+        "rqconc",
+        "asyncio:200",
+        "asyncio 200, async def 10 ms",
+        SAME_AS_ASYNC + " (SPEC 15's jobs: tasks of the one event loop)",
+        "aquiet10",
+    ),
+    Row(
+        "rqconc",
+        "forking:2:100",
+        "forking 2 --slots 100, async def 10 ms",
+        SAME_AS_ASYNC + ", in two processes (SPEC 15's jobs)",
+        "aquiet10",
+    ),
+    Row(
         "huey",
         "process:2",
         "-k process -w 2",
         "no acknowledgement and no lease (BRPOP: a job whose consumer dies is lost), "
         "no events, no status kept",
     ),
-    (
+    Row(
         "dramatiq",
         "2:8",
         "-p 2 -t 8",
         "acknowledgement with per-worker heartbeats (unacked messages of dead workers come "
         "back), prefetch; no fencing, no events, no status kept",
     ),
-    (
+    Row(
         "rq",
         "simple:2",
         "2 x SimpleWorker",
@@ -93,8 +121,10 @@ def python_of(system: str) -> str:
     return PEERS_PYTHON
 
 
-def one_run(system: str, mode: str, url: str, jobs: int) -> Dict[str, Any]:
-    argv = [python_of(system), "-m", "bench.cost_driver", system, "--url", url, "--mode", mode]
+def one_run(row: Row, url: str, jobs: int) -> Dict[str, Any]:
+    system = row.system
+    argv = [python_of(system), "-m", "bench.cost_driver", system, "--url", url]
+    argv += ["--mode", row.mode, "--task", row.task]
     argv += ["--jobs", str(jobs), "--singles", str(max(500, jobs // 10))]
     done = subprocess.run(argv, cwd=str(ROOT), capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
@@ -124,7 +154,9 @@ def section(results: Dict[str, Dict[str, Any]], runs: int, jobs: int, version: s
         "## Redis time per job",
         "",
         f"`bench/redis_cost.py`: Redis {version}, one private server, {jobs:,} jobs of a task "
-        "that sends Redis nothing (counted by a byte appended to a file), median of "
+        "that sends Redis nothing (counted by a byte appended to a file; `quiet`, a plain "
+        "function, except in the rows marked `async def 10 ms`: SPEC 15's job, awaiting "
+        "`asyncio.sleep(0.01)` first), median of "
         f"{runs} runs; CPU of redis-server (`INFO cpu`, user + sys) per job. "
         "`run` = take + complete and everything the workers do meanwhile (heartbeats, "
         "lease renewals, polls). Batch = each system's fastest way to queue many jobs.",
@@ -133,7 +165,7 @@ def section(results: Dict[str, Dict[str, Any]], runs: int, jobs: int, version: s
         "| batch + run us | one core's ceiling, jobs/s | what it leaves out |",
         "|---|---|---:|---:|---:|---:|---:|---|",
     ]
-    for system, _mode, label, skips in SYSTEMS:
+    for system, _mode, label, skips, _task in SYSTEMS:
         if label not in results:
             continue
         m = results[label]["medians"]
@@ -148,7 +180,7 @@ def section(results: Dict[str, Dict[str, Any]], runs: int, jobs: int, version: s
         "command run inside a Lua script also counts inside EVALSHA's usec):",
         "",
     ]
-    for system, _mode, label, _skips in SYSTEMS:
+    for system, _mode, label, _skips, _task in SYSTEMS:
         if label in results:
             r = results[label]
             lines.append(f"- **{system}** ({label}) enqueue: {top_commands(r['enqueue_batch'])}")
@@ -168,14 +200,15 @@ def main() -> None:
     results: Dict[str, Dict[str, Any]] = {}  # by label: a system may have several rows
     raw: Dict[str, List[Dict[str, Any]]] = {}
     try:
-        for system, mode, label, _skips in SYSTEMS:
+        for row in SYSTEMS:
+            system, label = row.system, row.label
             if system not in wanted:
                 continue
-            raw[label] = [one_run(system, mode, server.url, args.jobs) for _ in range(args.runs)]
+            raw[label] = [one_run(row, server.url, args.jobs) for _ in range(args.runs)]
             results[label] = median_run(raw[label])
             m = results[label]["medians"]
             print(
-                f"{system:9} {label:22} enqueue single {m['enqueue_single']:6.1f} us  batch "
+                f"{system:9} {label:38} enqueue single {m['enqueue_single']:6.1f} us  batch "
                 f"{m['enqueue_batch']:6.1f} us  take+complete {m['run']:6.1f} us",
                 flush=True,
             )

@@ -39,6 +39,13 @@ def quiet() -> None:
     mark_done()
 
 
+async def aquiet10() -> None:
+    """SPEC 15's job (`await asyncio.sleep(0.01)`) sending Redis nothing, as `quiet`: what
+    bench/redis_cost.py measures the native async core's own Redis work with."""
+    await asyncio.sleep(0.01)
+    mark_done()
+
+
 async def asleep10() -> None:
     await asyncio.sleep(0.01)
     loop = asyncio.get_running_loop()

@@ -66,6 +66,28 @@ def test_redis_cost_driver_measures_each_phase_of_a_quiet_job(redis_url):
     assert "incr" not in result["run"]["commands"], result["run"]
 
 
+def test_redis_cost_driver_runs_spec_15s_async_def_job_on_the_native_core(redis_url):
+    """`--task aquiet10` (SPEC 15's job, awaiting 10 ms, sending Redis nothing) on `asyncio
+    200`: every job counted once, no INCR, the worker's takes and completions combined
+    (fewer steps than jobs)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.cost_driver", "rqconc", "--url", redis_url]
+        + ["--mode", "asyncio:200", "--task", "aquiet10", "--jobs", "400", "--singles", "50"]
+        + ["--timeout", "40"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=55,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["task"] == "aquiet10" and result["run"]["cpu_us"] > 0, result
+    commands = result["run"]["commands"]
+    assert "incr" not in commands, commands
+    steps = sum(commands.get(name, {}).get("calls", 0) for name in ("evalsha", "fcall"))
+    assert 0 < steps < 1, commands  # calls per job: jobs share their steps
+
+
 def _driver(python, system, workload, redis_url, tmp_path, *extra):
     done = subprocess.run(
         [str(python), "-m", "bench.driver", system, workload, "--url", redis_url]

@@ -14,6 +14,7 @@ TASKS = {
     "asleep10": "bench.tasks:asleep10",
     "stamp": "bench.tasks:stamp",
     "quiet": "bench.tasks:quiet",
+    "aquiet10": "bench.tasks:aquiet10",
 }
 BATCH_API = "Queue.enqueue_many (one Lua step per batch)"
 BATCH = 1000
