@@ -74,3 +74,44 @@ def test_events_carry_attempt_func_exception_and_run_time(redis_server, start_wo
     assert shape(lines) == shape(stream.for_job(retried.id))
     assert lines[2]["exc_message"] == "first run of token" and lines[-1]["run_time"] >= 0
     assert all(line["func"] == FAIL_FIRST for line in lines)
+
+
+def test_every_enqueue_path_writes_the_same_queued_scheduled_and_deferred_entry(
+    redis_url, client, keys
+):
+    """The entries an enqueue writes, raw from the stream: the single-job fast path, a batch
+    mixing functions (enqueue.lua's emit_next, from one shared table of what it knows), a
+    caller's id, a delay and a parent still waiting each write the same fields in the same
+    order, attempt 1 and the job's own function; a full-detail queue's batch adds its call."""
+    q = Queue("paths", connection=redis_url)
+    plain = q.enqueue(NAP, 0)
+    batch = q.enqueue_many([(NAP, (1,)), (BOOM, ("x",)), (NAP, (2,))])
+    chosen = q.enqueue(NAP, 3, job_id="chosen-id")
+    later = q.enqueue_in(3600, BOOM, "y")
+    child = q.enqueue(NAP, 4, depends_on=[later])
+    full = Queue("paths-full", connection=redis_url, event_detail="full")
+    (detailed,) = full.enqueue_many([(NAP, (5,))])
+
+    entries = {}
+    for _, fields in client.xrange(keys.events):
+        entry = {k.decode(): v.decode() for k, v in fields.items()}
+        entries[entry["job_id"]] = entry
+    basic = ["event", "job_id", "queue", "ts", "worker", "attempt", "func"]
+    expected = [
+        (plain, "queued", NAP),
+        (batch[0], "queued", NAP),
+        (batch[1], "queued", BOOM),
+        (batch[2], "queued", NAP),
+        (chosen, "queued", NAP),
+        (later, "scheduled", BOOM),
+        (child, "deferred", NAP),
+    ]
+    for job, event, func in expected:
+        entry = entries[job.id]
+        assert list(entry) == basic, entry
+        assert (entry["event"], entry["queue"], entry["worker"]) == (event, "paths", "")
+        assert (entry["attempt"], entry["func"]) == ("1", func), entry
+        assert int(entry["ts"]) > 0
+    entry = entries[detailed.id]
+    assert list(entry)[: len(basic)] == basic and entry["func"] == NAP, entry
+    assert json.loads(entry["args"]) == [5] and entry["kwargs"] == "{}", entry

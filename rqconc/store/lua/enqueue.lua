@@ -105,14 +105,18 @@ local function value_of(first, last, name)  -- a field among the pairs ARGV[firs
   return nil
 end
 
+-- The common fields by name, read once: the passes below ask each job about some of them.
+local common = {}
+for j = 9, common_last, 2 do common[ARGV[j]] = ARGV[j + 1] end
+
 -- A job's own field wins over a common one, as in its hash (written after them).
 local function field_of(job, name)
-  return value_of(job.first, job.last, name) or value_of(9, common_last, name)
+  return value_of(job.first, job.last, name) or common[name]
 end
 
 -- This request's mark: its own token, or "1" when the ids are fresh (random: only ours).
 local own_mark = '1'
-if chosen_ids then own_mark = value_of(9, common_last, 'enqueue_token') end
+if chosen_ids then own_mark = common['enqueue_token'] end
 if MARK and own_mark and redis.call('GET', MARK) == own_mark then
   return {1, n}  -- sent again after a lost reply: every job was stored (and may have run)
 end
@@ -187,8 +191,25 @@ redis.call('SADD', KEYS[2], queue)
 local first_seq = redis.call('INCRBY', SEQ, n) - n
 local waiting, scheduled = {}, {}
 -- event_detail is a queue's setting, sent among the common fields: the events below need
--- no HGET to learn it (detail_of in include/events).
-local detail = value_of(9, common_last, 'event_detail')
+-- no HGET to learn it (detail_of in include/events). What the events know of a job whose
+-- own fields name no function and no attempts: one table for all of them.
+local detail = common['event_detail']
+local common_known = {detail or false, common['func'] or '', common['attempts']}
+-- The waiting jobs' scores: queue_score's (include/jobs) band of their priority, worked out
+-- once, plus each job's number in the batch, held below SEQ_LIMIT as score_of does.
+local band = score_of(ARGV[6], 0, false)
+
+-- What the events of `job` know of it: common_known, unless its own fields say otherwise.
+local function known_of_job(job)
+  local func, attempts, own = nil, nil, false
+  for j = job.first, job.last, 2 do
+    local name = ARGV[j]
+    if name == 'func' then func, own = ARGV[j + 1], true
+    elseif name == 'attempts' then attempts, own = ARGV[j + 1], true end
+  end
+  if not own then return common_known end
+  return {detail or false, func or common_known[2], attempts or common_known[3]}
+end
 
 -- Store the i-th job as waiting, scheduled, deferred or canceled.
 local function put(job, i)
@@ -196,13 +217,13 @@ local function put(job, i)
     -- A reused id must not wake its waiters with an older outcome.
     redis.call('DEL', done_key(job.id))
   end
-  local pending, doomed = 0, nil
-  know_detail(job.id, detail, field_of(job, 'func') or '', field_of(job, 'attempts'))
+  local pending, doomed, known = 0, nil, known_of_job(job)
   if job.parents then
     pending, doomed = wait_for_parents(job, first_seq + i)
   end
   if doomed then
     store(job)
+    know_detail_as(job.id, known)
     mark_canceled(job.id, job.key, 'job ' .. doomed .. ', which it depends on, did not finish')
   elseif pending > 0 then
     if due ~= '' then
@@ -211,17 +232,19 @@ local function put(job, i)
       store(job, 'status', 'deferred', 'pending_deps', pending)
     end
     redis.call('ZADD', deferred_key(queue), NOW, job.id)
-    emit('deferred', job.id, queue)
+    emit_next('deferred', job.id, queue, known)
   elseif due == '' then
     store(job, 'status', 'queued', 'enqueued_at', NOW)
-    waiting[#waiting + 1] = score_of(ARGV[6], first_seq + i, false)
+    local seq = first_seq + i
+    if seq > SEQ_LIMIT then seq = SEQ_LIMIT end
+    waiting[#waiting + 1] = band + seq
     waiting[#waiting + 1] = job.id
-    emit('queued', job.id, queue)
+    emit_next('queued', job.id, queue, known)
   else
     store(job, 'status', 'scheduled')
     scheduled[#scheduled + 1] = due
     scheduled[#scheduled + 1] = job.id
-    emit('scheduled', job.id, queue)
+    emit_next('scheduled', job.id, queue, known)
   end
 end
 
