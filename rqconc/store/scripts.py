@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import time
 from enum import IntEnum
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 import redis
 
@@ -324,3 +324,12 @@ def script(name: str) -> Script:
     if name not in _SCRIPTS:
         _SCRIPTS[name] = Script(name)
     return _SCRIPTS[name]
+
+
+def prepare(names: Iterable[str]) -> None:
+    """Build these steps now: a supervisor does, before it forks its children, so that each
+    child inherits them built (each costs 5-8 ms to build, and the libraries' name prefix
+    5 ms more: a child building its own would start its first job, and record it, that much
+    later)."""
+    for name in names:
+        script(name)

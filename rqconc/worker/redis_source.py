@@ -30,6 +30,8 @@ from rqconc.queue.workflow.callbacks import (
     set_webhook_timeout,
 )
 from rqconc.store.keys import KeySpace
+from rqconc.store.scripts import prepare as prepare_scripts
+from rqconc.store.steps import JOB_STEPS
 from rqconc.worker.cancels import Cancels
 from rqconc.worker.connections import Connections, url_of
 from rqconc.worker.end_hooks import EndHooks
@@ -155,6 +157,7 @@ class RedisSource(WorkSource):
 
     # ---- supervisor side ----
     def supervisor_started(self, info: SupervisorInfo) -> None:
+        prepare_scripts(JOB_STEPS)  # before the children: a forked one inherits them built
         # What this worker serves, said once: the queues, the Redis (no password) and the
         # allow-list, the first things to check when jobs wait or fail as not allowed.
         log.info(
