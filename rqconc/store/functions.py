@@ -54,7 +54,7 @@ def prefix() -> str:
 def text(step: str) -> str:
     """Step `step`'s library, built on its first load."""
     if step not in _LIBRARIES:
-        _LIBRARIES[step] = build_library(step)
+        _LIBRARIES[step] = build_library(step, prefix())
     return _LIBRARIES[step]
 
 

@@ -7,7 +7,7 @@ build/library.py makes each step a Redis Functions library from the same passes.
 from __future__ import annotations
 
 from importlib import resources
-from typing import List
+from typing import List, Optional
 
 from rqconc.store.build.cold import BUILDER_MARK, coldify
 from rqconc.store.build.include import Expansion, expand_step
@@ -52,6 +52,7 @@ def library_prefix() -> str:
     )
 
 
-def build_library(step: str) -> str:
-    """Step `step` as a Redis Functions library (build/library.py)."""
-    return library(library_prefix(), step, read)
+def build_library(step: str, prefix: Optional[str] = None) -> str:
+    """Step `step` as a Redis Functions library (build/library.py); `prefix`: the
+    libraries' name prefix when the caller knows it (reading every file for it takes ms)."""
+    return library(prefix or library_prefix(), step, read)
