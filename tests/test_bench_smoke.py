@@ -45,19 +45,24 @@ def test_rqconc_driver_counts_every_job(redis_url, tmp_path):
     assert "main.py forking 2" in result["commands"][0]
 
 
-def test_redis_cost_driver_measures_each_phase_of_a_quiet_job(redis_url):
-    """bench/redis_cost.py's driver: 300 jobs whose task sends Redis nothing; the server's CPU
-    per job of each phase is positive, and a run whose job count is off is refused."""
+def _cost_driver(redis_url, *args):
+    """bench/cost_driver.py's result for rqconc with these arguments (a 40 s limit)."""
     done = subprocess.run(
-        [sys.executable, "-m", "bench.cost_driver", "rqconc", "--url", redis_url]
-        + ["--mode", "forking:2", "--jobs", "300", "--singles", "100", "--timeout", "40"],
+        [sys.executable, "-m", "bench.cost_driver", "rqconc", "--url", redis_url, *args]
+        + ["--timeout", "40"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=55,
     )
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.splitlines()[-1])
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_redis_cost_driver_measures_each_phase_of_a_quiet_job(redis_url):
+    """bench/redis_cost.py's driver: 300 jobs whose task sends Redis nothing; the server's CPU
+    per job of each phase is positive, and a run whose job count is off is refused."""
+    result = _cost_driver(redis_url, "--mode", "forking:2", "--jobs", "300", "--singles", "100")
     for phase in ("enqueue_single", "enqueue_batch", "run"):
         assert result[phase]["cpu_us"] > 0, result
         # A step by SHA (6.2, and the single enqueue everywhere) or as a function (7.0+).
@@ -70,17 +75,9 @@ def test_redis_cost_driver_runs_spec_15s_async_def_job_on_the_native_core(redis_
     """`--task aquiet10` (SPEC 15's job, awaiting 10 ms, sending Redis nothing) on `asyncio
     200`: every job counted once, no INCR, the worker's takes and completions combined
     (fewer steps than jobs)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.cost_driver", "rqconc", "--url", redis_url]
-        + ["--mode", "asyncio:200", "--task", "aquiet10", "--jobs", "400", "--singles", "50"]
-        + ["--timeout", "40"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=55,
+    result = _cost_driver(
+        redis_url, "--mode", "asyncio:200", "--task", "aquiet10", "--jobs", "400", "--singles", "50"
     )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.splitlines()[-1])
     assert result["task"] == "aquiet10" and result["run"]["cpu_us"] > 0, result
     commands = result["run"]["commands"]
     assert "incr" not in commands, commands

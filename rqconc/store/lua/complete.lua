@@ -59,7 +59,6 @@ end
 if code ~= 1 or not chained then
   return {code}
 end
-local taken = take_next(ARGV[6], tonumber(ARGV[7]), PROMOTE_BATCH_TEXT, ACTIVE, CLAIMS, 8, nq,
-  false)
+local taken = take_next(ARGV[6], tonumber(ARGV[7]), ACTIVE, CLAIMS, 8, nq, false)
 flush_events()  -- `finished` alone when nothing was taken
 return {1, taken}

@@ -80,8 +80,7 @@ for i = 1, n do
     elseif not TAKES_FREE and redis.call('EXISTS', NS .. 'revoked:' .. next_claim) == 1 then
       reply[2] = -1  -- its slot was ended meanwhile: it takes nothing, the others go on
     else
-      local taken = take_next(next_claim, lease_ms, PROMOTE_BATCH_TEXT, ACTIVE, CLAIMS, 5,
-        nq, false)
+      local taken = take_next(next_claim, lease_ms, ACTIVE, CLAIMS, 5, nq, false)
       if type(taken) ~= 'table' then empty = taken end
       reply[2] = taken
     end

@@ -31,5 +31,4 @@ Returns {id, v1, v2, ...}: the taken job's TAKE_FIELDS (include/take.lua), alrea
 --#include take
 
 -- A child that takes here may have been woken by a marker: re-arm them (rearm = true).
-return take_next(ARGV[1], tonumber(ARGV[2]), PROMOTE_BATCH_TEXT, KEYS[2], KEYS[3], 5,
-  (#KEYS - 4) / 4, true)
+return take_next(ARGV[1], tonumber(ARGV[2]), KEYS[2], KEYS[3], 5, (#KEYS - 4) / 4, true)

@@ -41,7 +41,7 @@ for i = 4, #ARGV do
   local claim = ARGV[i]
   if TAKES_FREE or redis.call('EXISTS', NS .. 'revoked:' .. claim) == 0 then
     -- Only the last take may leave jobs behind for another idle child: it re-arms markers.
-    last = take_next(claim, lease_ms, PROMOTE_BATCH_TEXT, KEYS[2], KEYS[3], 5, nq, i == #ARGV)
+    last = take_next(claim, lease_ms, KEYS[2], KEYS[3], 5, nq, i == #ARGV)
     if type(last) ~= 'table' then break end  -- every listened queue is empty
     table.insert(last, 1, claim)
     table.insert(jobs, last)

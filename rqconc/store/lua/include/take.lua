@@ -1,7 +1,8 @@
 --[[ take: take_next, the lease of a waiting job (the take steps and complete's fused take).
 
-take_next(claim, lease_ms, batch, active, claims, first, nq, rearm): promote due scheduled
-jobs of the nq listened queues, then lease the best waiting job of the first non-empty one.
+take_next(claim, lease_ms, active, claims, first, nq, rearm): promote due scheduled jobs
+(PROMOTE_BATCH at most per queue) of the nq listened queues, then lease the best waiting
+job of the first non-empty one.
 The queues' keys are KEYS[first .. first + 4nq - 1], four per queue in take order:
 q:<queue>, marker:<queue>, scheduled:<queue>, started:<queue>.
 `rearm`: this take may have consumed a wake-up of the queues' markers (a child that blocked
@@ -84,7 +85,7 @@ local function takes_told(found, also, one_take)
   return among
 end
 
-local function take_next(claim, lease_ms, batch, active, claims, first, nq, rearm)
+local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
   local now = now_ms()
   -- The claim's child was ended (its claims requeued) while this take was on its way; and
   -- which listened queues have limits (include/limits.lua). One EXISTS asks both: a
@@ -103,7 +104,8 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
   end
 
   local function promote(scheduled)
-    local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', NOW, 'LIMIT', '0', batch)
+    local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', NOW, 'LIMIT', '0',
+      PROMOTE_BATCH_TEXT)
     for _, id in ipairs(due) do
       redis.call('ZREM', scheduled, id)
       local key = job_key(id)
@@ -177,7 +179,7 @@ local function take_next(claim, lease_ms, batch, active, claims, first, nq, rear
     if not PROMOTED then promote(scheduled) end
     queue_limits[i] = limited and limits_of(string.sub(queue, #NS + 3)) or false
     if queue_limits[i] and queue_limits[i].grouped then
-      promote_group_timers(queue_limits[i], now, batch)
+      promote_group_timers(queue_limits[i], now, PROMOTE_BATCH_TEXT)
     end
   end
 
