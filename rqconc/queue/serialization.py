@@ -61,27 +61,45 @@ def check_utf8(data: str, what: str, value: Any) -> None:
             ) from None
 
 
+class _NotJSON(TypeError):
+    """Raised by the shared encoder's hook for a value JSON has no type for; `dumps` turns it
+    into the message that names what was being stored."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__("not a JSON type")
+        self.value = value
+
+
+def _not_json(value: Any) -> Any:
+    raise _NotJSON(value)
+
+
+# One encoder for every call: json.dumps with options builds a JSONEncoder on each call (its
+# __init__ in Python), which every job returning a value and every enqueue with arguments
+# paid. encode() keeps no state between calls, so threads and greenlets share it.
+# allow_nan=False: NaN and Infinity are not JSON; other languages' parsers refuse them.
+_ENCODER = json.JSONEncoder(
+    default=_not_json, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+)
+
+
 class JSONSerializer:
     """Plain JSON text: safe to load from anyone, readable by any language."""
 
     name = "json"
 
     def dumps(self, value: Any, what: str = "value") -> str:
-        if value is None:  # what most jobs return: json.dumps makes an encoder per call
+        if value is None:  # what most jobs return
             return "null"
-
-        def refuse(obj: Any) -> Any:
-            raise TypeError(
-                f"cannot serialize {what} {_short_repr(obj)} of type {type(obj).__qualname__} "
-                "as JSON; use JSON types (str, int, float, bool, None, list, dict) or opt in "
-                "to pickle with Queue(..., serializer='pickle')"
-            )
-
         try:
-            # allow_nan=False: NaN and Infinity are not JSON; other languages' parsers refuse them.
-            data = json.dumps(
-                value, default=refuse, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-            )
+            data = _ENCODER.encode(value)
+        except _NotJSON as refused:
+            culprit = refused.value
+            raise TypeError(
+                f"cannot serialize {what} {_short_repr(culprit)} of type "
+                f"{type(culprit).__qualname__} as JSON; use JSON types (str, int, float, bool, "
+                "None, list, dict) or opt in to pickle with Queue(..., serializer='pickle')"
+            ) from None
         except ValueError as exc:
             if "Out of range float" not in str(exc):
                 raise TypeError(
@@ -91,10 +109,7 @@ class JSONSerializer:
                 f"cannot serialize {what} {_short_repr(value)} as JSON: it holds NaN or "
                 "Infinity, which JSON has no numbers for"
             ) from None
-        except TypeError as exc:
-            if str(exc).startswith("cannot serialize"):
-                raise TypeError(str(exc)) from None
-            # e.g. a dict with tuple keys, or a circular reference
+        except TypeError as exc:  # e.g. a dict with tuple keys
             raise TypeError(
                 f"cannot serialize {what} {_short_repr(value)} as JSON: {exc}"
             ) from None
