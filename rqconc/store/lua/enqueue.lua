@@ -195,8 +195,8 @@ local waiting, scheduled = {}, {}
 -- own fields name no function and no attempts: one table for all of them.
 local detail = common['event_detail']
 local common_known = {detail or false, common['func'] or '', common['attempts']}
--- The waiting jobs' scores: queue_score's (include/jobs) band of their priority, worked out
--- once, plus each job's number in the batch, held below SEQ_LIMIT as score_of does.
+-- The waiting jobs' scores: the middle of their priority's band (include/jobs), worked out
+-- once, then each job's number in the batch placed in it (score_in).
 local band = score_of(ARGV[6], 0, false)
 
 -- What the events of `job` know of it: common_known, unless its own fields say otherwise.
@@ -235,9 +235,7 @@ local function put(job, i)
     emit_next('deferred', job.id, queue, known)
   elseif due == '' then
     store(job, 'status', 'queued', 'enqueued_at', NOW)
-    local seq = first_seq + i
-    if seq > SEQ_LIMIT then seq = SEQ_LIMIT end
-    waiting[#waiting + 1] = band + seq
+    waiting[#waiting + 1] = score_in(band, first_seq + i, false)
     waiting[#waiting + 1] = job.id
     emit_next('queued', job.id, queue, known)
   else

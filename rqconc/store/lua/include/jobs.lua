@@ -45,12 +45,17 @@ end
 -- within a priority then falls back on id order).
 local SCORE_BAND, SCORE_MIDDLE, SEQ_LIMIT = 70368744177664, 35184372088832, 35184372088831
 
-local function score_of(priority, n, front)
-  local middle = (MAX_PRIORITY - whole_number(priority, 0, MAX_PRIORITY, DEFAULT_PRIORITY))
-    * SCORE_BAND + SCORE_MIDDLE
+-- The score of counter n in the band whose middle is `middle` (score_of's first part: a
+-- batch of one priority works it out once).
+local function score_in(middle, n, front)
   if n > SEQ_LIMIT then n = SEQ_LIMIT end
   if front then return middle - n end
   return middle + n
+end
+
+local function score_of(priority, n, front)
+  return score_in((MAX_PRIORITY - whole_number(priority, 0, MAX_PRIORITY, DEFAULT_PRIORITY))
+    * SCORE_BAND + SCORE_MIDDLE, n, front)
 end
 
 --#cold
