@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 
 def backend_named(argv: Sequence[str], positional: bool) -> Optional[str]:
@@ -69,15 +69,44 @@ def backend_in_files(args: Sequence[str]) -> Optional[str]:
         return None
 
 
+# The command line that runs this worker again, in a fresh interpreter: what `--processes N`
+# starts N of (engine/launcher.py). Set by the entry points; None when embedded.
+worker_command: Optional[List[str]] = None
+
+
+def launches_workers(argv: Sequence[str]) -> bool:
+    """Whether this command starts several workers (`--processes N` with N > 1, on the
+    command line or in RQCONC_PROCESSES) rather than being one of them. A value that is not
+    a number is left to the command to refuse."""
+    # Light (os, signal, sys, time, ctypes): nothing gevent must patch first.
+    from rqconc.engine.launcher import PROCESS_MARKER
+
+    if os.environ.get(PROCESS_MARKER):
+        return False
+    value = _option_value(argv, "--processes", "--processes")
+    if value is None:
+        value = os.environ.get("RQCONC_PROCESSES")
+    try:
+        return value is not None and int(value) > 1
+    except ValueError:
+        return False
+
+
 def prepare_worker_process(argv: Sequence[str], positional: bool) -> None:
-    """Split below an init when PID 1 (threading, gevent), then patch for gevent."""
+    """Split below an init when PID 1 (threading, gevent), then patch for gevent; not in a
+    launcher of several workers, which runs no job (each worker it starts patches itself)."""
+    global worker_command
     from rqconc.engine.pid1 import split_if_pid1
 
+    if positional:
+        worker_command = [sys.executable, os.path.abspath(sys.argv[0]), *argv]
+    else:
+        worker_command = [sys.executable, "-m", "rqconc", "worker", *argv]
     backend = backend_named(argv, positional)
     split_if_pid1(backend)
     # By name, not by GreenletPool.is_green: gevent must patch before anything imports the
     # standard library's threading and socket, and the pool classes import both.
-    if backend == "gevent":
+    if backend == "gevent" and not launches_workers(argv):
         from gevent import monkey
 
         monkey.patch_all()

@@ -32,7 +32,7 @@ import click
 import pytest
 
 from rqconc.cli.app import cli
-from rqconc.cli.worker import check_size
+from rqconc.cli.worker_checks import check_size
 from rqconc.cli.worker_command import main_py
 from tests.support.worker_process import ROOT
 

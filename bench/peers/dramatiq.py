@@ -89,11 +89,12 @@ def fill(kind: str, n: int) -> None:
 
 
 def workers(mode: str, python: str) -> List[List[str]]:
-    """mode: PROCESSES:THREADS."""
-    processes, threads = mode.split(":")
+    """mode: PROCESSES:THREADS, or gevent:PROCESSES:GREENLETS (its `dramatiq-gevent`
+    launcher: each process' threads are greenlets)."""
+    *green, processes, threads = mode.split(":")
     return [
         [
-            str(Path(python).parent / "dramatiq"),
+            str(Path(python).parent / ("dramatiq-gevent" if green == ["gevent"] else "dramatiq")),
             "bench.peers.dramatiq",
             "-p",
             processes,

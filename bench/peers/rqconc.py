@@ -67,9 +67,12 @@ HIGH_LIMITS = {"concurrency": 1000, "rate": "1000000/s"}
 
 def workers(mode: str, python: str) -> List[List[str]]:
     """mode: BACKEND:SIZE[:SLOTS], e.g. forking:2, threading:20, forking:2:50 (--slots 50);
+    BACKEND:SIZE:pN runs N workers from one command (--processes N), e.g. gevent:16:p2;
     BACKEND:SIZE:limits sets HIGH_LIMITS on the queue first (the driver calls this after
     filling it)."""
     backend, size, *slots = mode.split(":")
+    processes = [s[1:] for s in slots if s.startswith("p")]
+    slots = [s for s in slots if not s.startswith("p")]
     if slots == ["limits"]:
         queue().set_limits(**HIGH_LIMITS)
         slots = []
@@ -88,5 +91,6 @@ def workers(mode: str, python: str) -> List[List[str]]:
             "--log-level",
             "WARNING",
             *(["--slots", slots[0]] if slots else []),
+            *(["--processes", processes[0]] if processes else []),
         ]
     ]

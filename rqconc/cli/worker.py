@@ -10,25 +10,22 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Type
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import click
 
+from rqconc import gevent_first
 from rqconc.cli.common import namespace_option
 from rqconc.cli.settings import describe, load_settings
+from rqconc.cli.worker_checks import check_before_start, split_queues
 from rqconc.cli.worker_tuning import env_option, event_retention, timing_options
-from rqconc.connection.backoff import REDIS_DOWN
-from rqconc.connection.clients import check_settings, connect
 from rqconc.demo import run_demo
-from rqconc.engine.backends import backend_name, backend_names, pool_class
+from rqconc.engine.backends import pool_class
 from rqconc.engine.fake_source import FakeSource
-from rqconc.engine.pool import Pool
+from rqconc.engine.launcher import launch, launched_place
 from rqconc.engine.source import WorkSource
-from rqconc.engine.supervisor import check_slots
-from rqconc.store.keys import check_queue_name
 from rqconc.worker import logs
 from rqconc.worker.hooks import Hooks
-from rqconc.worker.listened import EVERY
 from rqconc.worker.redis_supervisor import Supervisor
 
 
@@ -83,6 +80,14 @@ def worker_options(command: Callable) -> Callable:
             default=1,
             show_default=True,
             help="Jobs each child runs at once, in threads (forking and multiprocessing).",
+        ),
+        env_option(
+            "--processes",
+            type=click.IntRange(min=1),
+            default=1,
+            show_default=True,
+            help="Workers this command runs side by side, each with SIZE children: "
+            "processes x slots for gevent, threading and asyncio (docs/backends.md).",
         ),
         env_option("--max-jobs-per-child", type=click.IntRange(min=1), default=None),
         env_option(
@@ -207,6 +212,11 @@ def run_worker(backend: str, size: int, options: Dict[str, Any]) -> int:
     level = options["log_level"] or ("WARNING" if options["demo"] else "INFO")
     logs.configure(level, options["log_format"], sys.stderr)
     check_before_start(backend, options)
+    place = launched_place()
+    if options["processes"] > 1 and place is None:
+        return launch_workers(options["processes"])
+    if place is not None and options["name"]:  # one name per worker in the registry
+        options["name"] = f"{options['name']}-{place.partition('/')[0]}"
     if options["demo"]:
         return run_demo(backend, size, options)
     supervisor = Supervisor(
@@ -261,14 +271,13 @@ def use_django(options: Dict[str, Any]) -> None:
     options["allow"] = (*options["allow"], DJANGO_RUNNER)
 
 
-def check_before_start(backend: str, options: Dict[str, Any]) -> None:
-    """What must hold before a worker starts: Redis answers (or its outage is waited out),
-    --slots fits the backend, --demo has one namespace; each a one-line error otherwise."""
-    if options["source_kind"] == "redis":
-        check_redis(options["url"])
-    check_slots_option(backend, options["slots"])
-    if options["demo"] and "," in options["namespace"]:
-        raise click.UsageError("--demo runs in one namespace: give --namespace one name")
+def launch_workers(count: int) -> int:
+    """--processes N: N workers of this very command line (engine/launcher.py)."""
+    if gevent_first.worker_command is None:
+        raise click.UsageError(
+            "--processes starts workers from a command line (main.py or rqconc worker)"
+        )
+    return launch(gevent_first.worker_command, count)
 
 
 def child_preload(backend: str, modules: Sequence[str]) -> Tuple[str, ...]:
@@ -298,90 +307,3 @@ def add_to_sys_path(paths: Sequence[str]) -> None:
         if absolute in sys.path:
             sys.path.remove(absolute)
         sys.path.insert(0, absolute)
-
-
-def check_redis(url: Optional[str]) -> None:
-    """Before any child starts: a malformed URL or TLS option is misuse (exit 2); settings
-    Redis refuses (credentials, DB index) end the worker with one line (exit 1, raised as
-    ConfigurationError). An unreachable Redis is not checked here: the worker waits for it."""
-    try:
-        client = connect(url)
-    except (ValueError, TypeError) as exc:
-        raise click.UsageError(str(exc)) from None
-    except REDIS_DOWN:  # a cluster client reads the slot map at once: no seed answered
-        return
-    try:
-        check_settings(client)
-    finally:
-        client.close()
-
-
-# The largest size each kind of child is run at. Beyond it a worker would exhaust the host
-# before doing more work: processes cost ~30 MB and a CPU share each (4 per CPU, at least 256
-# so a small host may still run I/O-bound processes); OS threads 8 MB of stack address space
-# and GIL contention; greenlets are cheap, but one hub's scheduling degrades past ~10,000.
-MAX_PROCESSES = max(256, 4 * (os.cpu_count() or 1))
-MAX_THREADS = 1_000
-MAX_GREENLETS = 10_000
-
-
-def max_size(pool: Type[Pool]) -> Tuple[int, str]:
-    """The largest size of a backend's pool, and what its children are."""
-    if pool.children_are_processes:
-        return MAX_PROCESSES, "processes (4 per CPU, at least 256)"
-    if pool.is_green:
-        return MAX_GREENLETS, "greenlets"
-    return MAX_THREADS, "threads"
-
-
-class BackendName(click.Choice):
-    """The backend names, offered by shell completion and shown in --help; a name is
-    checked by the engine's one resolver, whose ValueError is the one-line usage error."""
-
-    def __init__(self) -> None:
-        super().__init__(backend_names())
-
-    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Any) -> str:
-        try:
-            return backend_name(value)
-        except ValueError as exc:
-            self.fail(str(exc), param, ctx)
-
-
-def check_size(backend: str, size: int) -> None:
-    if size < 1:
-        raise click.UsageError(f"size must be at least 1, not {size}")
-    bound, children = max_size(pool_class(backend))
-    if size > bound:
-        raise click.UsageError(
-            f"size {size} is too large for {backend}: at most {bound} {children}; "
-            "run several workers for more"
-        )
-
-
-def check_slots_option(backend: str, slots: int) -> None:
-    """--slots K: a usage error unless K >= 1 on a process backend (SPEC 10)."""
-    try:
-        check_slots(slots, pool_class(backend))
-    except ValueError as exc:
-        raise click.UsageError(f"--slots: {exc}") from None
-
-
-EVERY_QUEUE = {"all", EVERY}  # -q all, -q '*'
-
-
-def split_queues(text: str) -> Sequence[str]:
-    """The queue names of `-q`; `all` or `*` alone: every queue of the namespace (`*`)."""
-    queues = [q.strip() for q in text.split(",") if q.strip()]
-    if not queues:
-        raise click.UsageError("--queues needs at least one queue name")
-    if set(queues) & EVERY_QUEUE:
-        if len(queues) > 1:
-            raise click.UsageError("-q all (or '*') listens on every queue: name no other")
-        return [EVERY]
-    for queue in queues:
-        try:
-            check_queue_name(queue)
-        except ValueError as exc:
-            raise click.UsageError(str(exc)) from None
-    return queues

@@ -9,7 +9,8 @@ from typing import Any, Optional, Sequence
 import click
 
 from rqconc.cli.app import invoke
-from rqconc.cli.worker import BackendName, check_size, env_option, run_worker, worker_options
+from rqconc.cli.worker import env_option, run_worker, worker_options
+from rqconc.cli.worker_checks import BackendName, check_size
 
 # A typo is refused with the valid names, and shell completion offers them.
 BACKEND = BackendName()

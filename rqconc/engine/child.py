@@ -6,7 +6,6 @@ the backend only decides how it is started and how it can be ended.
 
 from __future__ import annotations
 
-import ctypes
 import importlib
 import logging
 import os
@@ -18,12 +17,12 @@ from typing import Optional, Sequence, Tuple
 
 from rqconc.engine import titles
 from rqconc.engine.event_loops import Interrupted
+from rqconc.engine.parent_death import die_with_parent
 from rqconc.engine.slots.table import CellTable
 from rqconc.engine.source import StopWorker, WorkItem, WorkSource
 
 log = logging.getLogger("rqconc.engine.child")
 
-PR_SET_PDEATHSIG = 1
 BOOT_FAILURE_EXIT = 3
 
 
@@ -190,14 +189,6 @@ def _show(ctx: ChildContext, item_id: Optional[str] = None) -> None:
         titles.show_child(ctx.index, item_id)
 
 
-def _libc_prctl(option: int, value: int) -> None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(option, value, 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the orphan check in the loop still holds
-        pass
-
-
 def prepare_process_child(supervisor_pid: int) -> None:
     """Signal dispositions and parent-death handling for a child that is a process."""
     # Ctrl+C signals the whole process group, and systemd sends SIGTERM to every process of
@@ -208,6 +199,4 @@ def prepare_process_child(supervisor_pid: int) -> None:
     for signum in (signal.SIGHUP, signal.SIGTTIN, signal.SIGTTOU, signal.SIGUSR1):
         signal.signal(signum, signal.SIG_IGN)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    _libc_prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != supervisor_pid:  # the supervisor died before prctl took effect
-        os._exit(0)
+    die_with_parent(supervisor_pid)
