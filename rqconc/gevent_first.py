@@ -25,7 +25,7 @@ def backend_named(argv: Sequence[str], positional: bool) -> Optional[str]:
             return arg.partition("=")[2]
         if arg.startswith("-b") and len(arg) > 2 and not arg.startswith("--"):
             return arg[2:]
-    return os.environ.get("RQCONC_BACKEND") or backend_in_files(args)
+    return os.environ.get("RQCONC_BACKEND") or setting_in_files(args, "BACKEND")
 
 
 def _option_value(args: Sequence[str], short: str, long: str) -> Optional[str]:
@@ -39,11 +39,12 @@ def _option_value(args: Sequence[str], short: str, long: str) -> Optional[str]:
     return None
 
 
-def backend_in_files(args: Sequence[str]) -> Optional[str]:
-    """BACKEND of the config file (`-c FILE`, RQCONC_CONFIG), else `backend` of the working
+def setting_in_files(args: Sequence[str], name: str) -> Optional[str]:
+    """Setting NAME of the config file (`-c FILE`, RQCONC_CONFIG), else `name` of the working
     directory's pyproject.toml [tool.rqconc]. Read without running the config module (its
-    imports would come before gevent's patching): only a literal `BACKEND = "gevent"`
-    counts here. A file that cannot be read is left to the command, which says why."""
+    imports would come before gevent's patching): only a literal (`BACKEND = "gevent"`,
+    `PROCESSES = 2`) counts here. A file that cannot be read is left to the command, which
+    says why."""
     # Imported here: this module imports only os and sys at load (see the docstring); ast and
     # tomllib import neither threading nor socket.
     import ast
@@ -55,7 +56,7 @@ def backend_in_files(args: Sequence[str]) -> Optional[str]:
                 tree = ast.parse(file.read())
             for node in tree.body:
                 if isinstance(node, ast.Assign) and any(
-                    isinstance(t, ast.Name) and t.id == "BACKEND" for t in node.targets
+                    isinstance(t, ast.Name) and t.id == name for t in node.targets
                 ):
                     return str(ast.literal_eval(node.value))
         if sys.version_info >= (3, 11):
@@ -64,7 +65,7 @@ def backend_in_files(args: Sequence[str]) -> Optional[str]:
             import tomli as tomllib
         with open("pyproject.toml", "rb") as toml:
             table = tomllib.load(toml).get("tool", {}).get("rqconc", {})
-        return str(table["backend"]) if "backend" in table else None
+        return str(table[name.lower()]) if name.lower() in table else None
     except (OSError, ValueError, SyntaxError, AttributeError, TypeError):
         return None
 
@@ -76,8 +77,8 @@ worker_command: Optional[List[str]] = None
 
 def launches_workers(argv: Sequence[str]) -> bool:
     """Whether this command starts several workers (`--processes N` with N > 1, on the
-    command line or in RQCONC_PROCESSES) rather than being one of them. A value that is not
-    a number is left to the command to refuse."""
+    command line, in RQCONC_PROCESSES or in the files' PROCESSES setting) rather than being
+    one of them. A value that is not a number is left to the command to refuse."""
     # Light (os, signal, sys, time, ctypes): nothing gevent must patch first.
     from rqconc.engine.launcher import PROCESS_MARKER
 
@@ -85,7 +86,7 @@ def launches_workers(argv: Sequence[str]) -> bool:
         return False
     value = _option_value(argv, "--processes", "--processes")
     if value is None:
-        value = os.environ.get("RQCONC_PROCESSES")
+        value = os.environ.get("RQCONC_PROCESSES") or setting_in_files(argv, "PROCESSES")
     try:
         return value is not None and int(value) > 1
     except ValueError:

@@ -119,6 +119,18 @@ def test_a_worker_that_dies_is_started_again_and_serves_the_queue(redis_server, 
     assert [j.get(timeout=20) for j in held] == ["done", "done"]
 
 
+def test_sigttin_reaches_every_worker(redis_server, start_worker):
+    launcher = start_worker("threading", 1, redis_server.url, "--processes", "2")
+    client = Queue(connection=redis_server.url).connection
+
+    def idle_children():
+        return sorted(w["idle"] for w in list_workers(client))
+
+    wait_for(lambda: idle_children() == [1, 1], message="two workers of one child each")
+    launcher.signal(signal.SIGTTIN)  # one more child in each worker
+    wait_for(lambda: idle_children() == [2, 2], timeout=15, message="two children each")
+
+
 def test_burst_workers_drain_the_queue_and_the_launcher_exits_0(redis_server, start_worker):
     q = Queue(connection=redis_server.url)
     jobs = [q.enqueue("tests.worker.jobs:add", n, 1) for n in range(20)]
@@ -140,7 +152,9 @@ def test_bad_processes_usage_is_one_line_and_exit_2(args, message, redis_server)
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
-def test_only_a_launcher_skips_gevent_patching(monkeypatch):
+def test_only_a_launcher_skips_gevent_patching(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # no pyproject.toml here
+    monkeypatch.delenv("RQCONC_CONFIG", raising=False)
     monkeypatch.delenv("RQCONC_PROCESSES", raising=False)
     monkeypatch.delenv(PROCESS_MARKER, raising=False)
     assert launches_workers(["gevent", "8", "--processes", "2"])
@@ -148,6 +162,11 @@ def test_only_a_launcher_skips_gevent_patching(monkeypatch):
     assert not launches_workers(["gevent", "8", "--processes", "1"])
     assert not launches_workers(["gevent", "8", "--processes", "two"])  # click refuses it
     assert not launches_workers(["gevent", "8"])
+    (tmp_path / "settings.py").write_text("BACKEND = 'gevent'\nPROCESSES = 2\n")
+    assert launches_workers(["-b", "gevent", "-c", "settings.py"])
+    (tmp_path / "pyproject.toml").write_text("[tool.rqconc]\nprocesses = 3\n")
+    assert launches_workers(["gevent", "8"])
+    (tmp_path / "pyproject.toml").unlink()
     monkeypatch.setenv("RQCONC_PROCESSES", "2")
     assert launches_workers(["gevent", "8"])
     monkeypatch.setenv(PROCESS_MARKER, "1/2")  # a worker the launcher started
