@@ -80,8 +80,8 @@ bench: venv
 	$(BIN)/python bench/compare_revisions.py --base ed5a5be --runs 30 --results
 	$(BIN)/python bench/compare_revisions.py --runs 5 --results
 
-# The issue's key rows in ~10 min: no-op forking 2 against Dramatiq -p 2 -t 8, SAQ and
-# streaQ; SPEC 15's 200-slot async def rows; async enqueue from 100 coroutines; idle
+# The issue's key rows in ~10 min: the no-op (forking 2, gevent --processes 2) against
+# Dramatiq (threads, dramatiq-gevent), SAQ and streaQ at their best; SPEC 15's 200-slot async def rows; async enqueue from 100 coroutines; idle
 # latency; then today's no-op against ed5a5be's. Into their own sections of RESULTS.md.
 bench-quick: venv
 	$(BIN)/python bench/run.py --quick

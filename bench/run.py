@@ -1074,10 +1074,11 @@ def quick_section(rows, summaries, redis_version, elapsed, args) -> None:
         QUICK_BEGIN,
         "## Key rows (`make bench-quick`)",
         "",
-        f"`bench/run.py --quick --runs {args.runs}` took {elapsed:.0f} s: the no-op against "
-        "Dramatiq `-p 2 -t 8` and the asyncio peers at their best setting tried in the same "
-        "run, SPEC 15's 200-slot `async def` rows, the async enqueue rate and the idle "
-        "latency; runs alternate between the systems. Medians.",
+        f"`bench/run.py --quick --runs {args.runs}` took {elapsed:.0f} s: the no-op "
+        "(rqconc's 2-process modes) against Dramatiq (threads and dramatiq-gevent), SAQ and "
+        "streaQ at their best setting tried in the same run, SPEC 15's 200-slot `async def` "
+        "rows, the async enqueue rate and the idle latency; runs alternate between the "
+        "systems. Medians.",
         "",
         *table(rows, summaries, args.backlog),
         "",
