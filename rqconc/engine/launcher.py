@@ -54,8 +54,9 @@ RESTART_GAP = 1.0
 
 
 def launched_place() -> Optional[str]:
-    """ "i/N" in a worker the launcher started; None otherwise."""
-    return os.environ.get(PROCESS_MARKER)
+    """ "i/N" in a worker the launcher started; None otherwise. Taken out of the environment:
+    the worker's children and its jobs' own programs are no launcher's workers."""
+    return os.environ.pop(PROCESS_MARKER, None)
 
 
 def exit_code(status: int) -> int:
@@ -130,13 +131,17 @@ class Launcher:
 
     def _reap(self) -> None:
         while True:
+            # Race: a signal passed on between the wait and the pop would go to a pid already
+            # reaped, which the system may have given to another process meanwhile.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
-                return
+                pid, status = 0, 0
+            place = self.running.pop(pid, None) if pid else None
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             if pid == 0:
                 return
-            place = self.running.pop(pid, None)
             if place is None:  # an orphan we adopted as PID 1
                 continue
             code = exit_code(status)
