@@ -32,19 +32,11 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 from rqconc.engine.parent_death import die_with_parent
+from rqconc.engine.pid1 import FORWARDED  # what a worker reacts to, as PID 1 passes on
 
 # What each worker finds in its environment: "i/N", its place among the launcher's workers
 # (it names itself after it, and starts no workers of its own).
 PROCESS_MARKER = "RQCONC_PROCESS"
-FORWARDED = (
-    signal.SIGTERM,
-    signal.SIGINT,
-    signal.SIGHUP,
-    signal.SIGTTIN,
-    signal.SIGTTOU,
-    signal.SIGUSR1,
-    signal.SIGQUIT,
-)
 STOPPING = (signal.SIGTERM, signal.SIGINT)
 USAGE_ERROR = 2
 # How often the launcher looks for ended workers (well within the 1 s of a replacement),
