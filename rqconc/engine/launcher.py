@@ -31,6 +31,7 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence
 
+from rqconc.engine import titles
 from rqconc.engine.parent_death import die_with_parent
 from rqconc.engine.pid1 import FORWARDED  # what a worker reacts to, as PID 1 passes on
 
@@ -110,6 +111,7 @@ class Launcher:
         self.running[pid] = place
         self.started_at[place] = time.monotonic()
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        titles.show_launcher(sorted(self.running))
 
     def _forward(self, signum: int, _frame: object) -> None:
         if signum in STOPPING:

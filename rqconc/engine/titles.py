@@ -5,6 +5,7 @@
     rqconc: child 2 idle
     rqconc: child 3 busy 5f0c...e1
     rqconc: child 1 slots busy=12 idle=38           (--slots 50: jobs run at once)
+    rqconc: launcher of 2 workers, pids 4243 4244   (--processes 2)
 
 Only process children get a title of their own: the children of the threading and gevent
 backends live inside the supervisor process, whose title carries their busy/idle counts.
@@ -78,6 +79,15 @@ def child_title(index: int, item_id: Optional[str] = None) -> str:
 
 def slots_title(index: int, busy: int, slots: int) -> str:
     return f"{PREFIX}: child {index} slots busy={busy} idle={slots - busy}"
+
+
+def launcher_title(pids: Sequence[int]) -> str:
+    return f"{PREFIX}: launcher of {len(pids)} workers, pids {' '.join(map(str, pids))}"
+
+
+def show_launcher(pids: Sequence[int]) -> None:
+    """The title of a `--processes N` launcher (engine/launcher.py): its workers' pids."""
+    _set(launcher_title(pids))
 
 
 def show_slots(index: int, busy: int, slots: int) -> None:

@@ -112,6 +112,10 @@ def test_a_worker_that_dies_is_started_again_and_serves_the_queue(redis_server, 
         message="the killed worker replaced",
     )
     assert f"(pid {victim}) ended with code 137; starting it again" in launcher.output()
+    pids = " ".join(str(p) for p in sorted(p.pid for p in workers_of(launcher)))
+    assert (
+        psutil.Process(launcher.pid).cmdline()[0] == f"rqconc: launcher of 2 workers, pids {pids}"
+    )
     q = Queue(connection=url)
     held = [q.enqueue("tests.worker.jobs:hold", url, "go") for _ in range(2)]
     wait_started(held)  # two at once: the new worker runs one of them
