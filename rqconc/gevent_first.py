@@ -79,7 +79,7 @@ def launches_workers(argv: Sequence[str]) -> bool:
     """Whether this command starts several workers (`--processes N` with N > 1, on the
     command line, in RQCONC_PROCESSES or in the files' PROCESSES setting) rather than being
     one of them. A value that is not a number is left to the command to refuse."""
-    # Light (os, signal, sys, time, ctypes): nothing gevent must patch first.
+    # It imports neither threading nor socket, which gevent must patch before any import.
     from rqconc.engine.launcher import PROCESS_MARKER
 
     if os.environ.get(PROCESS_MARKER):

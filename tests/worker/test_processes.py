@@ -3,6 +3,8 @@ backend; real processes, real signals, real Redis."""
 
 import os
 import signal
+import subprocess
+import sys
 
 import psutil
 import pytest
@@ -12,7 +14,7 @@ from rqconc.engine.launcher import PROCESS_MARKER
 from rqconc.gevent_first import launches_workers
 from rqconc.worker.registry import list_workers
 from tests.cli.test_commands import rqconc
-from tests.support.worker_process import BACKENDS, pid_alive, wait_for
+from tests.support.worker_process import BACKENDS, ROOT, pid_alive, wait_for
 
 
 def wait_started(jobs, timeout=20):
@@ -175,3 +177,18 @@ def test_only_a_launcher_skips_gevent_patching(monkeypatch, tmp_path):
     assert launches_workers(["gevent", "8"])
     monkeypatch.setenv(PROCESS_MARKER, "1/2")  # a worker the launcher started
     assert not launches_workers(["gevent", "8", "--processes", "2"])
+
+
+def test_telling_a_launcher_imports_nothing_gevent_must_patch_first():
+    """gevent_first asks the launcher module before gevent patches: in a fresh interpreter,
+    that question leaves threading and socket unimported."""
+    probe = (
+        "import sys\n"
+        "from rqconc.gevent_first import launches_workers\n"
+        "launches_workers(['gevent', '8', '--processes', '2'])\n"
+        "print(sorted({'threading', 'socket', 'selectors'} & set(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr
