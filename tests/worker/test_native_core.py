@@ -78,3 +78,32 @@ def test_async_jobs_finishing_together_complete_in_far_fewer_steps_than_jobs(
     # half a step per job, a quarter of what one step per job would make.
     steps = step_calls(client)
     assert steps < count / 2, steps
+
+
+# One process, two slots: jobs queued before it starts are chains (each completion takes the
+# next job), and a mixed backlog makes every chain change kind, both ways.
+TWO_SLOTS = [
+    pytest.param("asyncio", 2, (), id="asyncio-2"),
+    pytest.param("forking", 1, ("--slots", "2"), id="forking-1-slots-2"),
+]
+
+
+@pytest.mark.parametrize("backend, size, options", TWO_SLOTS)
+def test_a_chain_of_plain_and_async_jobs_runs_each_kind_where_it_belongs(
+    backend, size, options, redis_server, start_worker
+):
+    q = Queue(connection=redis_server.url)
+    kinds = ["plain", "plain", "async", "plain", "async", "async", "plain", "plain"] * 3
+    jobs = [
+        q.enqueue(f"{JOBS}:plain_thread_name" if kind == "plain" else f"{JOBS}:loop_identity")
+        for kind in kinds
+    ]
+    start_worker(backend, size, redis_server.url, *options)
+    answers = [job.get(timeout=30) for job in jobs]
+    plain = [a for kind, a in zip(kinds, answers) if kind == "plain"]
+    in_loop = {a for kind, a in zip(kinds, answers) if kind == "async"}
+    # Plain functions ran in the core's pool threads, a run of them in one thread; every
+    # async def job in the process' one loop, on the loop's own thread (no hand-off).
+    assert all(name.startswith("rqconc-child-plain-") for name in plain), plain
+    assert len(in_loop) == 1, in_loop
+    assert [j.attempts for j in jobs] == [1] * len(jobs)
