@@ -17,13 +17,20 @@ from rqconc.queue.job import Job
 
 def describe_job(job: Job) -> Dict[str, Any]:
     """Everything `rqconc job` shows, JSON-ready (times as ISO 8601 UTC)."""
+    # One moment for the whole report: the fields fetched with the job and its live state
+    # (status, attempts) may lie on either side of a change, and a job that finished between
+    # the two reads showed `finished` without its `ended_at`. Fetched again until they agree.
+    for _ in range(3):
+        job.refresh()
+        if job.field("status") == str(job.status):
+            break
     report: Dict[str, Any] = {
         "id": job.id,
-        "status": str(job.status),
+        "status": job.field("status"),
         "function": job.func_name,
         "queue": job.queue_name,
         "priority": job.priority,
-        "attempts": job.attempts,
+        "attempts": int(job.field("attempts") or 0),
         "description": job.description,
         "worker": job.worker_name,
         "created_at": when(job.created_at),

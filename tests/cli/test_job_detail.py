@@ -5,6 +5,7 @@ import json
 from click.testing import CliRunner
 
 from rqconc.cli.app import cli
+from rqconc.cli.job import describe_job
 from rqconc.queue.job import JobStatus
 from rqconc.queue.queue import Queue
 from tests.support.waiting import wait_for
@@ -57,3 +58,16 @@ def test_rqconc_job_shows_the_progress_a_job_reported_rounded(redis_url, start_w
     shown = json.loads(show(redis_url, job.id, "--json"))["progress"]
     assert shown == {"percent": 33.3, "message": "a third"}
     assert "progress     33.3 % · a third\n" in show(redis_url, job.id)
+
+
+def test_a_job_report_is_one_moment_even_for_a_job_that_changed_since_its_fetch(
+    redis_url, start_worker
+):
+    q = Queue("moment", connection=redis_url)
+    job = q.enqueue("tests.worker.jobs:add", 2, 3)
+    stale = q.fetch_job(job.id)  # fetched while queued: no started_at, no ended_at
+    start_worker("threading", 1, redis_url, "-q", "moment")
+    wait_for(lambda: job.status is JobStatus.FINISHED, timeout=15, message="job finished")
+    report = describe_job(stale)
+    assert (report["status"], report["attempts"], report["result"]) == ("finished", 1, 5)
+    assert report["started_at"] and report["ended_at"], report
