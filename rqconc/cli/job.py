@@ -15,15 +15,19 @@ from rqconc.connection.clients import translated_errors
 from rqconc.queue.job import Job
 
 
-def describe_job(job: Job) -> Dict[str, Any]:
-    """Everything `rqconc job` shows, JSON-ready (times as ISO 8601 UTC)."""
-    # One moment for the whole report: the fields fetched with the job and its live state
-    # (status, attempts) may lie on either side of a change, and a job that finished between
-    # the two reads showed `finished` without its `ended_at`. Fetched again until they agree.
+def one_moment(job: Job) -> None:
+    """The fields fetched with a job and its live state (status, attempts) may lie on either
+    side of a change: a job that finished between the two reads showed `finished` without
+    its `ended_at`. Fetched again until they agree; the report then reads the fetch."""
     for _ in range(3):
         job.refresh()
         if job.field("status") == str(job.status):
-            break
+            return
+
+
+def describe_job(job: Job) -> Dict[str, Any]:
+    """Everything `rqconc job` shows, JSON-ready (times as ISO 8601 UTC)."""
+    one_moment(job)
     report: Dict[str, Any] = {
         "id": job.id,
         "status": job.field("status"),
