@@ -25,6 +25,14 @@ def one_moment(job: Job) -> None:
             return
 
 
+def _elapsed(job: Job, started_at: datetime) -> float:
+    """Seconds a running job has run, on Redis' clock, which stamped started_at (this
+    host's clock may differ)."""
+    seconds, micros = job.connection.time()
+    now = datetime.fromtimestamp(seconds + micros / 1e6, tz=timezone.utc)
+    return round((now - started_at).total_seconds(), 3)
+
+
 def describe_job(job: Job) -> Dict[str, Any]:
     """Everything `rqconc job` shows, JSON-ready (times as ISO 8601 UTC)."""
     one_moment(job)
@@ -54,10 +62,7 @@ def describe_job(job: Job) -> Dict[str, Any]:
     if log_tag is not None:
         report["log_tag"] = log_tag
     if report["status"] == "started" and job.started_at is not None:
-        # On Redis' clock, which stamped started_at: this host's clock may differ.
-        seconds, micros = job.connection.time()
-        now = datetime.fromtimestamp(seconds + micros / 1e6, tz=timezone.utc)
-        report["elapsed"] = round((now - job.started_at).total_seconds(), 3)
+        report["elapsed"] = _elapsed(job, job.started_at)
     report.update(_progress(job))
     if job.serializer == "json":  # pickled arguments stay opaque here
         report["args"], report["kwargs"] = job.args, job.kwargs
