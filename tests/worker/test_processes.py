@@ -88,9 +88,9 @@ def test_a_second_signal_is_a_cold_shutdown_of_every_worker_and_their_jobs_go_ba
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_no_worker_outlives_a_sigkilled_launcher(backend, redis_server, start_worker):
-    launcher = start_worker(backend, 2, redis_server.url, "--processes", "2")
+    launcher = start_worker(backend, 1, redis_server.url, "--processes", "2")
     q = Queue(connection=redis_server.url)
-    running = [q.enqueue("tests.worker.jobs:nap", 30) for _ in range(4)]
+    running = [q.enqueue("tests.worker.jobs:nap", 30) for _ in range(2)]
     wait_started(running)
     below = psutil.Process(launcher.pid).children(recursive=True)
     assert len(workers_of(launcher)) == 2
