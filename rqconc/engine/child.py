@@ -13,7 +13,7 @@ import signal
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Optional, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 from rqconc.engine import titles
 from rqconc.engine.event_loops import Interrupted
@@ -141,7 +141,25 @@ def _loop(ctx: ChildContext) -> None:
 def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]:
     """Perform items while each completion also takes the next one; (items done, whether
     the child goes on taking)."""
-    table, source = ctx.table, ctx.source
+    done, item, _, interrupted = perform_chain(ctx, ctx.source, item, done)
+    if interrupted:
+        return done, False
+    # No idle title here: the next take shows it if nothing comes (see _loop).
+    return end_chain(ctx, item, done)
+
+
+def perform_chain(
+    ctx: ChildContext,
+    source: WorkSource,
+    item: WorkItem,
+    done: int,
+    hand_over: Optional[Callable[[WorkItem], bool]] = None,
+) -> Tuple[int, WorkItem, Optional[WorkItem], bool]:
+    """Perform `item`, then each item its completion took, in this thread, until the chain
+    ends or takes an item that `hand_over` says runs elsewhere (the native core's `async
+    def` items, native_slots.py). Returns (items done, the last item performed, the item
+    handed over, marked busy, or None, whether the slot was ended mid-item)."""
+    table = ctx.table
     index, generation, uid, max_jobs = ctx.index, ctx.generation, ctx.uid, ctx.max_jobs
 
     def next_claim() -> Optional[str]:  # asked once the item ran: retiring or paused by now?
@@ -154,21 +172,21 @@ def _run_chain(ctx: ChildContext, item: WorkItem, done: int) -> Tuple[int, bool]
         try:
             following = source.perform(item, None if is_last(max_jobs, done) else next_claim)
         except Interrupted:  # ended mid-item: the supervisor took the slot and settles it
-            return done, False
+            return done, item, None, True
         except StopWorker as stop:  # the source settled the item; the supervisor stops us all
             table.request_stop(stop.exit_code, str(stop))
-            break
+            return done, item, None, False
         done += 1
         if following is None:
-            break
+            return done, item, None, False
         if not table.chain_busy(
             index, generation, following.item_id, following.deadline, item.outcome
         ):
             source.give_back(following)  # suspended or retiring meanwhile: not ours to run
-            break
+            return done, item, None, False
+        if hand_over is not None and hand_over(following):
+            return done, item, following, False
         item = following
-    # No idle title here: the next take shows it if nothing comes (see _loop).
-    return end_chain(ctx, item, done)
 
 
 def is_last(max_jobs: Optional[int], done: int) -> bool:

@@ -9,7 +9,11 @@ source combines the completions of the jobs that finished in one turn (worker/na
 Jobs the source does not run natively (plain functions) run through the source's ordinary
 `perform` in `PlainThreads`, the backend's pool of threads, while the slot's task waits; a
 run of them stays in that thread, each completion taking the next, until the chain ends or
-takes an `async def` job (_plain_run).
+takes an `async def` job (child.perform_chain): no hand-off to the loop and back per job (two
+cross-thread wake-ups a job, a fifth of a 10 ms job's rate under `--slots 50`, PROFILE.md
+section 13). Race: if the supervisor takes the cell back meanwhile (a timeout, a cancel), the
+slot's task is cancelled and the thread abandoned: its job's completion is refused by
+fencing, and its next `chain_busy` (a new generation) gives the following item back.
 
 What stays outside the loop: the supervisor (deadlines, lease renewal, cancel) runs in the
 process's main thread, so a job that blocks the loop with CPU keeps its lease, and its
@@ -28,7 +32,7 @@ import queue
 import threading
 from typing import Any, Callable, Optional, Sequence, Tuple
 
-from rqconc.engine.child import ChildContext, boot_child, end_chain, is_last
+from rqconc.engine.child import ChildContext, boot_child, end_chain, is_last, perform_chain
 from rqconc.engine.event_loops import Interrupted
 from rqconc.engine.slots.turns import TurnBatches
 from rqconc.engine.source import NativeWork, StopWorker, WorkItem, WorkSource
@@ -191,8 +195,11 @@ async def _run_chain(
 
     while True:
         if not core.work.runs_natively(item):
-            done, item, following, how = await core.threads.run(_plain_run, ctx, core, item, done)
-            if how is _INTERRUPTED:
+            # A run of plain items stays in one pool thread (see the module's doc).
+            done, item, following, interrupted = await core.threads.run(
+                perform_chain, ctx, core.source, item, done, core.work.runs_natively
+            )
+            if interrupted:
                 return done, False
             if following is None:
                 break
@@ -217,46 +224,3 @@ async def _run_chain(
             break
         item = following
     return end_chain(ctx, item, done)
-
-
-# How a run of plain items in a pool thread ended (_plain_run).
-_ENDED, _GOES_ON, _INTERRUPTED = object(), object(), object()
-
-
-def _plain_run(
-    ctx: ChildContext, core: NativeCore, item: WorkItem, done: int
-) -> Tuple[int, WorkItem, Optional[WorkItem], object]:
-    """In a thread of the core's pool: perform plain `item` and the plain items its chain
-    takes after it, as a thread child's chain (child._run_chain) does, until the chain ends
-    or takes an `async def` item. A run of plain jobs stays in one thread: no hand-off to the
-    loop and back per job (two cross-thread wake-ups a job, a fifth of a 10 ms job's rate
-    under `--slots 50`, bench/PROFILE.md section 13). Returns (items done, the last item
-    performed, the `async def` item the chain goes on with (marked busy) or None, how it
-    ended). Race: the supervisor may take the cell back meanwhile (a timeout, a cancel): the
-    slot's task is cancelled and this thread abandoned; its job's completion is then refused
-    by fencing, and its next `chain_busy` (a new generation) gives the following item back."""
-    table, index, generation, uid = ctx.table, ctx.index, ctx.generation, ctx.uid
-    max_jobs = ctx.max_jobs
-
-    def next_claim() -> Optional[str]:
-        return table.begin_chain(index, generation, uid)
-
-    while True:
-        try:
-            following = core.source.perform(item, None if is_last(max_jobs, done) else next_claim)
-        except Interrupted:
-            return done, item, None, _INTERRUPTED
-        except StopWorker as stop:
-            table.request_stop(stop.exit_code, str(stop))
-            return done, item, None, _ENDED
-        done += 1
-        if following is None:
-            return done, item, None, _ENDED
-        if not table.chain_busy(
-            index, generation, following.item_id, following.deadline, item.outcome
-        ):
-            core.source.give_back(following)
-            return done, item, None, _ENDED
-        if core.work.runs_natively(following):
-            return done, item, following, _GOES_ON
-        item = following
