@@ -153,6 +153,17 @@ ROWS: List[Row] = [
         candidates=_tries("-p 2 -t {}", ("2:16", "2:50"))
         + _tries("dramatiq-gevent -p 2 -t {}", ("gevent:2:16", "gevent:2:50")),
     ),
+    # Issue 33 names this setting (`forking 2` at 1.5x it): measured as a row of its own with
+    # its medians, whichever setting the row above settles on.
+    Row(
+        NOOP,
+        "dramatiq",
+        "-p 2 -t 8 (issue 33's reference)",
+        "throughput",
+        "2:8",
+        jobs=4000,
+        key=True,
+    ),
     Row(NOOP, "huey", "-k process -w 2", "throughput", "process:2", jobs=4000),
     Row(
         NOOP,
@@ -658,6 +669,7 @@ def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float])
         NOOP,
         lambda ours, ratio: ratio >= 1.5,
     )
+    lines.append(reference_verdict(measured))
     add(
         "10 ms jobs, 20 slots: >= 1,700 jobs/s (85% of 2,000)",
         IO20,
@@ -724,6 +736,25 @@ def verdict(rows: List[Row], summaries: List[Dict[str, Any]], bare: List[float])
             f"{(ours or 0) / limit:.0%} of it, {peer_name} {(peer or 0) / limit:.0%}.",
         ]
     return lines
+
+
+def reference_verdict(measured: List[Any]) -> str:
+    """Issue 33's line: `forking 2` (one job per process at a time) against Dramatiq at the
+    setting the issue names, `-p 2 -t 8`, both as medians of this run."""
+    target = "no-op, `forking 2` >= 1.5x Dramatiq `-p 2 -t 8` (issue 33)"
+    ours = [s["median"] for r, s in measured if r.group == NOOP and r.label == "forking 2"]
+    peer = [
+        s["median"]
+        for r, s in measured
+        if r.group == NOOP and r.system == "dramatiq" and r.label.startswith("-p 2 -t 8 (")
+    ]
+    if not ours or not peer:
+        return f"| {target} | - | - | - | not measured |"
+    ratio = ours[0] / peer[0]
+    return (
+        f"| {target} | {ours[0]:,.0f} (forking 2) | {peer[0]:,.0f} (dramatiq -p 2 -t 8) | "
+        f"{ratio:.2f}x | {'yes' if ratio >= 1.5 else '**no**'} |"
+    )
 
 
 def slots_verdict(label: str, group: str, floor: int, measured: List[Any]) -> str:

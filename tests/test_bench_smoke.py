@@ -5,6 +5,7 @@ and bench/run.py's row selection and RESULTS.md sections."""
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -171,6 +172,16 @@ def test_key_rows_medians_and_sections_that_keep_each_other(tmp_path):
     summary = run.summarize(row, [{"rate": 3.0}, {"rate": 1.0}, {"rate": 2.0}])
     assert summary["median"] == 2.0 and summary["values"] == [3.0, 1.0, 2.0]
     assert "error" in run.summarize(row, [{"rate": 1.0}, {"error": "x"}])
+
+    # Issue 33's line reads its own Dramatiq -p 2 -t 8 row, not the row tuned to -t 16.
+    reference = next(r for r in quick if r.label == "-p 2 -t 8 (issue 33's reference)")
+    ours = next(r for r in quick if r.label == "forking 2")
+    tuned = replace(ours, system="dramatiq", label="-p 2 -t 16")
+    medians = [(ours, {"median": 6000.0}), (tuned, {"median": 5000.0})]
+    assert "not measured" in run.reference_verdict(medians)
+    line = run.reference_verdict(medians + [(reference, {"median": 3000.0})])
+    assert "2.00x" in line and "| yes |" in line
+    assert "**no**" in run.reference_verdict(medians + [(reference, {"median": 4500.0})])
 
     results = tmp_path / "RESULTS.md"
     results.write_text("<!-- a:begin -->\nold a\n<!-- a:end -->\n\nkept\n")
