@@ -85,6 +85,87 @@ local function takes_told(found, also, one_take)
   return among
 end
 
+-- take_next's helpers are functions of the include, not closures made inside it: a closure is
+-- made again on every call (every job), with each upvalue it names looked up then, where a
+-- library makes these once per load (build/library.py).
+
+-- Promote the due jobs of one scheduled:<queue> (PROMOTE_BATCH at most) into their queues.
+local function promote_due(scheduled, now)
+  local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', NOW, 'LIMIT', '0',
+    PROMOTE_BATCH_TEXT)
+  for _, id in ipairs(due) do
+    redis.call('ZREM', scheduled, id)
+    local key = job_key(id)
+    if redis.call('EXISTS', key) == 1 then  -- a job deleted meanwhile just leaves
+      local stale_at = string.sub(id, 1, 5) == CRON_JOB_PREFIX
+        and tonumber(redis.call('HGET', key, 'stale_at'))
+      if stale_at and now >= stale_at then
+        mark_canceled(id, key, 'a later tick of its cron is due: only the latest missed '
+          .. 'tick fires')
+      else
+        push_queued(id, key, false)
+      end
+    end
+  end
+end
+
+-- The popped job's previous token and TAKE_FIELDS, and its enqueued_at (for the
+-- wait-time metric, include/metrics); nil when its hash is gone. The fields only callbacks,
+-- chords and jobs with a ttl have are read by a second HMGET, and only for a job that is
+-- not `lean` (steps.py marks the jobs enqueued without any of them): each field an HMGET
+-- asks for costs Redis about 2,000 instructions, found or not (issue 21).
+local function read_popped(key)
+  local values = redis.call('HMGET', key, 'token', 'func', 'args', 'kwargs', 'serializer',
+    'timeout', 'queue', 'attempts', 'retry', 'event_detail', 'enqueued_at', 'lean')
+  local enqueued_at = values[11]
+  local rare = values[12] ~= '1' and redis.call('HMGET', key, 'callback_of',
+    'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc', 'chord_results',
+    'expires_at', 'chord_of', 'soft_timeout')
+  for i = 1, 9 do values[10 + i] = rare and rare[i] or false end
+  for i = 1, 19 do
+    if values[i] then return values, enqueued_at end
+  end
+  -- Every field missing: deleted meanwhile, or a corrupt hash without any of them.
+  if redis.call('EXISTS', key) == 1 then return values, enqueued_at end
+  return nil
+end
+
+-- Start job `id` under `claim`: its hash, the claims, active (the lease) and started:<queue>
+-- registries, its `started` event and wait metric. Returns the reply's values and the
+-- job's expires_at.
+local function lease_popped(claim, lease_ms, active, claims, now, id, key, values,
+    enqueued_at, started)
+  local expires_at = values[TAKE_EXPIRES_AT + 1]
+  if values[1] then  -- never leave two claims pointing at one job
+    registry_write('HDEL', claims, values[1])
+  end
+  redis.call('HSET', key, 'status', 'started', 'started_at', NOW, 'worker', WORKER,
+    'token', claim)
+  registry_write('HSET', claims, claim, id)
+  registry_write('ZADD', active, now + lease_ms, id)
+  registry_write('ZADD', started, NOW, id)
+  know_detail(id, values[TAKE_EVENT_DETAIL + 1], values[TAKE_FUNC + 1] or '',
+    values[TAKE_ATTEMPTS + 1])
+  emit('started', id, values[TAKE_QUEUE + 1])
+  metric_started(values[TAKE_QUEUE + 1], enqueued_at)
+  values[1] = id
+  values[TAKE_EXPIRES_AT + 1] = false
+  return values, expires_at
+end
+
+-- q, marker, scheduled, started of the i-th listened queue (keys from KEYS[first]).
+local function queue_keys(first, i)
+  local base = first + 4 * (i - 1)
+  return KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
+end
+
+-- Limits (include/limits.lua): the earliest moment (ms) a capped queue or group may start
+-- again, `due` (-1: none yet) moved earlier by a wait of `wait` ms from now.
+local function earlier_due(due, now, wait)
+  if wait > 0 and (due < 0 or now + wait < due) then return now + wait end
+  return due
+end
+
 local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
   local now = now_ms()
   -- The claim's child was ended (its claims requeued) while this take was on its way; and
@@ -103,80 +184,11 @@ local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
     if limited and redis.call('EXISTS', revoked) == 1 then return -1 end
   end
 
-  local function promote(scheduled)
-    local due = redis.call('ZRANGEBYSCORE', scheduled, '-inf', NOW, 'LIMIT', '0',
-      PROMOTE_BATCH_TEXT)
-    for _, id in ipairs(due) do
-      redis.call('ZREM', scheduled, id)
-      local key = job_key(id)
-      if redis.call('EXISTS', key) == 1 then  -- a job deleted meanwhile just leaves
-        local stale_at = string.sub(id, 1, 5) == CRON_JOB_PREFIX
-          and tonumber(redis.call('HGET', key, 'stale_at'))
-        if stale_at and now >= stale_at then
-          mark_canceled(id, key, 'a later tick of its cron is due: only the latest missed '
-            .. 'tick fires')
-        else
-          push_queued(id, key, false)
-        end
-      end
-    end
-  end
-
-  -- The popped job's previous token and TAKE_FIELDS, and its enqueued_at (for the
-  -- wait-time metric, include/metrics); nil when its hash is gone. The fields only callbacks,
-  -- chords and jobs with a ttl have are read by a second HMGET, and only for a job that is
-  -- not `lean` (steps.py marks the jobs enqueued without any of them): each field an HMGET
-  -- asks for costs Redis about 2,000 instructions, found or not (issue 21).
-  local function read(key)
-    local values = redis.call('HMGET', key, 'token', 'func', 'args', 'kwargs', 'serializer',
-      'timeout', 'queue', 'attempts', 'retry', 'event_detail', 'enqueued_at', 'lean')
-    local enqueued_at = values[11]
-    local rare = values[12] ~= '1' and redis.call('HMGET', key, 'callback_of',
-      'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc', 'chord_results',
-      'expires_at', 'chord_of', 'soft_timeout')
-    for i = 1, 9 do values[10 + i] = rare and rare[i] or false end
-    for i = 1, 19 do
-      if values[i] then return values, enqueued_at end
-    end
-    -- Every field missing: deleted meanwhile, or a corrupt hash without any of them.
-    if redis.call('EXISTS', key) == 1 then return values, enqueued_at end
-    return nil
-  end
-
-  local function lease(id, key, values, enqueued_at, started)
-    local expires_at = values[TAKE_EXPIRES_AT + 1]
-    if values[1] then  -- never leave two claims pointing at one job
-      registry_write('HDEL', claims, values[1])
-    end
-    redis.call('HSET', key, 'status', 'started', 'started_at', NOW, 'worker', WORKER,
-      'token', claim)
-    registry_write('HSET', claims, claim, id)
-    registry_write('ZADD', active, now + lease_ms, id)
-    registry_write('ZADD', started, NOW, id)
-    know_detail(id, values[TAKE_EVENT_DETAIL + 1], values[TAKE_FUNC + 1] or '',
-      values[TAKE_ATTEMPTS + 1])
-    emit('started', id, values[TAKE_QUEUE + 1])
-    metric_started(values[TAKE_QUEUE + 1], enqueued_at)
-    values[1] = id
-    values[TAKE_EXPIRES_AT + 1] = false
-    return values, expires_at
-  end
-
-  local function queue_keys(i)  -- q, marker, scheduled, started of the i-th queue
-    local base = first + 4 * (i - 1)
-    return KEYS[base], KEYS[base + 1], KEYS[base + 2], KEYS[base + 3]
-  end
-
-  -- Limits (include/limits.lua): a queue's settings, nil for a plain queue; the
-  -- earliest moment a capped queue or group may start again (`limit_due`, ms).
+  -- limit_due: the earliest moment a capped queue or group may start again (earlier_due).
   local limit_due, skips = -1, 0
-  local function note_wait(wait)
-    if wait > 0 and (limit_due < 0 or now + wait < limit_due) then limit_due = now + wait end
-  end
-
   for i = 1, nq do
-    local queue, _, scheduled = queue_keys(i)
-    if not PROMOTED then promote(scheduled) end
+    local queue, _, scheduled = queue_keys(first, i)
+    if not PROMOTED then promote_due(scheduled, now) end
     queue_limits[i] = limited and limits_of(string.sub(queue, #NS + 3)) or false
     if queue_limits[i] and queue_limits[i].grouped then
       promote_group_timers(queue_limits[i], now, PROMOTE_BATCH_TEXT)
@@ -186,12 +198,12 @@ local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
   PROMOTED = true
   local taken = nil
   for i = 1, nq do
-    local queue, _, _, started = queue_keys(i)
+    local queue, _, _, started = queue_keys(first, i)
     local limits = queue_limits[i]
     local open = true
     if limits then
       local wait = queue_wait(limits, started, now)
-      note_wait(wait)
+      limit_due = earlier_due(limit_due, now, wait)
       open = wait == 0
     end
     while open and not taken and skips < LIMIT_SKIPS do
@@ -199,7 +211,7 @@ local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
       if #popped == 0 then break end
       -- An id whose hash is gone (deleted meanwhile) is dropped and the next one tried.
       local key = job_key(popped[1])
-      local values, enqueued_at = read(key)
+      local values, enqueued_at = read_popped(key)
       if values then
         local admitted, wait = true, -1
         if limits or values[TAKE_EXPIRES_AT + 1] then
@@ -208,13 +220,14 @@ local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
         end
         if admitted then
           local expires_at
-          taken, expires_at = lease(popped[1], key, values, enqueued_at, started)
+          taken, expires_at = lease_popped(claim, lease_ms, active, claims, now, popped[1],
+            key, values, enqueued_at, started)
           if limits or expires_at then
             limits_started(limits, popped[1], key, expires_at, claim, started, now)
           end
         else
           skips = skips + 1
-          note_wait(wait)
+          limit_due = earlier_due(limit_due, now, wait)
         end
       end
     end
@@ -224,7 +237,7 @@ local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
   if taken then
     if rearm then
       for i = 1, nq do
-        local queue, marker, _, started = queue_keys(i)
+        local queue, marker, _, started = queue_keys(first, i)
         -- A capped queue's marker is set again by the step that frees it (limits_released).
         if redis.call('ZCARD', queue) > 0
             and (not queue_limits[i] or queue_wait(queue_limits[i], started, now) == 0) then
@@ -238,7 +251,7 @@ local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
 
   local earliest = limit_due
   for i = 1, nq do
-    local _, _, scheduled = queue_keys(i)
+    local _, _, scheduled = queue_keys(first, i)
     local head = redis.call('ZRANGE', scheduled, 0, 0, 'WITHSCORES')
     if #head > 0 and (earliest < 0 or tonumber(head[2]) < earliest) then
       earliest = tonumber(head[2])
