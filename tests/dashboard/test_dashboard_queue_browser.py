@@ -4,6 +4,7 @@ queue, each only once its confirmation is accepted; pause and resume; set and cl
 changes Redis as it says, and a job's page shows the lines the job logged. One dashboard
 and one browser serve the module (tests/dashboard/conftest.py)."""
 
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
 from rqconc import Job, JobStatus, Queue
@@ -117,6 +118,26 @@ def test_delete_queue_removes_it_and_its_jobs_once_confirmed(browser, board, red
         20,
         message="queue mail and its jobs deleted",
     )
+
+
+def test_a_click_held_across_a_redraw_still_reaches_its_button(browser, board, redis_server):
+    """The page redraws every second; a redraw that changes nothing leaves its elements in
+    place, so a click whose mouse-down and mouse-up straddle one still reaches the button (a
+    replaced button loses it: the click goes to what both have in common, as a CI run under
+    load lost a Resume)."""
+    q = Queue("mail", connection=redis_server.url)
+    q.enqueue(ADD, 1, 1)
+    q.pause()
+    _open(browser, board, "/queues/mail", "#resume-queue")
+    button = browser.find_element(By.ID, "resume-queue")
+    ActionChains(browser).click_and_hold(button).perform()
+    # The queue page's own redraw, run to its end between the press and the release.
+    browser.execute_async_script(
+        "queuePage(document.getElementById('page')).then(arguments[arguments.length - 1])"
+    )
+    ActionChains(browser).release().perform()
+    wait_for(lambda: not q.is_paused, 20, message="resumed by the held click")
+    assert console_errors(browser) == []
 
 
 def test_pause_asks_first_and_resume_undoes_it(browser, board, redis_server):

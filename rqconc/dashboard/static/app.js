@@ -24,9 +24,15 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
-// replaceChildren without the nulls and nested lists that optional parts leave.
+// replaceChildren without the nulls and nested lists that optional parts leave; nothing is
+// replaced when the new children serialize as the ones shown. The pages redraw every
+// second: a button swapped for its twin between a click's mouse-down and mouse-up loses the
+// click (it goes to what both have in common), and a focused element loses its focus. A kept
+// element keeps its twin's listeners: the same page drew both from the same values.
 function fill(node, ...children) {
-  node.replaceChildren(...children.flat(2).filter((c) => c !== null && c !== undefined));
+  const fresh = node.cloneNode(false);
+  fresh.replaceChildren(...children.flat(2).filter((c) => c !== null && c !== undefined));
+  if (fresh.innerHTML !== node.innerHTML) node.replaceChildren(...fresh.childNodes);
 }
 
 function svg(tag, attrs) {
