@@ -37,6 +37,7 @@ def test_every_script_file_has_a_header_listing_keys_argv_and_returns():
         "take_many",
         "fail",
         "requeue_front",
+        "requeue_claims",
         "recover",
         "requeue_failed",
         "purge_failed",
@@ -236,6 +237,36 @@ def test_requeue_front_with_an_unknown_or_stale_claim_is_a_no_op(queue, steps, c
     assert steps.requeue_front("nobody", job.id, "default") is False
     assert steps.requeue_front("nobody", "no-such-job", "default") is False
     assert job.status is JobStatus.STARTED and len(queue) == 0
+
+
+def test_requeue_claims_puts_every_held_job_first_in_one_step(queue, steps, client, keys):
+    """A cold shutdown's step (requeue_claims.lua): each claim's job back at the front, as
+    requeue_front after requeue_front would leave them (the last claim's job first), no
+    attempt counted, claims and leases gone, an `interrupted` event each; a job asked to
+    stop is canceled; a stale or unknown claim is skipped."""
+    jobs = [queue.enqueue("tests.queue.tasks:add", n, 1) for n in range(4)]
+    waiting = queue.enqueue("tests.queue.tasks:add", 9, 9)
+    for n in range(4):
+        take(steps, f"claim-{n}")
+    client.hset(keys.job(jobs[3].id), "cancel_requested", "1")
+    client.sadd(keys.canceling, jobs[3].id)
+    client.hset(keys.claims, "claim-stale", jobs[2].id)  # holds no lease of that job
+    done = steps.requeue_claims(
+        ["claim-0", "nobody", "claim-1", "claim-stale", "claim-2", "claim-3"], "worker-1"
+    )
+    func = "tests.queue.tasks:add"
+    assert done == [(j.id, "default", func) for j in jobs]
+    assert queue.job_ids == [jobs[2].id, jobs[1].id, jobs[0].id, waiting.id]
+    assert [(j.status, j.attempts) for j in jobs[:3]] == [(JobStatus.QUEUED, 0)] * 3
+    assert jobs[3].status is JobStatus.CANCELED
+    assert client.zcard(keys.active) == 0 and client.zcard(keys.started("default")) == 0
+    assert client.hkeys(keys.claims) == [b"claim-stale"]
+    events = [
+        f[b"job_id"].decode()
+        for _, f in client.xrange(keys.events)
+        if f[b"event"] == b"interrupted"
+    ]
+    assert events == [j.id for j in jobs[:3]]
 
 
 def test_recover_requeues_jobs_whose_lease_expired_at_the_front(

@@ -27,27 +27,11 @@ Returns 1 when requeued (or canceled), 0 when the claim is unknown or stale (a n
 ]]
 --#context NS=ARGV[3] SEQ=KEYS[1] EVENTS=KEYS[6] WORKER=ARGV[4]
 --#include clock
---#include events
---#include jobs
---#include limits
---#include dependents
+--#include requeue
 
-local claim, id, key = ARGV[1], ARGV[2], KEYS[4]
-if redis.call('HGET', KEYS[3], claim) ~= id or redis.call('HGET', key, 'token') ~= claim then
+local claim, id = ARGV[1], ARGV[2]
+if redis.call('HGET', KEYS[3], claim) ~= id then
   return 0
 end
-
-redis.call('HDEL', KEYS[3], claim)
-redis.call('ZREM', KEYS[2], id)
-redis.call('ZREM', KEYS[5], id)
-limits_released(id, redis.call('HGET', key, 'queue'))  -- a capped queue may start its next job
-redis.call('HDEL', key, 'token')
-if redis.call('HGET', key, 'cancel_requested') then
-  redis.call('SREM', KEYS[7], id)
-  mark_canceled(id, key, 'canceled while running')
-  settle_dependents(id, false)
-  return 1
-end
-emit(ARGV[5], id, redis.call('HGET', key, 'queue'))
-push_queued(id, key, ARGV[6] ~= 'back')
-return 1
+return requeue_held(claim, id, KEYS[4], KEYS[5], ARGV[5], ARGV[6] ~= 'back', KEYS[2], KEYS[3],
+  KEYS[7])

@@ -251,6 +251,17 @@ class Steps(BoundSteps):
         args = [claim, job_id, k.prefix, worker, event, "" if front else "back"]
         return script("requeue_front")(self.client, keys, args) == 1
 
+    def requeue_claims(
+        self, claims: Sequence[str], worker: str, event: str = "interrupted"
+    ) -> List[Tuple[str, str, str]]:
+        """Put the jobs these claims hold back at the front of their queues, in one step (a
+        cold shutdown's children, requeue_claims.lua): (id, queue, function) of each."""
+        k = self.keys
+        keys = [k.seq, k.active, k.claims, k.events, k.canceling]
+        reply = script("requeue_claims")(self.client, keys, [k.prefix, worker, event, *claims])
+        values = [text(value) for value in reply]
+        return [(values[i], values[i + 1], values[i + 2]) for i in range(0, len(values), 3)]
+
     def cancel(self, job_id: str, claim: str = "", worker: str = "") -> CancelReply:
         return self.run(cancel_step(self.keys, job_id, claim, worker))
 
