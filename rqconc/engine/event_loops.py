@@ -166,8 +166,17 @@ class LoopThread:
         loop = self.loop
 
         def stop() -> None:
-            for task in asyncio.all_tasks(loop):
+            tasks = asyncio.all_tasks(loop)
+            for task in tasks:
                 task.cancel()
+            if not tasks:  # the usual case: the children's tasks ended with them
+                loop.stop()
+                return
+            # Stop once they have unwound, not a fixed while later; a task that catches its
+            # cancellation and goes on awaiting holds the gather, so the loop stops after
+            # 50 ms all the same (an embedding process needs the thread to end).
+            unwound = asyncio.gather(*tasks, return_exceptions=True)
+            unwound.add_done_callback(lambda _: loop.stop())
             loop.call_later(0.05, loop.stop)
 
         if loop.is_running():
