@@ -91,6 +91,7 @@ LAT = "enqueue-to-start latency, idle worker (ms)"
 BACKLOG = "rqconc no-op jobs/s with a backlog (forking 2)"
 MEMORY = "rqconc memory, forking 4 (MB)"
 RQ_NOTE = "RQ runs one job at a time per process (no threads): 1 SimpleWorker"
+DRAMATIQ_REFERENCE = "-p 2 -t 8 (issue 33's reference)"  # the setting issue 33 names
 
 
 def _tries(label: str, modes: Tuple[str, ...]) -> List[Tuple[str, str]]:
@@ -158,7 +159,7 @@ ROWS: List[Row] = [
     Row(
         NOOP,
         "dramatiq",
-        "-p 2 -t 8 (issue 33's reference)",
+        DRAMATIQ_REFERENCE,
         "throughput",
         "2:8",
         jobs=4000,
@@ -743,11 +744,7 @@ def reference_verdict(measured: List[Any]) -> str:
     setting the issue names, `-p 2 -t 8`, both as medians of this run."""
     target = "no-op, `forking 2` >= 1.5x Dramatiq `-p 2 -t 8` (issue 33)"
     ours = [s["median"] for r, s in measured if r.group == NOOP and r.label == "forking 2"]
-    peer = [
-        s["median"]
-        for r, s in measured
-        if r.group == NOOP and r.system == "dramatiq" and r.label.startswith("-p 2 -t 8 (")
-    ]
+    peer = [s["median"] for r, s in measured if r.group == NOOP and r.label == DRAMATIQ_REFERENCE]
     if not ours or not peer:
         return f"| {target} | - | - | - | not measured |"
     ratio = ours[0] / peer[0]

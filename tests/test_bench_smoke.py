@@ -174,7 +174,7 @@ def test_key_rows_medians_and_sections_that_keep_each_other(tmp_path):
     assert "error" in run.summarize(row, [{"rate": 1.0}, {"error": "x"}])
 
     # Issue 33's line reads its own Dramatiq -p 2 -t 8 row, not the row tuned to -t 16.
-    reference = next(r for r in quick if r.label == "-p 2 -t 8 (issue 33's reference)")
+    reference = next(r for r in quick if r.label == run.DRAMATIQ_REFERENCE)
     ours = next(r for r in quick if r.label == "forking 2")
     tuned = replace(ours, system="dramatiq", label="-p 2 -t 16")
     medians = [(ours, {"median": 6000.0}), (tuned, {"median": 5000.0})]

@@ -85,6 +85,7 @@ def test_async_jobs_finishing_together_complete_in_far_fewer_steps_than_jobs(
 TWO_SLOTS = [
     pytest.param("asyncio", 2, (), id="asyncio-2"),
     pytest.param("forking", 1, ("--slots", "2"), id="forking-1-slots-2"),
+    pytest.param("multiprocessing", 1, ("--slots", "2"), id="multiprocessing-1-slots-2"),
 ]
 
 
@@ -102,8 +103,8 @@ def test_a_chain_of_plain_and_async_jobs_runs_each_kind_where_it_belongs(
     answers = [job.get(timeout=30) for job in jobs]
     plain = [a for kind, a in zip(kinds, answers) if kind == "plain"]
     in_loop = {a for kind, a in zip(kinds, answers) if kind == "async"}
-    # Plain functions ran in the core's pool threads, a run of them in one thread; every
-    # async def job in the process' one loop, on the loop's own thread (no hand-off).
+    # Plain functions ran in the core's pool threads; every async def job in the process'
+    # one loop, on the loop's own thread (no hand-off).
     assert all(name.startswith("rqconc-child-plain-") for name in plain), plain
     assert len(in_loop) == 1, in_loop
     assert [j.attempts for j in jobs] == [1] * len(jobs)
