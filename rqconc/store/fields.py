@@ -1,4 +1,4 @@
-"""How the enqueue step is told to store a batch of jobs: whether it checks their ids, and
+"""How the enqueue steps are told to store a batch of jobs: which step takes it, and
 which jobs it marks lean (stored without any field of scripts.LEAN_SPOILERS, so take and
 complete skip asking for those fields)."""
 
@@ -9,25 +9,22 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from rqconc.store.scripts import LEAN_SPOILERS
 
 
-def id_check(
+def one_plain_job(
     jobs: Sequence[Tuple[str, Dict[str, Any]]],
     due_ms: Optional[int],
     common: Dict[str, Any],
     fresh_ids: bool,
-) -> str:
-    """How the enqueue step checks ids: "1" that each is free, "" not at all (fresh random
-    ids), "plain" not at all and one immediate job with no parent (the step's fast path)."""
-    if not fresh_ids:
-        return "1"
-    if (
-        due_ms is None
+) -> bool:
+    """Whether the batch is one job under a fresh random id, waiting now, depending on
+    nothing, with the basic events: what enqueue_one.lua stores (enqueue.lua the rest)."""
+    return (
+        fresh_ids
+        and due_ms is None
         and len(jobs) == 1
         and "depends_on" not in common
         and "depends_on" not in jobs[0][1]
-        and "event_detail" not in common  # the fast path's event is the basic one
-    ):
-        return "plain"
-    return ""
+        and "event_detail" not in common  # enqueue_one's event is the basic one
+    )
 
 
 def lean_marks(

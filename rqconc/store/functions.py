@@ -35,10 +35,11 @@ log = logging.getLogger(__name__)
 
 FUNCTION_NOT_FOUND = "Function not found"
 _PATHS: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
-# Steps kept on EVALSHA everywhere: the single enqueue's plain path runs before its script's
-# includes, so no closure is made for it, and as a function it cost Redis 4% more (the call's
-# set-up: context, state reset, main; bench/PROFILE.md, section 6); a batch gains 1%.
-EVALSHA_STEPS = frozenset(("enqueue",))
+# Steps kept on EVALSHA everywhere: the single enqueue (enqueue_one.lua) has no includes, so
+# no closure is made for it on a call, and as a function it cost Redis 4% more (the call's
+# set-up: context, state reset, main; bench/PROFILE.md, section 6); a batch (enqueue.lua)
+# gained 1% as a function, too little to give a producer's first batch the library's load.
+EVALSHA_STEPS = frozenset(("enqueue", "enqueue_one"))
 _LIBRARIES: Dict[str, str] = {}  # step -> its library's text, built on its first load
 _PREFIX: List[str] = []  # the libraries' name prefix, computed once per process
 _WARNED: Set[str] = set()

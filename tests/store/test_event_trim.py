@@ -98,6 +98,6 @@ def test_no_step_but_trim_events_trims_the_event_stream():
     files = [*lua_dir.iterdir(), *lua_dir.joinpath("include").iterdir()]
     steps = [path for path in files if path.name.endswith(".lua")]
     adding = [path.name for path in steps if "'XADD'" in path.read_text()]
-    assert {"events.lua", "enqueue.lua", "progress.lua"} <= set(adding)
+    assert {"events.lua", "enqueue_one.lua", "progress.lua"} <= set(adding)
     trimming = [p.name for p in steps if re.search(r"'(MAXLEN|MINID)'", p.read_text())]
     assert trimming == ["trim_events.lua"]

@@ -13,8 +13,9 @@ from rqconc.connection.direct import DirectConnection
 from rqconc.queue.job import JobStatus
 from rqconc.store.build import expand as _expand
 from rqconc.store.defaults import SHARED_WITH_LUA
+from rqconc.store.keys import queue_score
 from rqconc.store.scripts import LEAN_SPOILERS, TAKE_FIELDS, script
-from rqconc.store.steps.core import CompleteReply, Steps
+from rqconc.store.steps.core import CompleteReply, Steps, enqueue_step
 
 LEASE_MS = 15_000
 
@@ -56,6 +57,75 @@ def test_enqueue_stores_jobs_in_one_queue_with_markers(queue, client, keys):
     assert client.sismember(keys.queues, "default")
     stored = fields_of(client, keys, job.id)
     assert stored["func"] == "tests.queue.tasks:add" and stored["args"] == "[1,2]"
+
+
+def test_a_job_enqueued_alone_is_stored_as_a_job_of_a_batch_under_keyspaces_keys(
+    queue, client, keys
+):
+    """enqueue_one.lua (one job, a fresh id, waiting now) writes what enqueue.lua's general
+    path writes for each job of a batch: the same hash fields, a score of the same layout
+    (keys.queue_score), the same event, the counter and the resend mark; and every key it
+    names from the prefix is the one keys.py names (nothing else appears)."""
+    alone = queue.enqueue("tests.queue.tasks:add", 1, 2, result_ttl=0, priority=7)
+    written = {k.decode() for k in client.keys("*")}
+    assert written == {
+        keys.job(alone.id),
+        keys.queue("default"),
+        keys.marker("default"),
+        keys.seq,
+        keys.queues,
+        keys.events,
+        keys.metrics,
+        keys.enqueued(alone.id),  # result_ttl=0: the job may be gone before a resend
+    }
+    batch = queue.enqueue_many(
+        [("tests.queue.tasks:add", (1, 2)), ("tests.queue.tasks:add", (3, 4))],
+        result_ttl=0,
+        priority=7,
+    )
+    one, of_batch = fields_of(client, keys, alone.id), fields_of(client, keys, batch[0].id)
+    assert one.pop("created_at") == one.pop("enqueued_at")
+    assert of_batch.pop("created_at") == of_batch.pop("enqueued_at")
+    assert one == of_batch and one["lean"] == "1" and one["status"] == "queued"
+    assert one["priority"] == "7" and one["result_ttl"] == "0"
+    scores = dict(client.zrange(keys.queue("default"), 0, -1, withscores=True))
+    assert [scores[j.id.encode()] for j in (alone, *batch)] == [
+        queue_score(7, n) for n in (1, 2, 3)
+    ]
+    assert client.exists(keys.marker("default"), keys.enqueued(batch[0].id)) == 2
+    assert client.smembers(keys.queues) == {b"default"}
+    assert client.hget(keys.metrics, "enqueued:default") == b"3"
+    events = [fields for _, fields in client.xrange(keys.events)]
+    assert [e[b"job_id"].decode() for e in events] == [alone.id, batch[0].id, batch[1].id]
+    assert {k: v for k, v in events[0].items() if k not in (b"job_id", b"ts")} == {
+        k: v for k, v in events[1].items() if k not in (b"job_id", b"ts")
+    }
+
+
+def test_enqueue_one_sent_again_stores_nothing_more_even_after_its_job_is_gone(queue, client, keys):
+    """A resend of enqueue_one after a lost reply: its job is still there (found), or ran
+    and was deleted (the mark says this request stored it): nothing is written again."""
+    job = queue.enqueue("tests.queue.tasks:add", 1, 2, result_ttl=0)
+    step = queue._steps  # the producer's bound steps, as queue.py resends through them
+    again = enqueue_step(
+        keys,
+        "default",
+        [(job.id, {"func": "tests.queue.tasks:add", "args": "[1,2]"})],
+        common={"result_ttl": "0"},
+        fresh_ids=True,
+        mark=True,
+    )
+    assert again.script.name == "enqueue_one"
+    assert step.run(again) is None
+    assert client.zcard(keys.queue("default")) == 1 and client.xlen(keys.events) == 1
+    client.delete(keys.job(job.id))
+    client.zrem(keys.queue("default"), job.id)  # as if it ran and was deleted (kept 0 s)
+    assert step.run(again) is None
+    assert not client.exists(keys.job(job.id)) and client.zcard(keys.queue("default")) == 0
+    assert client.hget(keys.metrics, "enqueued:default") == b"1" and client.xlen(keys.events) == 1
+    client.delete(keys.enqueued(job.id))  # the mark gone too: no mark is asked, so it stores
+    resent = enqueue_step(keys, "default", [(job.id, {"func": "f"})], fresh_ids=True)
+    assert step.run(resent) is None and client.exists(keys.job(job.id))
 
 
 def test_enqueue_refuses_an_existing_job_id_and_writes_nothing(queue, client):
@@ -503,10 +573,9 @@ def test_numbers_lua_and_python_share_agree():
         if not path.name.endswith(".lua"):
             continue
         for name, value in _LUA_NUMBER.findall(path.read_text()):
-            shared = name.removeprefix("PLAIN_")  # enqueue.lua's copies for its fast path
-            if shared in SHARED_WITH_LUA:
+            if name in SHARED_WITH_LUA:
                 total = sum(math.prod(int(f) for f in term.split("*")) for term in value.split("+"))
-                found.setdefault(shared, set()).add((path.name, total))
+                found.setdefault(name, set()).add((path.name, total))
     assert set(found) == set(SHARED_WITH_LUA), "a shared number is declared in no Lua file"
     for name, values in found.items():
         assert {v for _, v in values} == {SHARED_WITH_LUA[name]}, (name, values)

@@ -28,8 +28,8 @@ ARGV[4]          n, the number of jobs
 ARGV[5]          namespace prefix "{ns}:" (done:<id> and parents' keys are completed from it)
 ARGV[6]          the jobs' priority (0..100)
 ARGV[7]          "1" when the caller chose the ids: one that exists is refused, and its
-                 done:<id> cleared; "" for fresh random ids, which need neither; "plain"
-                 for one job with a fresh id, waiting now, depending on nothing
+                 done:<id> cleared; "" for fresh random ids, which need neither (one job
+                 with a fresh id, waiting now, depending on nothing: enqueue_one.lua)
 ARGV[8]          c, then c field/value pairs that every job's hash holds
 ARGV[9+2c...]    per job: id, k, then k field/value pairs of its own
 
@@ -48,46 +48,9 @@ Returns {1, n} when every job was stored (or already was, by this very request),
         (in both refusals nothing at all is written).
 ]]
 --#context NS=ARGV[5] SEQ=KEYS[1] EVENTS=KEYS[6] NOW=ARGV[2] WORKER=''
--- The plain path below runs before the include: it needs this one of its numbers.
-local PLAIN_MAX_PRIORITY = 100  -- MAX_PRIORITY
 local ENQUEUE_MARK_MS = 10000
 local ENQUEUE_MARK_MS_TEXT = '10000'  -- as text (a number is formatted on each call)
 local MARK = KEYS[7 + tonumber(ARGV[4])]  -- nil unless the caller asked for the mark
-
--- The plain single job, what producers send in a loop: the same writes as the general path
--- below makes for it, without the include's closures, the id and parent checks and the
--- per-job bookkeeping (about a third of this step's cost).
-if ARGV[7] == 'plain' then
-  local queue, common_last = ARGV[1], 8 + 2 * tonumber(ARGV[8])
-  local id = ARGV[common_last + 1]  -- then k and the job's own pairs
-  -- The mark is set if absent and tested in one call (SET NX): one call fewer than EXISTS
-  -- then SET for every job kept briefly. A request that finds its job still there (a resend
-  -- after the mark expired) may leave the mark set: it is this request's own.
-  if (MARK and not redis.call('SET', MARK, '1', 'PX', ENQUEUE_MARK_MS_TEXT, 'NX'))
-      or redis.call('EXISTS', KEYS[7]) == 1 then
-    return {1, 1}  -- a fresh id is taken only by this request, sent again: stored already
-  end
-  local fields = {'queue', queue, 'created_at', NOW, 'status', 'queued', 'enqueued_at', NOW}
-  for j = 9, common_last do fields[#fields + 1] = ARGV[j] end
-  for j = common_last + 3, #ARGV do fields[#fields + 1] = ARGV[j] end
-  local plain_func  -- for its event (emit_with of include/events, inlined below)
-  for j = 9, #fields, 2 do
-    if fields[j] == 'func' then plain_func = fields[j + 1] end
-  end
-  redis.call('SADD', KEYS[2], queue)
-  redis.call('HSET', KEYS[7], unpack(fields))
-  -- queue_score and emit of include/jobs and events, inlined (2^46,
-  -- 2^45 and 2^45 - 1: its SCORE_BAND, SCORE_MIDDLE and SEQ_LIMIT).
-  local score = (PLAIN_MAX_PRIORITY - tonumber(ARGV[6])) * 70368744177664 + 35184372088832
-    + math.min(redis.call('INCR', SEQ), 35184372088831)
-  redis.call('ZADD', KEYS[3], score, id)
-  redis.call('ZADD', KEYS[4], '0', '0')
-  redis.call('XADD', EVENTS, '*', 'event', 'queued', 'job_id', id, 'queue', queue,
-    'ts', NOW, 'worker', WORKER, 'attempt', '1', 'func', plain_func or '')
-  -- metric_count of include/metrics, inlined like the rest of this path.
-  redis.call('HINCRBY', NS .. 'metrics', 'enqueued:' .. queue, '1')
-  return {1, 1}
-end
 
 --#include keys
 --#include metrics

@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import redis
 
 from rqconc.connection.replicas import ReplicaWait
-from rqconc.store.fields import id_check, lean_marks
+from rqconc.store.fields import lean_marks, one_plain_job
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import (
     AwaitReply,
@@ -304,15 +304,19 @@ def enqueue_step(
     the ids were just generated at random, so they need no check that they are free. `mark`:
     leave the short-lived `enqueued:<first id>` mark a resend of this request finds."""
     common, leans = lean_marks(common or {}, jobs)
+    if now is None:
+        now = now_ms()
+    if one_plain_job(jobs, due_ms, common, fresh_ids):  # what producers send in a loop
+        return _enqueue_one_step(k, queue, jobs[0], priority, common, now, mark)
     keys = list(_queue_keys(k, queue))
     args: List[Any] = [
         queue,
-        now_ms() if now is None else now,
+        now,
         "" if due_ms is None else due_ms,
         len(jobs),
         k.prefix,
         priority,
-        id_check(jobs, due_ms, common, fresh_ids),
+        "" if fresh_ids else "1",  # a caller's ids: each checked free
         len(common),
     ]
     args.extend(chain.from_iterable(common.items()))
@@ -327,6 +331,33 @@ def enqueue_step(
     if mark:
         keys.append(k.enqueued(jobs[0][0]))
     return Step(script("enqueue"), keys, args, _enqueued)
+
+
+def _enqueue_one_step(
+    k: KeySpace,
+    queue: str,
+    job: Tuple[str, Dict[str, Any]],
+    priority: int,
+    common: Dict[str, Any],
+    now: int,
+    mark: bool,
+) -> Step:
+    """enqueue_one.lua: one job, its common fields then its own (a single job's `lean` is
+    among the common ones, lean_marks)."""
+    job_id, fields = job
+    args: List[Any] = [queue, now, k.prefix, priority, job_id]
+    for pair in common.items():
+        args += pair
+    for pair in fields.items():
+        args += pair
+    keys = [k.job_prefix + job_id]
+    if mark:
+        keys.append(k.enqueued(job_id))
+    return Step(script("enqueue_one"), keys, args, _stored_one)
+
+
+def _stored_one(reply: Any) -> None:
+    return None  # enqueue_one stores, or finds its own job stored: it refuses nothing
 
 
 # The first keys of every enqueue of a queue, by (namespace prefix, queue): names made
