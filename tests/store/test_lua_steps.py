@@ -422,6 +422,22 @@ def test_a_take_or_chained_take_under_a_revoked_claim_leaves_the_job_waiting(
     )
     assert recorded is CompleteReply.RECORDED and taken == -1 and queue.job_ids == [second.id]
     assert 0 < client.pttl(keys.revoked("claim-gone")) <= 600_000  # removes itself
+    # Listening to two queues (complete.lua asks through the general takes_clear then).
+    steps.revoke(["claim-next-2"])
+    job_id, _ = take(steps, "claim-2")
+    recorded, taken = steps.complete(
+        "claim-2",
+        job_id,
+        "default",
+        "2",
+        "json",
+        "w",
+        next_take=("claim-next-2", ["other", "default"], 5000),
+    )
+    assert recorded is CompleteReply.RECORDED and taken == -1 and queue.job_ids == []
+    third = queue.enqueue("tests.queue.tasks:add", 3, 3)
+    job_id, _ = take(steps, "claim-3")
+    assert job_id == third.id
 
 
 def test_a_chained_completion_asks_once_and_still_releases_dependents_and_takes(

@@ -47,9 +47,9 @@ if ARGV[9] then  -- a next stage: its id, queue, fields, then its three keys
 end
 local chained = ARGV[6] ~= ''
 if chained then  -- one EXISTS: dependents to release, the next claim revoked, limits
-  local also = {dependents_key(ARGV[2])}
-  local found = takes_clear({ARGV[6]}, 8, nq, also)
-  NO_DEPENDENTS = found == 0 or takes_told(found, also, true) == 0
+  local dependents = dependents_key(ARGV[2])
+  local found = takes_clear_one(ARGV[6], 8, nq, dependents)
+  NO_DEPENDENTS = found == 0 or takes_told(found, {dependents}, true) == 0
 end
 local code = complete_job(ARGV[1], ARGV[2], ARGV[3], ARGV[4], KEYS[3], KEYS[4], KEYS[5],
   chained, stage)

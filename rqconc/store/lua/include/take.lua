@@ -76,6 +76,16 @@ local function takes_clear(claims_taking, first, nq, also)
   return found
 end
 
+-- takes_clear for one claim and one more key (`also`), the fused step's case: the same EXISTS,
+-- without the tables the general one builds (bench/PROFILE.md, section 15).
+local function takes_clear_one(claim, first, nq, also)
+  if nq ~= 1 then return takes_clear({claim}, first, nq, {also}) end
+  local found = redis.call('EXISTS', also, NS .. 'revoked:' .. claim,
+    flow_key(string.sub(KEYS[first], #NS + 3)))
+  TAKES_FREE = found == 0
+  return found
+end
+
 -- After takes_clear counted `found` > 0 keys with `also`: how many of `also` exist (one
 -- EXISTS), so the takes know whether the rest was clear. Returns that count.
 local function takes_told(found, also, one_take)
@@ -118,10 +128,17 @@ local function read_popped(key)
   local values = redis.call('HMGET', key, 'token', 'func', 'args', 'kwargs', 'serializer',
     'timeout', 'queue', 'attempts', 'retry', 'event_detail', 'enqueued_at', 'lean')
   local enqueued_at = values[11]
-  local rare = values[12] ~= '1' and redis.call('HMGET', key, 'callback_of',
-    'callback_kind', 'parent_serializer', 'parent_result', 'parent_exc', 'chord_results',
-    'expires_at', 'chord_of', 'soft_timeout')
-  for i = 1, 9 do values[10 + i] = rare and rare[i] or false end
+  if values[12] == '1' then
+    -- Lean (so the hash exists): none of the rare fields, and the reply ends before them
+    -- (a Lua array ends at its first nil; scripts.taken reads the fields not sent as
+    -- absent). Not growing the table to 19 values, nor sending 9 nils, saves Redis
+    -- ~7,000 instructions a take (bench/PROFILE.md, section 15).
+    values[12], values[11] = nil, nil
+    return values, enqueued_at
+  end
+  local rare = redis.call('HMGET', key, 'callback_of', 'callback_kind', 'parent_serializer',
+    'parent_result', 'parent_exc', 'chord_results', 'expires_at', 'chord_of', 'soft_timeout')
+  for i = 1, 9 do values[10 + i] = rare[i] end
   for i = 1, 19 do
     if values[i] then return values, enqueued_at end
   end
@@ -149,7 +166,7 @@ local function lease_popped(claim, lease_ms, active, claims, now, id, key, value
   emit('started', id, values[TAKE_QUEUE + 1])
   metric_started(values[TAKE_QUEUE + 1], enqueued_at)
   values[1] = id
-  values[TAKE_EXPIRES_AT + 1] = false
+  if expires_at then values[TAKE_EXPIRES_AT + 1] = false end  -- a lean job's ends before
   return values, expires_at
 end
 
@@ -171,7 +188,7 @@ local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
   -- The claim's child was ended (its claims requeued) while this take was on its way; and
   -- which listened queues have limits (include/limits.lua). One EXISTS asks both: a
   -- plain queue pays no call of its own for limits (SPEC 13).
-  local queue_limits, limited = {}, LIMITED
+  local limited = LIMITED
   if not TAKES_FREE then
     local revoked = NS .. 'revoked:' .. claim
     if not limited then
@@ -185,13 +202,16 @@ local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
   end
 
   -- limit_due: the earliest moment a capped queue or group may start again (earlier_due).
-  local limit_due, skips = -1, 0
+  -- queue_limits[i]: the i-th queue's limits; queue_limits is false when no listened queue
+  -- has any (a table made per take costs Redis ~1,500 instructions, bench/PROFILE.md 15).
+  local limit_due, skips, queue_limits = -1, 0, limited and {}
   for i = 1, nq do
     local queue, _, scheduled = queue_keys(first, i)
     if not PROMOTED then promote_due(scheduled, now) end
-    queue_limits[i] = limited and limits_of(string.sub(queue, #NS + 3)) or false
-    if queue_limits[i] and queue_limits[i].grouped then
-      promote_group_timers(queue_limits[i], now, PROMOTE_BATCH_TEXT)
+    if limited then
+      local limits = limits_of(string.sub(queue, #NS + 3))
+      queue_limits[i] = limits
+      if limits and limits.grouped then promote_group_timers(limits, now, PROMOTE_BATCH_TEXT) end
     end
   end
 
@@ -199,7 +219,7 @@ local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
   local taken = nil
   for i = 1, nq do
     local queue, _, _, started = queue_keys(first, i)
-    local limits = queue_limits[i]
+    local limits = queue_limits and queue_limits[i]
     local open = true
     if limits then
       local wait = queue_wait(limits, started, now)
@@ -240,7 +260,8 @@ local function take_next(claim, lease_ms, active, claims, first, nq, rearm)
         local queue, marker, _, started = queue_keys(first, i)
         -- A capped queue's marker is set again by the step that frees it (limits_released).
         if redis.call('ZCARD', queue) > 0
-            and (not queue_limits[i] or queue_wait(queue_limits[i], started, now) == 0) then
+            and (not queue_limits or not queue_limits[i]
+              or queue_wait(queue_limits[i], started, now) == 0) then
           redis.call('ZADD', marker, '0', '0')
         end
       end
