@@ -554,6 +554,21 @@ def table(rows: List[Row], summaries: List[Dict[str, Any]], backlog: int) -> Lis
     return lines
 
 
+def _revision() -> str:
+    """The commit measured, "-dirty" when the tree differs from it in anything but the
+    files this bench writes (RESULTS.md and the chart, rewritten before this line is)."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=str(ROOT), capture_output=True, text=True)
+        return done.stdout.strip()
+
+    commit = git("describe", "--always")
+    if not commit:
+        return "unknown"
+    written = (":!bench/RESULTS.md", ":!bench/results.png")
+    return commit + ("-dirty" if git("status", "--porcelain", "--", ".", *written) else "")
+
+
 def machine_info(redis_version: str) -> List[str]:
     cpu = "unknown"
     try:
@@ -573,15 +588,7 @@ def machine_info(redis_version: str) -> List[str]:
         load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         load = "unknown"
-    commit = (
-        subprocess.run(
-            ["git", "describe", "--always", "--dirty"],
-            cwd=str(ROOT),
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        or "unknown"
-    )
+    commit = _revision()
     return [
         f"- cores: {os.cpu_count()}; CPU: {cpu}; memory: {memory}",
         f'- Redis {redis_version} (private server, `--save "" --appendonly no`), '
