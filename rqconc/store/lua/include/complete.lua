@@ -66,7 +66,6 @@ local function complete_job(claim, id, result, serializer, key, started, finishe
       redis.call('HMGET', key, 'flow_id', 'on_success_jobs', 'group_id', 'group_index',
       'unique_key', 'unique_for', 'chord_of'), 1, 7)
   end
-  know_detail(id, event_detail, func or '', attempts)
   local ttl = whole_number(result_ttl, -1, MAX_TTL, DEFAULT_RESULT_TTL)
   -- A next stage never overwrites a job (a caller's job_id, as enqueue refuses it). The
   -- worker checked when the stage returned (flows.Next.prepare); an id taken since then is
@@ -87,7 +86,8 @@ local function complete_job(claim, id, result, serializer, key, started, finishe
   end
   local run_ms = metric_elapsed(started_at)
   if chained then hold_events() end  -- its `finished` may share an entry with `started`
-  emit_with('finished', id, queue, result, 'run_time', string.format('%.3f', run_ms / 1000))
+  emit_detailed('finished', id, queue, event_detail or false, func or '', attempts, result,
+    'run_time', string.format('%.3f', run_ms / 1000))
   metric_run_ended(queue, func, run_ms)
   if unique_key then  -- the key outlives its holder by unique_for (SPEC 11), then goes
     unique_ended(id, unique_key, unique_for)

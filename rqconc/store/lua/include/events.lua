@@ -20,8 +20,9 @@ Context: NS, EVENTS (the stream's key), WORKER (the acting worker's name, or "")
 -- call, its result (`result`, given by complete), the host (the acting worker's, from its
 -- registry entry; the producer's for client-side steps) and meta.log_tag.
 -- A step that has read a job's event_detail, func and attempts already (take, complete,
--- enqueue: every job pays for those) says so with know_detail, so that a plain job's events
--- cost no extra command there; elsewhere a job pays one HMGET per event.
+-- enqueue: every job pays for those) gives them with its event (emit_detailed) or says so
+-- with know_detail, so that a plain job's events cost no extra command there; elsewhere a
+-- job pays one HMGET per event.
 local EXC_MESSAGE_MAX = 1000  -- bytes of an exception message an event keeps
 
 -- func and attempts may be omitted (nil): the events then read them.
@@ -85,28 +86,31 @@ local function flush_events()
   HELD = nil
 end
 
-local function emit_with(event, id, queue, result, ...)
-  local known = known_of(id)
-  local attempt = tonumber(known[3]) or 0
+-- The event of a job whose event_detail, func and attempts the caller read (take and
+-- complete, every job's steps): no table to hold them, none to look them up in (about
+-- 5,000 Redis instructions a fused step, bench/PROFILE.md section 15). `detail` false for
+-- a queue without full detail, `func` '' when the job names none.
+local function emit_detailed(event, id, queue, detail, func, attempts, result, ...)
+  local attempt = tonumber(attempts) or 0
   -- failed and retry: the run that just ended (compared, not looked up in a table: a
   -- table would be built on every call of the step)
   if event ~= 'failed' and event ~= 'retry' then attempt = attempt + 1 end
   if attempt == 1 then attempt = '1' end  -- most events: as text (see above)
   local held = HELD
-  if held and event == 'started' and known[1] ~= 'full' then
+  if held and event == 'started' and detail ~= 'full' then
     local fields, n = held, #held
     HELD = nil
     fields[n + 1], fields[n + 2], fields[n + 3], fields[n + 4] = '+event', event, '+job_id', id
     fields[n + 5], fields[n + 6], fields[n + 7], fields[n + 8] = '+queue', queue or '',
       '+attempt', attempt
-    fields[n + 9], fields[n + 10] = '+func', known[2]
+    fields[n + 9], fields[n + 10] = '+func', func
     xadd(fields)
     return
   end
   local fields = {'event', event, 'job_id', id, 'queue', queue or '', 'ts', NOW,
-    'worker', WORKER, 'attempt', attempt, 'func', known[2], ...}
-  if known[1] == 'full' then  -- most queues: no detail, and no table made for none
-    for _, value in ipairs(detail_of(event, id, result, known[1])) do
+    'worker', WORKER, 'attempt', attempt, 'func', func, ...}
+  if detail == 'full' then  -- most queues: no detail, and no table made for none
+    for _, value in ipairs(detail_of(event, id, result, detail)) do
       fields[#fields + 1] = value
     end
   end
@@ -116,6 +120,11 @@ local function emit_with(event, id, queue, result, ...)
   end
   flush_events()
   xadd(fields)
+end
+
+local function emit_with(event, id, queue, result, ...)
+  local known = known_of(id)
+  emit_detailed(event, id, queue, known[1], known[2], known[3], result, ...)
 end
 
 -- The fields failed and retry events add: the exception's type and (the start of) its message.

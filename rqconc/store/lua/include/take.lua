@@ -161,9 +161,8 @@ local function lease_popped(claim, lease_ms, active, claims, now, id, key, value
   registry_write('HSET', claims, claim, id)
   registry_write('ZADD', active, now + lease_ms, id)
   registry_write('ZADD', started, NOW, id)
-  know_detail(id, values[TAKE_EVENT_DETAIL + 1], values[TAKE_FUNC + 1] or '',
-    values[TAKE_ATTEMPTS + 1])
-  emit('started', id, values[TAKE_QUEUE + 1])
+  emit_detailed('started', id, values[TAKE_QUEUE + 1], values[TAKE_EVENT_DETAIL + 1] or false,
+    values[TAKE_FUNC + 1] or '', values[TAKE_ATTEMPTS + 1])
   metric_started(values[TAKE_QUEUE + 1], enqueued_at)
   values[1] = id
   if expires_at then values[TAKE_EXPIRES_AT + 1] = false end  -- a lean job's ends before
