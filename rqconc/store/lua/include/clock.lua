@@ -12,7 +12,9 @@ local NOW
 do
   -- Seconds, then the first three of the six microsecond digits: string operations only
   -- (formatting a number of 13 digits costs Redis more than the TIME call itself).
+  -- Nine times in ten the microseconds have their six digits: no padding to make.
   local time = redis.call('TIME')
   local usec = time[2]
-  NOW = time[1] .. string.sub(string.rep('0', 6 - #usec) .. usec, 1, 3)
+  if #usec < 6 then usec = string.rep('0', 6 - #usec) .. usec end
+  NOW = time[1] .. string.sub(usec, 1, 3)
 end
