@@ -82,7 +82,8 @@ LEAN_SPOILERS = frozenset(
 
 def taken(reply: Any) -> Any:
     """A take's reply as (id, fields present), or, when nothing waits, the delay (ms, by
-    Redis' clock) until the earliest scheduled job is due (-1: none scheduled)."""
+    Redis' clock) until the earliest scheduled job is due (-1: none scheduled). A lean job's
+    reply stops before the fields it cannot have (include/take.lua): they are absent."""
     if not isinstance(reply, list):
         return int(reply)
     fields = {name: value for name, value in zip(TAKE_FIELDS, reply[1:]) if value is not None}

@@ -14,7 +14,7 @@ from rqconc.queue.job import JobStatus
 from rqconc.store.build import expand as _expand
 from rqconc.store.defaults import SHARED_WITH_LUA
 from rqconc.store.keys import queue_score
-from rqconc.store.scripts import LEAN_SPOILERS, TAKE_FIELDS, script
+from rqconc.store.scripts import LEAN_SPOILERS, TAKE_FIELDS, script, taken
 from rqconc.store.steps.core import CompleteReply, Steps, enqueue_step
 
 LEASE_MS = 15_000
@@ -559,6 +559,24 @@ def test_only_a_job_without_the_fields_of_callbacks_flows_groups_is_stored_lean(
     assert steps.take("c", ["soft"], LEASE_MS, "w")[1]["soft_timeout"] == b"0.5"
     steps.enqueue("default", [("c", plain), ("d", plain)], common={"on_success_jobs": "[]"})
     assert client.hmget(keys.job("c"), "lean") == client.hmget(keys.job("d"), "lean") == [None]
+
+
+def test_a_lean_jobs_take_reply_stops_before_the_fields_it_cannot_have(queue, steps, client):
+    """take.lua sends a lean job's id and its first nine TAKE_FIELDS only (the rest, which
+    only callbacks, chords, ttl and soft-timeout jobs have, are absent); a job that is not
+    lean gets all nineteen, absent ones as nil. scripts.taken reads both alike."""
+    lean = queue.enqueue("tests.queue.tasks:add", 1, 2)
+    full = queue.enqueue("tests.queue.tasks:add", 3, 4, soft_timeout=5)  # not lean
+    replies = [
+        script("take")(client, *steps.take_call(claim, ["default"], LEASE_MS, "w"))
+        for claim in ("c1", "c2")
+    ]
+    assert [r[0].decode() for r in replies] == [lean.id, full.id]
+    assert [len(r) for r in replies] == [1 + 9, 1 + len(TAKE_FIELDS)]
+    lean_fields, full_fields = (taken(r)[1] for r in replies)
+    assert full_fields.pop("soft_timeout") == b"5"
+    assert (lean_fields.pop("args"), full_fields.pop("args")) == (b"[1,2]", b"[3,4]")
+    assert lean_fields == full_fields and lean_fields["func"] == b"tests.queue.tasks:add"
 
 
 def test_a_job_without_the_lean_mark_is_read_in_full(queue, steps, client, keys):

@@ -16,7 +16,8 @@ instead, so that only the latest missed tick fires (SPEC 7). Other jobs pay a st
 compare for this.
 
 Returns the taken job as {id, v1, v2, ...}: the values of TAKE_FIELDS in order (false, i.e.
-nil in the reply, where a field is absent), already started and leased under `claim`; or,
+nil in the reply, where a field is absent; a lean job's reply ends after the first nine, the
+fields every job may have), already started and leased under `claim`; or,
 when every listened queue is empty, how long (ms, >= 0) until the earliest of their
 scheduled jobs is due by Redis' clock (NOW), or -1 when none is scheduled. A delay, not a
 due time: a worker whose own clock is off would wait the wrong time for it (issue 14).
