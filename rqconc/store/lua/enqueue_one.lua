@@ -44,16 +44,14 @@ if (KEYS[2] and not redis.call('SET', KEYS[2], '1', 'PX', ENQUEUE_MARK_MS_TEXT, 
   return 1  -- sent again: stored already
 end
 
-local fields = {'queue', queue, 'created_at', now, 'status', 'queued', 'enqueued_at', now}
 local func  -- for its event (every event names the job's function)
 for j = 6, #ARGV, 2 do
-  local name = ARGV[j]
-  fields[#fields + 1] = name
-  fields[#fields + 1] = ARGV[j + 1]
-  if name == 'func' then func = ARGV[j + 1] end
+  if ARGV[j] == 'func' then func = ARGV[j + 1] end
 end
 redis.call('SADD', ns .. 'queues', queue)
-redis.call('HSET', KEYS[1], unpack(fields))
+-- The pairs straight from ARGV: no table to build and grow for them.
+redis.call('HSET', KEYS[1], 'queue', queue, 'created_at', now, 'status', 'queued',
+  'enqueued_at', now, unpack(ARGV, 6))
 local score = (MAX_PRIORITY - tonumber(ARGV[4])) * SCORE_BAND + SCORE_MIDDLE
   + math.min(redis.call('INCR', ns .. 'seq'), SEQ_LIMIT)
 redis.call('ZADD', ns .. 'q:' .. queue, score, id)
