@@ -28,7 +28,8 @@ from rqconc.queue.job_record import JobRecord
 from rqconc.store import reads
 from rqconc.store.keys import KeySpace
 from rqconc.store.status import JobStatus
-from rqconc.store.steps.core import await_step, cancel_step, text
+from rqconc.store.steps.core import text
+from rqconc.store.steps.producer import await_step, cancel_step
 from rqconc.store.steps.removal import delete_jobs_step
 
 

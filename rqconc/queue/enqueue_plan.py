@@ -20,8 +20,8 @@ from rqconc.queue.workflow.group_result import Prepare, new_group_id, prepare_gr
 from rqconc.queue.workflow.signature import Signature
 from rqconc.store.keys import KeySpace
 from rqconc.store.scripts import Step, now_ms
-from rqconc.store.steps.core import EnqueueReply, enqueue_group_step, enqueue_step
 from rqconc.store.steps.limits import enqueue_unique_step
+from rqconc.store.steps.producer import EnqueueReply, enqueue_group_step, enqueue_step
 
 Stored = List[Tuple[str, Dict[str, str]]]  # (id, fields) of each job handed out
 Sent = Callable[[Optional[BaseException]], None]  # ends a traced enqueue, with its error

@@ -18,7 +18,8 @@ from rqconc import errors
 from rqconc.connection.clients import connection_kwargs
 from rqconc.store.keys import KeySpace
 from rqconc.store.status import JobStatus
-from rqconc.store.steps.core import AwaitReply, CancelReply, Steps, await_step, text
+from rqconc.store.steps.core import AwaitReply, CancelReply, Steps, text
+from rqconc.store.steps.producer import await_step
 
 # The longest single BLMOVE when the client has no socket timeout: a wait is a sequence of
 # blocking calls (never a sleep-and-poll loop), each shorter than the client's socket timeout.

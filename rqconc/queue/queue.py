@@ -47,7 +47,8 @@ from rqconc.queue.serialization import get_serializer
 from rqconc.queue.workflow.group_result import Group
 from rqconc.queue.workflow.signature import Signature
 from rqconc.store.keys import KeySpace, check_queue_name
-from rqconc.store.steps.core import Steps, now_ms, text
+from rqconc.store.scripts import now_ms
+from rqconc.store.steps.core import Steps, text
 
 
 class Queue:

@@ -15,7 +15,8 @@ from rqconc.store.build import expand as _expand
 from rqconc.store.defaults import SHARED_WITH_LUA
 from rqconc.store.keys import queue_score
 from rqconc.store.scripts import LEAN_SPOILERS, TAKE_FIELDS, script, taken
-from rqconc.store.steps.core import CompleteReply, Steps, enqueue_step
+from rqconc.store.steps.core import CompleteReply, Steps
+from rqconc.store.steps.producer import enqueue_step
 
 LEASE_MS = 15_000
 
