@@ -18,7 +18,7 @@ import pytest
 
 from rqconc import Queue
 from rqconc.store.defaults import DEFAULT_RESULT_TTL, EVENTS_MAX
-from rqconc.store.steps.core import now_ms
+from rqconc.store.scripts import now_ms
 from rqconc.worker.redis_source import RedisSource
 from tests.support.redis_server import RedisServer
 from tests.support.worker_process import redis_worker
