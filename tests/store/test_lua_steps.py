@@ -103,11 +103,12 @@ def test_a_job_enqueued_alone_is_stored_as_a_job_of_a_batch_under_keyspaces_keys
     }
 
 
-def test_enqueue_one_sent_again_stores_nothing_more_even_after_its_job_is_gone(queue, client, keys):
+def test_enqueue_one_sent_again_stores_nothing_more_even_after_its_job_is_gone(
+    queue, steps, client, keys
+):
     """A resend of enqueue_one after a lost reply: its job is still there (found), or ran
     and was deleted (the mark says this request stored it): nothing is written again."""
     job = queue.enqueue("tests.queue.tasks:add", 1, 2, result_ttl=0)
-    step = queue._steps  # the producer's bound steps, as queue.py resends through them
     again = enqueue_step(
         keys,
         "default",
@@ -117,16 +118,16 @@ def test_enqueue_one_sent_again_stores_nothing_more_even_after_its_job_is_gone(q
         mark=True,
     )
     assert again.script.name == "enqueue_one"
-    assert step.run(again) is None
+    assert steps.run(again) is None
     assert client.zcard(keys.queue("default")) == 1 and client.xlen(keys.events) == 1
     client.delete(keys.job(job.id))
     client.zrem(keys.queue("default"), job.id)  # as if it ran and was deleted (kept 0 s)
-    assert step.run(again) is None
+    assert steps.run(again) is None
     assert not client.exists(keys.job(job.id)) and client.zcard(keys.queue("default")) == 0
     assert client.hget(keys.metrics, "enqueued:default") == b"1" and client.xlen(keys.events) == 1
     client.delete(keys.enqueued(job.id))  # the mark gone too: no mark is asked, so it stores
     resent = enqueue_step(keys, "default", [(job.id, {"func": "f"})], fresh_ids=True)
-    assert step.run(resent) is None and client.exists(keys.job(job.id))
+    assert steps.run(resent) is None and client.exists(keys.job(job.id))
 
 
 def test_enqueue_refuses_an_existing_job_id_and_writes_nothing(queue, client):
